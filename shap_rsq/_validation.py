@@ -1,0 +1,77 @@
+"""Checks of the rows, target and weights passed to the explainer, with errors that name the problem."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.utils.validation import _check_sample_weight, check_array, column_or_1d
+
+__all__ = ["check_rows", "check_target", "check_weights"]
+
+
+def check_rows(X: Any, n_features: int, model_names: list[str] | None) -> tuple[np.ndarray, list[str] | None]:
+    """Rows as a float array ``(n, p)`` and their column names (when ``X`` is a DataFrame).
+
+    NaN is allowed (trees route it to their default child); infinity, non-numeric
+    columns, the wrong width and columns that do not match the model's are refused.
+    """
+    columns = _frame_columns(X)
+    if columns is not None:
+        _check_numeric_columns(X)
+        if model_names is not None and not _generic_names(model_names) and columns != model_names:
+            raise ValueError(
+                "X has columns that do not match the features the model was fitted with: "
+                f"expected {_preview(model_names)}, got {_preview(columns)}."
+            )
+    array = check_array(X, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=2,
+                        input_name="X")
+    if np.isinf(array).any():
+        raise ValueError("X contains infinity; use NaN for missing values.")
+    if array.shape[1] != n_features:
+        raise ValueError(f"X has {array.shape[1]} features, but the model was fitted with {n_features} features.")
+    return array, columns
+
+
+def check_target(y: Any, n_rows: int, w: np.ndarray) -> np.ndarray:
+    """The target as a float vector of length ``n_rows`` with positive weighted variance."""
+    target = column_or_1d(check_array(y, dtype=np.float64, ensure_2d=False, ensure_all_finite=False,
+                                      input_name="y"), warn=True)
+    if len(target) != n_rows:
+        raise ValueError(f"y has {len(target)} values but X has {n_rows} rows.")
+    if not np.all(np.isfinite(target)):
+        raise ValueError("y contains NaN or infinity; R^2 needs a finite target.")
+    mean = np.average(target, weights=w)
+    if np.sum(w * (target - mean) ** 2) <= 0.0:
+        raise ValueError("y is constant (over the rows with positive weight): R^2 is undefined.")
+    return target
+
+
+def check_weights(sample_weight: Any, X: np.ndarray) -> np.ndarray:
+    """Non-negative finite weights of length ``n`` with a positive sum (ones when ``None``)."""
+    w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    if w.sum() <= 0.0:
+        raise ValueError("sample_weight sums to zero.")
+    return w
+
+
+def _frame_columns(X: Any) -> list[str] | None:
+    columns = getattr(X, "columns", None)
+    return None if columns is None else [str(c) for c in columns]
+
+
+def _check_numeric_columns(X: Any) -> None:
+    bad = [str(name) for name, dtype in X.dtypes.items() if not (np.issubdtype(dtype, np.number)
+                                                               or np.issubdtype(dtype, np.bool_))]
+    if bad:
+        raise ValueError(f"X has non-numeric columns {_preview(bad)}; encode them as numbers first.")
+
+
+def _generic_names(names: list[str]) -> bool:
+    # models fitted on arrays make up names such as 'f0', 'Column_0' or '0'
+    return all(n in (f"f{i}", f"Column_{i}", str(i), f"Feature_{i}") for i, n in enumerate(names))
+
+
+def _preview(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)} columns)"

@@ -1,0 +1,155 @@
+"""``RSquaredExplainer``: each feature's exact Shapley share of a tree model's R^2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import shap
+
+from ._engine import Decomposition, PlanCache, decompose
+from ._models import ModelInfo, UnsupportedModelError, inspect_model
+from ._trees import Forest
+from ._validation import check_rows, check_target, check_weights
+
+__all__ = ["RSquaredExplainer"]
+
+
+class RSquaredExplainer(shap.TreeExplainer):
+    """Exact Shapley decomposition of R^2 for tree models (Q-SHAP).
+
+    A :class:`shap.TreeExplainer` (tree-path-dependent) that also splits the
+    model's R^2 on a dataset into per-feature shares.  Trees are played as
+    sequential games: tree ``t``, centred on its cover-weighted mean, reduces
+    the squared error left by the trees before it, and that reduction is
+    divided among the features by its Shapley value.  The shares add up to
+    ``R^2(model) - R^2(E f)``, where ``E f`` is the model's mean prediction
+    under its training cover (``R^2(E f) <= 0``, and 0 when ``E f`` equals the
+    mean of ``y``).
+
+    Parameters
+    ----------
+    model : tree model
+        A fitted single-output regressor trained with squared error:
+        scikit-learn decision trees, random forests, extra trees,
+        ``GradientBoostingRegressor`` and ``HistGradientBoostingRegressor``;
+        ``XGBRegressor`` / ``xgboost.Booster``; ``LGBMRegressor`` /
+        ``lightgbm.Booster``; ``CatBoostRegressor`` (any grow policy).
+    feature_names : list of str, optional
+        Names for the columns of array inputs.  DataFrame columns take precedence.
+    n_jobs : int, optional
+        Number of processes over blocks of trees (joblib semantics; ``-1`` = all cores).
+    progress : bool, default=False
+        Show a progress bar over trees.
+
+    Examples
+    --------
+    >>> import xgboost
+    >>> from sklearn.datasets import load_diabetes
+    >>> from shap_rsq import RSquaredExplainer
+    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> model = xgboost.XGBRegressor(n_estimators=50, max_depth=3).fit(X, y)
+    >>> explainer = RSquaredExplainer(model)
+    >>> shares = explainer.rsq(X, y)         # pandas Series indexed by column
+    >>> explanation = explainer(X, y)          # shap.Explanation of per-row shares
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        feature_names: list[str] | None = None,
+        *,
+        n_jobs: int | None = None,
+        progress: bool = False,
+    ) -> None:
+        info = inspect_model(model)
+        super().__init__(info.shap_model, feature_perturbation="tree_path_dependent", feature_names=feature_names)
+        if self.model.trees is None:
+            raise UnsupportedModelError(f"shap could not read the trees of this {type(model).__name__}.")
+        if np.any((self.model.threshold_types > 0) & (self.model.children_left >= 0)):
+            raise UnsupportedModelError("Models with categorical splits are not supported.")
+        self.model_info: ModelInfo = info
+        self.feature_names = list(feature_names) if feature_names is not None else info.feature_names
+        self.n_jobs = n_jobs
+        self.progress = progress
+        tree_limit = info.tree_limit if info.tree_limit is not None else self.model.tree_limit
+        self.forest = Forest.from_ensemble(self.model, info.n_features, tree_limit)
+        self._plans = PlanCache(self.forest)
+
+    def rsq(self, X: Any, y: Any, sample_weight: Any = None) -> np.ndarray | pd.Series:
+        """Each feature's share of R^2 on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to evaluate on; NaN follows each split's default direction.
+        y : array-like of shape (n_samples,)
+            Observed target.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative row weights; R^2 and its shares are then weighted.
+
+        Returns
+        -------
+        ndarray of shape (n_features,) or pandas.Series
+            Shares that sum to ``R^2(model) - R^2(E f)``; a Series indexed by
+            column when ``X`` is a DataFrame.  Memory stays O(n + p): no
+            ``(n, p)`` array is formed.
+        """
+        rows, columns, target, weights, sst = self._inputs(X, y, sample_weight)
+        result = self._decompose(X, rows, target, weights, local=False)
+        shares = result.values / sst
+        if columns is not None:
+            return pd.Series(shares, index=pd.Index(columns), name="r2")
+        return shares
+
+    def __call__(self, X: Any, y: Any, sample_weight: Any = None) -> shap.Explanation:  # type: ignore[override]
+        """Per-row shares of R^2 as a :class:`shap.Explanation`.
+
+        ``values[i, j]`` is row ``i``'s part of feature ``j``'s share, so
+        ``values.sum(0)`` equals :meth:`rsq`.  ``base_values[i]`` is the part
+        of the constant ``E f``, so that ``values[i].sum() + base_values[i]``
+        equals ``w_i [(y_i - ybar)^2 - (y_i - f(x_i))^2] / SST``, and the grand
+        total is the model's (weighted) R^2.
+        """
+        rows, columns, target, weights, sst = self._inputs(X, y, sample_weight)
+        result = self._decompose(X, rows, target, weights, local=True)
+        mean = np.average(target, weights=weights)
+        base = weights * ((target - mean) ** 2 - (target - result.mean_prediction) ** 2) / sst
+        names = columns if columns is not None else self._array_names(rows.shape[1])
+        return shap.Explanation(
+            values=result.values / sst,
+            base_values=base,
+            data=np.asarray(X) if columns is None else X.to_numpy(),
+            feature_names=names,
+            output_names="R^2",
+        )
+
+    def _inputs(self, X, y, sample_weight):
+        rows, columns = check_rows(X, self.model_info.n_features, self.model_info.feature_names)
+        weights = check_weights(sample_weight, rows)
+        target = check_target(y, rows.shape[0], weights)
+        sst = float(np.sum(weights * (target - np.average(target, weights=weights)) ** 2))
+        return rows, columns, target, weights, sst
+
+    def _decompose(self, X, rows, target, weights, *, local: bool) -> Decomposition:
+        result = decompose(self.forest, self._plans.plans(), self.forest.cast(rows), target, weights,
+                           local=local, n_jobs=self.n_jobs, progress=self.progress)
+        self._check_predictions(X, result.prediction)
+        return result
+
+    def _check_predictions(self, X, prediction: np.ndarray) -> None:
+        """The trees as read must reproduce the model's own predictions (up to float32 rounding)."""
+        expected = np.asarray(self.model_info.predict(X), dtype=np.float64).reshape(-1)
+        scale = 1.0 + np.max(np.abs(expected))
+        gap = np.max(np.abs(prediction - expected))
+        if gap > 1e-5 * scale:
+            raise UnsupportedModelError(
+                f"The trees read from this {self.model_info.family} model do not reproduce its predictions "
+                f"(largest difference {gap:.3g}); it uses a feature shap-rsq does not support."
+            )
+
+    def _array_names(self, n_features: int) -> list[str]:
+        if self.feature_names is not None and len(self.feature_names) == n_features:
+            return list(self.feature_names)
+        return [f"Feature {j}" for j in range(n_features)]

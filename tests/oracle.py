@@ -1,0 +1,89 @@
+"""Brute-force reference: enumerate every feature subset (p <= 8).
+
+Independent of the library's kernel: it walks each tree to compute the
+path-dependent conditional expectation m_S(x) and applies the Shapley formula
+to the sequential tree games of the definition in ``docs/method.md``.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from math import factorial
+
+import numpy as np
+
+from shap_rsq._trees import Forest, TreeTable
+
+
+def conditional_expectation(tree: TreeTable, X: np.ndarray, known: frozenset[int]) -> np.ndarray:
+    """m_S(x) for every row: follow x on known features, average children by cover otherwise."""
+
+    def walk(node: int) -> np.ndarray:
+        if tree.left[node] < 0:
+            return np.full(X.shape[0], tree.value[node])
+        left, right = int(tree.left[node]), int(tree.right[node])
+        k = int(tree.feature[node])
+        if k in known:
+            x = X[:, k]
+            go_left = np.where(np.isnan(x), tree.default[node] == left, x <= tree.threshold[node])
+            return np.where(go_left, walk(left), walk(right))
+        cover = tree.cover[node]
+        rho_left = tree.cover[left] / cover if cover > 0 else 0.5
+        rho_right = tree.cover[right] / cover if cover > 0 else 0.5
+        return rho_left * walk(left) + rho_right * walk(right)
+
+    return walk(0)
+
+
+def shapley_weights(p: int) -> dict[int, float]:
+    return {s: factorial(s) * factorial(p - s - 1) / factorial(p) for s in range(p)}
+
+
+def shapley(game, p: int) -> np.ndarray:
+    """Shapley values of ``game(frozenset) -> array`` (values may be vectors over rows)."""
+    weight = shapley_weights(p)
+    values = {}
+    for size in range(p + 1):
+        for subset in combinations(range(p), size):
+            values[frozenset(subset)] = np.asarray(game(frozenset(subset)), dtype=float)
+    phi = []
+    for j in range(p):
+        others = [k for k in range(p) if k != j]
+        total = 0.0
+        for size in range(p):
+            for subset in combinations(others, size):
+                s = frozenset(subset)
+                total = total + weight[size] * (values[s | {j}] - values[s])
+        phi.append(total)
+    return np.array(phi)
+
+
+def rsq_oracle(forest: Forest, X: np.ndarray, y: np.ndarray, w: np.ndarray | None = None):
+    """Feature R^2 ``(p,)`` and per-row contributions ``(n, p)`` by subset enumeration."""
+    X = forest.cast(X)
+    n, p = X.shape
+    w = np.ones(n) if w is None else np.asarray(w, dtype=float)
+    sst = np.sum(w * (y - np.average(y, weights=w)) ** 2)
+    expected = [float(conditional_expectation(t, X[:1], frozenset())[0]) for t in forest.trees]
+    f = forest.base_offset + sum(expected) + np.zeros(n)
+    local = np.zeros((p, n))
+    for tree, c in zip(forest.trees, expected, strict=True):
+        r = y - f
+        cache = {}
+
+        def game(known, tree=tree, c=c, r=r, cache=cache):
+            if known not in cache:
+                m = conditional_expectation(tree, X, known) - c
+                cache[known] = -w * (m * m - 2.0 * r * m)
+            return cache[known]
+
+        local += shapley(game, p)
+        f = f + conditional_expectation(tree, X, frozenset(range(p))) - c
+    local = local.T / sst
+    return local.sum(axis=0), local
+
+
+def tree_shap_oracle(tree: TreeTable, X: np.ndarray) -> np.ndarray:
+    """Path-dependent SHAP values of one tree ``(n, p)`` by subset enumeration."""
+    p = X.shape[1]
+    return shapley(lambda known: conditional_expectation(tree, X, known), p).T
