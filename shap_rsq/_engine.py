@@ -21,7 +21,7 @@ from . import _kernel
 from ._plan import TreePlan, compile_tree
 from ._trees import Forest, TreeTable
 
-__all__ = ["Decomposition", "PlanCache", "decompose"]
+__all__ = ["Decomposition", "PlanCache", "decompose", "tree_shap_values"]
 
 # Rows handled in one kernel call are capped so that (rows x items) index arrays stay small.
 _CHUNK_ELEMENTS = 1 << 22
@@ -74,14 +74,14 @@ def decompose(
     n_jobs: int | None = None,
     progress: bool = False,
 ) -> Decomposition:
-    """Shapley values of ``sum_t v_t`` for rows ``X`` (already cast to the forest's dtype)."""
+    """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing)."""
     means = np.array([tree_mean(tree, plan) for tree, plan in zip(forest.trees, plans, strict=True)])
     mean_prediction = forest.base_offset + float(means.sum())
     blocks = _tree_blocks(plans, n_jobs)
     starts = _block_start_predictions(forest, plans, means, X, mean_prediction, blocks)
     tasks = [
         delayed(_run_block)(
-            [plans[t] for t in block], means[block], X, y, w, start, forest.n_features, local, progress and i == 0
+            [plans[t] for t in block], means[block], X, y, w, start, forest, local, progress and i == 0
         )
         for i, (block, start) in enumerate(zip(blocks, starts, strict=True))
     ]
@@ -115,13 +115,13 @@ def _block_start_predictions(forest, plans, means, X, mean_prediction, blocks) -
         if block is not blocks[-1]:
             for t in block:
                 if plans[t] is not None:
-                    f += forest.trees[t].value[forest.trees[t].leaf_of(X)] - means[t]
+                    f += forest.trees[t].value[forest.trees[t].leaf_of(X, forest.input_dtype)] - means[t]
     return starts
 
 
-def _run_block(plans, means, X, y, w, f, n_features, local, progress):
+def _run_block(plans, means, X, y, w, f, forest, local, progress):
     f = f.copy()
-    out = np.zeros((X.shape[0], n_features) if local else n_features)
+    out = np.zeros((X.shape[0], forest.n_features) if local else forest.n_features)
     iterator = zip(plans, means, strict=True)
     if progress:
         from tqdm.auto import tqdm
@@ -133,14 +133,15 @@ def _run_block(plans, means, X, y, w, f, n_features, local, progress):
         step = max(256, _CHUNK_ELEMENTS // max(len(plan.item_leaf), plan.path_split.size))
         for start in range(0, X.shape[0], step):
             rows = slice(start, min(X.shape[0], start + step))
-            prediction = _tree_rows(plan, mean, X[rows], y[rows], w[rows], f[rows], out, rows, local)
+            prediction = _tree_rows(plan, mean, X[rows], y[rows], w[rows], f[rows], out, rows, local,
+                                    forest.input_dtype)
             f[rows] += prediction - mean
     return out, f
 
 
-def _tree_rows(plan, mean, X, y, w, f, out, rows, local) -> np.ndarray:
+def _tree_rows(plan, mean, X, y, w, f, out, rows, local, dtype) -> np.ndarray:
     """Add one tree's Shapley values for a chunk of rows into ``out``; return its predictions."""
-    left = _kernel.split_decisions(plan, X)
+    left = _kernel.split_decisions(plan, X, dtype)
     first, inverse = _distinct_rows(left)
     codes = _kernel.leaf_codes(plan, left[first])
     leaf = np.argmax(codes == plan.full_code, axis=1)
@@ -168,3 +169,15 @@ def _distinct_rows(left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         key = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     return first, inverse.ravel()
+
+
+def tree_shap_values(plan: TreePlan | None, X: np.ndarray, n_features: int, dtype=None) -> np.ndarray:
+    """Path-dependent SHAP values ``(n, p)`` of one tree's prediction: the linear term of its game."""
+    out = np.zeros((X.shape[0], n_features))
+    if plan is None:
+        return out
+    left = _kernel.split_decisions(plan, X, dtype)
+    first, inverse = _distinct_rows(left)
+    _, g_lin = _kernel.pattern_gradients(plan, _kernel.leaf_codes(plan, left[first]))
+    out[:, plan.features] = g_lin[inverse]
+    return out

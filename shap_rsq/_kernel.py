@@ -37,9 +37,12 @@ def gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
     return (x + 1.0) / 2.0, w / 2.0
 
 
-def split_decisions(plan: TreePlan, X: np.ndarray) -> np.ndarray:
-    """``(n, n_splits + 1)`` booleans: row goes left at each split; the last column pads paths."""
-    x = X[:, plan.split_feature]
+def split_decisions(plan: TreePlan, X: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
+    """``(n, n_splits + 1)`` booleans: row goes left at each split; the last column pads paths.
+
+    Only the split columns are gathered (and cast to the model's ``dtype``), never all of ``X``.
+    """
+    x = X[:, plan.split_feature] if dtype is None else X[:, plan.split_feature].astype(dtype)
     left = np.where(np.isnan(x), plan.split_default_left, x <= plan.split_threshold)
     return np.concatenate([left, np.ones((X.shape[0], 1), dtype=bool)], axis=1)
 

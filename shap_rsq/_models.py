@@ -38,8 +38,10 @@ class ModelInfo:
     Attributes
     ----------
     shap_model : object
-        Passed to ``shap.TreeExplainer`` (the model itself, or a dict of trees
-        where shap's own loader falls short).
+        Passed to ``shap.TreeExplainer``: the model itself unless shap cannot load it at all.
+    trees : object
+        What the trees are read from through shap's ``TreeEnsemble``: the model
+        itself, or a dict of trees where shap's loader falls short.
     n_features : int
     feature_names : list of str or None
         Names the model was fitted with, if it recorded them.
@@ -51,6 +53,7 @@ class ModelInfo:
     """
 
     shap_model: Any
+    trees: Any
     n_features: int
     feature_names: list[str] | None
     tree_limit: int | None
@@ -93,7 +96,11 @@ def inspect_model(model: Any) -> ModelInfo:
 
 
 def _refuse_classifier(model: Any) -> None:
-    if is_classifier(model):
+    try:
+        classifier = is_classifier(model)
+    except (AttributeError, TypeError):  # boosters and other non-estimators carry no sklearn tags
+        classifier = getattr(model, "_estimator_type", None) == "classifier"
+    if classifier:
         raise UnsupportedModelError(
             f"{type(model).__name__} is a classifier; R^2 decomposition needs a regressor "
             "fitted with squared error."
@@ -126,7 +133,7 @@ def _sklearn_tree(model: Any) -> ModelInfo:
     _sklearn_common(model)
     if model.criterion not in _SQUARED_CRITERIA:
         _refuse(type(model).__name__, "criterion", model.criterion)
-    return ModelInfo(model, model.n_features_in_, _names(getattr(model, "feature_names_in_", None)), None,
+    return ModelInfo(model, model, model.n_features_in_, _names(getattr(model, "feature_names_in_", None)), None,
                      model.predict, "sklearn")
 
 
@@ -147,8 +154,8 @@ def _sklearn_gradient_boosting(model: Any) -> ModelInfo:
             f"GradientBoostingRegressor with init={type(model.init_).__name__} is not supported: "
             "its starting prediction must be a constant (init=None, 'zero' or a DummyRegressor)."
         )
-    return ModelInfo(shap_model, model.n_features_in_, _names(getattr(model, "feature_names_in_", None)), None,
-                     model.predict, "sklearn")
+    return ModelInfo(shap_model, shap_model, model.n_features_in_, _names(getattr(model, "feature_names_in_", None)),
+                     None, model.predict, "sklearn")
 
 
 def _sklearn_tree_dict(tree: Any, scaling: float) -> dict:
@@ -174,7 +181,7 @@ def _sklearn_hist_gradient_boosting(model: Any) -> ModelInfo:
             "HistGradientBoostingRegressor with categorical features is not supported: categorical splits "
             f"(features {np.flatnonzero(categorical).tolist()}) have no threshold order."
         )
-    return ModelInfo(model, model.n_features_in_, _names(getattr(model, "feature_names_in_", None)), None,
+    return ModelInfo(model, model, model.n_features_in_, _names(getattr(model, "feature_names_in_", None)), None,
                      model.predict, "sklearn")
 
 
@@ -212,7 +219,7 @@ def _xgboost(model: Any) -> ModelInfo:
     else:
         predict = model.predict
         tree_limit = None
-    return ModelInfo(model, n_features, _names(booster.feature_names), tree_limit, predict, "xgboost")
+    return ModelInfo(model, model, n_features, _names(booster.feature_names), tree_limit, predict, "xgboost")
 
 
 # ---------------------------------------------------------------- LightGBM
@@ -236,8 +243,8 @@ def _lightgbm(model: Any) -> ModelInfo:
         )
     best = booster.best_iteration
     tree_limit = best * booster.num_model_per_iteration() if best and best > 0 else None
-    return ModelInfo(model, booster.num_feature(), _names(booster.feature_name()), tree_limit, model.predict,
-                     "lightgbm")
+    return ModelInfo(model, model, booster.num_feature(), _names(booster.feature_name()), tree_limit,
+                     model.predict, "lightgbm")
 
 
 def _has_linear_leaves(tree: dict) -> bool:
@@ -280,7 +287,8 @@ def _catboost(model: Any) -> ModelInfo:
         )
     document = _catboost_json(model)
     n_features = len(document["features_info"].get("float_features", []))
-    return ModelInfo(_catboost_trees(model, document), n_features, _names(model.feature_names_), None, model.predict,
+    # shap explains CatBoost predictions natively; only the trees we read need the fixes
+    return ModelInfo(model, _catboost_trees(model, document), n_features, _names(model.feature_names_), None, model.predict,
                      "catboost")
 
 

@@ -51,14 +51,17 @@ class TreeTable:
     def n_nodes(self) -> int:
         return len(self.left)
 
-    def leaf_of(self, X: np.ndarray) -> np.ndarray:
-        """Index of the leaf each row of ``X`` reaches (NaN follows the default child)."""
+    def leaf_of(self, X: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
+        """Index of the leaf each row of ``X`` reaches (NaN follows the default child).
+
+        Values are compared in ``dtype`` (the model's input precision) when given.
+        """
         node = np.zeros(X.shape[0], dtype=np.int64)
         rows = np.arange(X.shape[0])
         active = ~self.is_leaf[node]
         while active.any():
             r, u = rows[active], node[active]
-            x = X[r, self.feature[u]]
+            x = X[r, self.feature[u]] if dtype is None else X[r, self.feature[u]].astype(dtype)
             go_left = np.where(np.isnan(x), self.default[u] == self.left[u], x <= self.threshold[u])
             node[r] = np.where(go_left, self.left[u], self.right[u])
             active[r] = ~self.is_leaf[node[r]]
@@ -74,8 +77,8 @@ class Forest:
     trees : tuple of TreeTable
     base_offset : float
     input_dtype : numpy dtype
-        Rows are cast to this dtype before comparing with thresholds, exactly
-        as the model does (float32 for scikit-learn and XGBoost).
+        Feature values are cast to this dtype before comparing with thresholds,
+        exactly as the model does (float32 for scikit-learn and XGBoost).
     n_features : int
     """
 
@@ -110,12 +113,12 @@ class Forest:
         return cls(tuple(trees), base, np.dtype(ensemble.input_dtype), int(n_features))
 
     def cast(self, X: np.ndarray) -> np.ndarray:
-        """Rows in the dtype the model compares thresholds in (no copy when already there)."""
+        """Rows in the dtype the model compares thresholds in (a copy unless already there)."""
         return np.asarray(X, dtype=self.input_dtype)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        """Sum of leaf values plus the base offset, for rows already cast by :meth:`cast`."""
+        """Sum of leaf values plus the base offset."""
         out = np.full(X.shape[0], self.base_offset)
         for tree in self.trees:
-            out += tree.value[tree.leaf_of(X)]
+            out += tree.value[tree.leaf_of(X, self.input_dtype)]
         return out

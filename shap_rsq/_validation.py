@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from sklearn.utils.validation import _check_sample_weight, check_array, column_or_1d
 
 __all__ = ["check_rows", "check_target", "check_weights"]
@@ -24,9 +25,11 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None) -> tuple[
                 "X has columns that do not match the features the model was fitted with: "
                 f"expected {_preview(model_names)}, got {_preview(columns)}."
             )
-    array = check_array(X, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=2,
+    # float32 is kept as is and finiteness is checked in row blocks: no (n, p) temporary
+    array = check_array(X, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=2,
                         input_name="X")
-    if np.isinf(array).any():
+    step = max(1, (1 << 20) // max(1, array.shape[1]))
+    if any(np.isinf(array[i:i + step]).any() for i in range(0, array.shape[0], step)):
         raise ValueError("X contains infinity; use NaN for missing values.")
     if array.shape[1] != n_features:
         raise ValueError(f"X has {array.shape[1]} features, but the model was fitted with {n_features} features.")
@@ -48,11 +51,8 @@ def check_target(y: Any, n_rows: int, w: np.ndarray) -> np.ndarray:
 
 
 def check_weights(sample_weight: Any, X: np.ndarray) -> np.ndarray:
-    """Non-negative finite weights of length ``n`` with a positive sum (ones when ``None``)."""
-    w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-    if w.sum() <= 0.0:
-        raise ValueError("sample_weight sums to zero.")
-    return w
+    """Non-negative finite weights of length ``n``, not all zero (ones when ``None``)."""
+    return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
 
 
 def _frame_columns(X: Any) -> list[str] | None:
@@ -61,8 +61,8 @@ def _frame_columns(X: Any) -> list[str] | None:
 
 
 def _check_numeric_columns(X: Any) -> None:
-    bad = [str(name) for name, dtype in X.dtypes.items() if not (np.issubdtype(dtype, np.number)
-                                                               or np.issubdtype(dtype, np.bool_))]
+    bad = [str(name) for name, dtype in X.dtypes.items()
+           if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))]
     if bad:
         raise ValueError(f"X has non-numeric columns {_preview(bad)}; encode them as numbers first.")
 

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import shap
+from shap.explainers._tree import TreeEnsemble
 
 from ._engine import Decomposition, PlanCache, decompose
 from ._models import ModelInfo, UnsupportedModelError, inspect_model
@@ -65,16 +66,17 @@ class RSquaredExplainer(shap.TreeExplainer):
     ) -> None:
         info = inspect_model(model)
         super().__init__(info.shap_model, feature_perturbation="tree_path_dependent", feature_names=feature_names)
-        if self.model.trees is None:
+        ensemble = self.model if info.trees is info.shap_model else TreeEnsemble(info.trees)
+        if ensemble.trees is None:
             raise UnsupportedModelError(f"shap could not read the trees of this {type(model).__name__}.")
-        if np.any((self.model.threshold_types > 0) & (self.model.children_left >= 0)):
+        if np.any((ensemble.threshold_types > 0) & (ensemble.children_left >= 0)):
             raise UnsupportedModelError("Models with categorical splits are not supported.")
         self.model_info: ModelInfo = info
         self.feature_names = list(feature_names) if feature_names is not None else info.feature_names
         self.n_jobs = n_jobs
         self.progress = progress
-        tree_limit = info.tree_limit if info.tree_limit is not None else self.model.tree_limit
-        self.forest = Forest.from_ensemble(self.model, info.n_features, tree_limit)
+        tree_limit = info.tree_limit if info.tree_limit is not None else ensemble.tree_limit
+        self.forest = Forest.from_ensemble(ensemble, info.n_features, tree_limit)
         self._plans = PlanCache(self.forest)
 
     def rsq(self, X: Any, y: Any, sample_weight: Any = None) -> np.ndarray | pd.Series:
@@ -133,14 +135,21 @@ class RSquaredExplainer(shap.TreeExplainer):
         return rows, columns, target, weights, sst
 
     def _decompose(self, X, rows, target, weights, *, local: bool) -> Decomposition:
-        result = decompose(self.forest, self._plans.plans(), self.forest.cast(rows), target, weights,
+        result = decompose(self.forest, self._plans.plans(), rows, target, weights,
                            local=local, n_jobs=self.n_jobs, progress=self.progress)
         self._check_predictions(X, result.prediction)
         return result
 
     def _check_predictions(self, X, prediction: np.ndarray) -> None:
-        """The trees as read must reproduce the model's own predictions (up to float32 rounding)."""
-        expected = np.asarray(self.model_info.predict(X), dtype=np.float64).reshape(-1)
+        """The trees as read must reproduce the model's own predictions (up to float32 rounding).
+
+        Checked on at most 256 evenly spread rows, so the model's ``predict``
+        never copies all of a wide ``X``.
+        """
+        index = np.unique(np.linspace(0, len(prediction) - 1, num=min(256, len(prediction))).astype(int))
+        sample = X.iloc[index] if hasattr(X, "iloc") else np.asarray(X)[index]
+        prediction = prediction[index]
+        expected = np.asarray(self.model_info.predict(sample), dtype=np.float64).reshape(-1)
         scale = 1.0 + np.max(np.abs(expected))
         gap = np.max(np.abs(prediction - expected))
         if gap > 1e-5 * scale:

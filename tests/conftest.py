@@ -1,0 +1,108 @@
+"""Shared data and one small fitted model per supported family."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+N_ROWS, N_FEATURES = 120, 6
+
+
+def make_data(seed: int = 0, nan: bool = False, n: int = N_ROWS, p: int = N_FEATURES):
+    """Rows with an interaction, a weak feature and a pure-noise column; optional NaN holes."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    y = 2.0 * X[:, 0] + X[:, 1] * X[:, 2] + 0.5 * X[:, 3] + rng.normal(scale=0.5, size=n) + 3.0
+    if nan:
+        X[rng.random(X.shape) < 0.12] = np.nan
+    w = rng.uniform(0.2, 3.0, size=n)
+    return X, y, w
+
+
+def _sklearn(name):
+    from sklearn import ensemble, tree
+
+    return {
+        "DecisionTreeRegressor": lambda: tree.DecisionTreeRegressor(max_depth=5, random_state=0),
+        "ExtraTreeRegressor": lambda: tree.ExtraTreeRegressor(max_depth=5, random_state=0),
+        "RandomForestRegressor": lambda: ensemble.RandomForestRegressor(8, max_depth=4, random_state=0),
+        "ExtraTreesRegressor": lambda: ensemble.ExtraTreesRegressor(6, max_depth=4, random_state=0),
+        "GradientBoostingRegressor": lambda: ensemble.GradientBoostingRegressor(
+            n_estimators=12, max_depth=3, random_state=0),
+        "HistGradientBoostingRegressor": lambda: ensemble.HistGradientBoostingRegressor(
+            max_iter=12, max_leaf_nodes=8, min_samples_leaf=5, random_state=0),
+    }[name]()
+
+
+def _xgboost(booster: bool):
+    xgboost = pytest.importorskip("xgboost")
+    model = xgboost.XGBRegressor(n_estimators=12, max_depth=4, learning_rate=0.3, random_state=0)
+    return ("booster", model) if booster else model
+
+
+def _lightgbm(booster: bool):
+    lightgbm = pytest.importorskip("lightgbm")
+    model = lightgbm.LGBMRegressor(n_estimators=12, num_leaves=10, min_child_samples=5, verbose=-1,
+                                   random_state=0)
+    return ("booster", model) if booster else model
+
+
+def _catboost(policy: str):
+    catboost = pytest.importorskip("catboost")
+    kwargs = {"max_leaves": 10} if policy == "Lossguide" else {"depth": 4}
+    return catboost.CatBoostRegressor(iterations=12, grow_policy=policy, verbose=0, allow_writing_files=False,
+                                      random_seed=0, thread_count=1, **kwargs)
+
+
+FAMILIES = [
+    "DecisionTreeRegressor", "ExtraTreeRegressor", "RandomForestRegressor", "ExtraTreesRegressor",
+    "GradientBoostingRegressor", "HistGradientBoostingRegressor", "XGBRegressor", "xgboost.Booster",
+    "LGBMRegressor", "lightgbm.Booster", "CatBoost-SymmetricTree", "CatBoost-Depthwise", "CatBoost-Lossguide",
+]
+# scikit-learn's gradient boosting and extra trees do not route NaN
+NO_NAN = {"GradientBoostingRegressor", "ExtraTreeRegressor", "ExtraTreesRegressor"}
+BOOSTED = {"GradientBoostingRegressor", "HistGradientBoostingRegressor", "XGBRegressor", "xgboost.Booster",
+           "LGBMRegressor", "lightgbm.Booster", "CatBoost-SymmetricTree"}
+
+
+def fit_family(family: str, X, y):
+    """Fit a small model of ``family`` and return what the user would pass to the explainer."""
+    if family == "XGBRegressor":
+        return _xgboost(False).fit(X, y)
+    if family == "xgboost.Booster":
+        return _xgboost(True)[1].fit(X, y).get_booster()
+    if family == "LGBMRegressor":
+        return _lightgbm(False).fit(X, y)
+    if family == "lightgbm.Booster":
+        return _lightgbm(True)[1].fit(X, y).booster_
+    if family.startswith("CatBoost-"):
+        return _catboost(family.split("-")[1]).fit(X, y)
+    return _sklearn(family).fit(X, y)
+
+
+def predict(model, X):
+    if type(model).__name__ == "Booster" and type(model).__module__.startswith("xgboost"):
+        import xgboost
+
+        return model.predict(xgboost.DMatrix(X, missing=np.nan))
+    return model.predict(X)
+
+
+@pytest.fixture(scope="session")
+def fitted():
+    """Cache of ``(family, nan) -> (model, X, y, w)`` so each model is fitted once per session."""
+    cache: dict = {}
+
+    def get(family: str, nan: bool = False):
+        key = (family, nan)
+        if key not in cache:
+            X, y, w = make_data(seed=FAMILIES.index(family), nan=nan)
+            cache[key] = (fit_family(family, X, y), X, y, w)
+        return cache[key]
+
+    return get

@@ -1,0 +1,81 @@
+"""Exact agreement with the brute-force oracle for every supported model family."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import BOOSTED, FAMILIES, NO_NAN, make_data, predict
+from oracle import rsq_oracle
+from sklearn.metrics import r2_score
+
+from shap_rsq import RSquaredExplainer
+
+CASES = [(family, nan) for family in FAMILIES for nan in (False, True) if not (nan and family in NO_NAN)]
+
+
+@pytest.mark.parametrize(("family", "nan"), CASES)
+def test_global_and_local_values_match_subset_enumeration(fitted, family, nan):
+    model, X, y, w = fitted(family, nan)
+    explainer = RSquaredExplainer(model)
+    expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
+
+    shares = explainer.rsq(X, y, sample_weight=w)
+    explanation = explainer(X, y, sample_weight=w)
+
+    np.testing.assert_allclose(shares, expected_global, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(explanation.values, expected_local, rtol=0, atol=1e-9)
+    # the oracle itself must not be trivially zero
+    assert np.abs(expected_global).max() > 1e-3
+
+
+@pytest.mark.parametrize(("family", "nan"), CASES)
+def test_efficiency_identity_and_row_totals(fitted, family, nan):
+    model, X, y, w = fitted(family, nan)
+    explainer = RSquaredExplainer(model)
+    explanation = explainer(X, y, sample_weight=w)
+    f = predict(model, X).astype(np.float64)
+    mean_prediction = explainer.forest.base_offset + sum(
+        float(np.dot(t.value, _leaf_mass(t))) for t in explainer.forest.trees
+    )
+    r2_model = r2_score(y, f, sample_weight=w)
+    r2_constant = r2_score(y, np.full_like(y, mean_prediction), sample_weight=w)
+    tol = 1e-6 if "xgboost" in family.lower() or "XGB" in family else 1e-9  # XGBoost predicts in float32
+
+    assert explanation.values.sum() == pytest.approx(r2_model - r2_constant, abs=tol)
+    assert explanation.values.sum() + explanation.base_values.sum() == pytest.approx(r2_model, abs=tol)
+    sst = np.sum(w * (y - np.average(y, weights=w)) ** 2)
+    row_share = w * ((y - np.average(y, weights=w)) ** 2 - (y - f) ** 2) / sst
+    np.testing.assert_allclose(explanation.values.sum(axis=1) + explanation.base_values, row_share, atol=tol)
+    np.testing.assert_allclose(explanation.values.sum(axis=0), explainer.rsq(X, y, sample_weight=w), atol=1e-12)
+
+
+def _leaf_mass(tree) -> np.ndarray:
+    """Cover-weighted probability of each node (mass reaches leaves through cover fractions)."""
+    mass = np.zeros(tree.n_nodes)
+    mass[0] = 1.0
+    for node in range(tree.n_nodes):
+        if tree.left[node] >= 0:
+            cover = tree.cover[node]
+            for child in (tree.left[node], tree.right[node]):
+                mass[child] += mass[node] * (tree.cover[child] / cover if cover > 0 else 0.5)
+    return np.where(tree.is_leaf, mass, 0.0)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_feature_never_split_on_gets_exactly_zero(family):
+    X, y, w = make_data(seed=5)
+    X[:, 4] = 0.0  # constant: no model can split on it
+    from conftest import fit_family
+
+    model = fit_family(family, X, y)
+    explainer = RSquaredExplainer(model)
+    assert explainer.rsq(X, y)[4] == 0.0
+    assert np.all(explainer(X, y).values[:, 4] == 0.0)
+
+
+@pytest.mark.parametrize("family", sorted(BOOSTED))
+def test_boosted_shares_credit_the_signal_features(fitted, family):
+    model, X, y, _ = fitted(family)
+    shares = RSquaredExplainer(model).rsq(X, y)
+    assert np.argmax(shares) == 0
+    assert shares[5] < 0.1 * shares[0]  # in-sample, noise earns a little R^2 from overfitting

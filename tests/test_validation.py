@@ -1,0 +1,231 @@
+"""Bad models and bad inputs get errors that name the problem; nothing the caller passed is mutated."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import make_data
+from sklearn.ensemble import (
+    GradientBoostingRegressor,
+    HistGradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LinearRegression
+from sklearn.tree import DecisionTreeRegressor
+
+from shap_rsq import RSquaredExplainer, UnsupportedModelError
+
+xgboost = pytest.importorskip("xgboost")
+lightgbm = pytest.importorskip("lightgbm")
+catboost = pytest.importorskip("catboost")
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_data(seed=11)
+
+
+@pytest.fixture(scope="module")
+def explainer(data):
+    X, y, _ = data
+    return RSquaredExplainer(DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y))
+
+
+def _catboost(**kwargs):
+    return catboost.CatBoostRegressor(iterations=3, depth=2, verbose=0, allow_writing_files=False, **kwargs)
+
+
+# ------------------------------------------------------------------ models
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: RandomForestClassifier(3), "classifier"),
+        (lambda: xgboost.XGBClassifier(n_estimators=2), "classifier"),
+        (lambda: lightgbm.LGBMClassifier(n_estimators=2, verbose=-1), "classifier"),
+        (lambda: catboost.CatBoostClassifier(iterations=2, verbose=0, allow_writing_files=False), "classifier"),
+    ],
+)
+def test_classifiers_are_refused(data, make, message):
+    X, y, _ = data
+    model = make().fit(X, (y > np.median(y)).astype(int))
+    with pytest.raises(UnsupportedModelError, match=message):
+        RSquaredExplainer(model)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: DecisionTreeRegressor(criterion="absolute_error", max_depth=2), "criterion='absolute_error'"),
+        (lambda: RandomForestRegressor(3, criterion="poisson", max_depth=2), "criterion='poisson'"),
+        (lambda: GradientBoostingRegressor(loss="huber", n_estimators=2), "loss='huber'"),
+        (lambda: HistGradientBoostingRegressor(loss="absolute_error", max_iter=2), "loss='absolute_error'"),
+        (lambda: xgboost.XGBRegressor(objective="reg:absoluteerror", n_estimators=2),
+         "objective='reg:absoluteerror'"),
+        (lambda: xgboost.XGBRegressor(objective="reg:pseudohubererror", n_estimators=2),
+         "objective='reg:pseudohubererror'"),
+        (lambda: lightgbm.LGBMRegressor(objective="huber", n_estimators=2, verbose=-1), "objective='huber'"),
+        (lambda: lightgbm.LGBMRegressor(objective="quantile", n_estimators=2, verbose=-1), "objective='quantile'"),
+        (lambda: _catboost(loss_function="MAE"), "loss_function='MAE'"),
+        (lambda: xgboost.XGBRegressor(booster="gblinear", n_estimators=2), "booster='gblinear'"),
+    ],
+)
+def test_objectives_other_than_squared_error_are_named(data, make, message):
+    X, y, _ = data
+    model = make().fit(X, np.abs(y) + 0.1)
+    with pytest.raises(UnsupportedModelError, match=message.replace("(", r"\(")):
+        RSquaredExplainer(model)
+
+
+def test_gradient_boosting_with_model_init_is_refused(data):
+    X, y, _ = data
+    model = GradientBoostingRegressor(n_estimators=2, init=LinearRegression()).fit(X, y)
+    with pytest.raises(UnsupportedModelError, match="init=LinearRegression"):
+        RSquaredExplainer(model)
+
+
+def test_gradient_boosting_with_zero_init_is_supported(data):
+    # shap cannot load init='zero'; the thin layer reads the trees itself
+    X, y, _ = data
+    model = GradientBoostingRegressor(n_estimators=5, init="zero").fit(X, y)
+    with pytest.raises(Exception, match="init"):
+        import shap
+
+        shap.TreeExplainer(model)
+    explanation = RSquaredExplainer(model)(X, y)
+    from sklearn.metrics import r2_score
+
+    assert explanation.values.sum() + explanation.base_values.sum() == pytest.approx(
+        r2_score(y, model.predict(X)), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda X, y: HistGradientBoostingRegressor(max_iter=2, categorical_features=[0]).fit(
+            np.column_stack([np.arange(len(y)) % 3, X[:, 1:]]), y),
+        lambda X, y: lightgbm.LGBMRegressor(n_estimators=3, verbose=-1, min_child_samples=2, min_data_per_group=2,
+                                            cat_smooth=0.0).fit(
+            pd.DataFrame({"c": pd.Categorical(np.arange(len(y)) % 4), "x": X[:, 1]}), 5.0 * (np.arange(len(y)) % 4)),
+        lambda X, y: xgboost.XGBRegressor(n_estimators=2, enable_categorical=True, tree_method="hist").fit(
+            pd.DataFrame({"c": pd.Categorical(np.arange(len(y)) % 4), "x": X[:, 1]}), y),
+        lambda X, y: _catboost(cat_features=[0]).fit(
+            pd.DataFrame({"c": (np.arange(len(y)) % 4).astype(str), "x": X[:, 1]}), y),
+    ],
+)
+def test_categorical_splits_are_refused(data, make):
+    X, y, _ = data
+    with pytest.raises(UnsupportedModelError, match="categorical"):
+        RSquaredExplainer(make(X, y))
+
+
+@pytest.mark.parametrize(
+    "model",
+    [DecisionTreeRegressor(), GradientBoostingRegressor(), HistGradientBoostingRegressor(),
+     xgboost.XGBRegressor(), lightgbm.LGBMRegressor(), _catboost()],
+    ids=lambda m: type(m).__name__,
+)
+def test_unfitted_models_are_refused(model):
+    with pytest.raises(NotFittedError):
+        RSquaredExplainer(model)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda X, y: DecisionTreeRegressor(max_depth=2).fit(X, np.column_stack([y, -y])),
+        lambda X, y: RandomForestRegressor(2, max_depth=2).fit(X, np.column_stack([y, -y])),
+        lambda X, y: xgboost.XGBRegressor(n_estimators=2, multi_strategy="one_output_per_tree").fit(
+            X, np.column_stack([y, -y])),
+        lambda X, y: _catboost(loss_function="MultiRMSE").fit(X, np.column_stack([y, -y])),
+    ],
+)
+def test_multi_output_models_are_refused(data, make):
+    X, y, _ = data
+    with pytest.raises(UnsupportedModelError, match="output|targets"):
+        RSquaredExplainer(make(X, y))
+
+
+def test_unknown_model_types_are_refused_with_the_supported_list():
+    with pytest.raises(UnsupportedModelError, match="Supported: scikit-learn DecisionTreeRegressor"):
+        RSquaredExplainer(LinearRegression())
+
+
+# ------------------------------------------------------------------ inputs
+
+
+@pytest.mark.parametrize("method", ["rsq", "__call__"])
+def test_target_problems_are_named(data, explainer, method):
+    X, y, _ = data
+    call = getattr(explainer, method)
+    with pytest.raises(ValueError, match="y has 119 values but X has 120 rows"):
+        call(X, y[:-1])
+    bad = y.copy()
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="y contains NaN or infinity"):
+        call(X, bad)
+    bad[3] = np.inf
+    with pytest.raises(ValueError, match="y contains NaN or infinity"):
+        call(X, bad)
+    with pytest.raises(ValueError, match="y is constant"):
+        call(X, np.full_like(y, 2.5))
+
+
+def test_rows_problems_are_named(data, explainer):
+    X, y, _ = data
+    with pytest.raises(ValueError, match="X has 5 features, but the model was fitted with 6 features"):
+        explainer.rsq(X[:, :5], y)
+    with pytest.raises(ValueError, match="X contains infinity"):
+        explainer.rsq(np.where(np.arange(X.size).reshape(X.shape) == 7, np.inf, X), y)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(6)]).assign(x5="text")
+    with pytest.raises(ValueError, match="non-numeric columns \\['x5'\\]"):
+        explainer.rsq(frame, y)
+
+
+def test_columns_must_match_the_names_the_model_was_fitted_with(data):
+    X, y, _ = data
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(6)])
+    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=3).fit(frame, y))
+    with pytest.raises(ValueError, match="do not match the features the model was fitted with"):
+        explainer.rsq(frame[frame.columns[::-1]], y)
+    assert list(explainer.rsq(frame, y).index) == list(frame.columns)
+
+
+def test_weight_problems_are_named(data, explainer):
+    X, y, w = data
+    with pytest.raises(ValueError, match="Negative values"):
+        explainer.rsq(X, y, sample_weight=-w)
+    bad = w.copy()
+    bad[0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        explainer.rsq(X, y, sample_weight=bad)
+    with pytest.raises(ValueError, match=r"sample_weight.shape == \(119,\), expected \(120,\)"):
+        explainer.rsq(X, y, sample_weight=w[:-1])
+    with pytest.raises(ValueError, match="non-zero"):
+        explainer.rsq(X, y, sample_weight=np.zeros_like(w))
+    only_one = np.zeros_like(w)
+    only_one[0] = 1.0
+    with pytest.raises(ValueError, match="y is constant"):
+        explainer.rsq(X, y, sample_weight=only_one)
+
+
+def test_nothing_the_caller_passes_is_mutated(data):
+    X, y, w = data
+    X = X.copy()
+    X[::7, 2] = np.nan
+    model = HistGradientBoostingRegressor(max_iter=5).fit(X, y)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(6)])
+    before = [x.copy() for x in (X, y, w)], frame.copy(), pickle.dumps(model)
+    explainer = RSquaredExplainer(model)
+    explainer.rsq(X, y, sample_weight=w)
+    explainer(frame, y, sample_weight=w)
+    for original, now in zip(before[0], (X, y, w), strict=True):
+        np.testing.assert_array_equal(original, now)
+    pd.testing.assert_frame_equal(before[1], frame)
+    assert pickle.dumps(model) == before[2]
