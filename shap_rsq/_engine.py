@@ -80,9 +80,7 @@ def decompose(
     blocks = _tree_blocks(plans, n_jobs)
     starts = _block_start_predictions(forest, plans, means, X, mean_prediction, blocks)
     tasks = [
-        delayed(_run_block)(
-            [plans[t] for t in block], means[block], X, y, w, start, forest, local, progress and i == 0
-        )
+        delayed(_run_block)([plans[t] for t in block], means[block], X, y, w, start, forest, local, progress and i == 0)
         for i, (block, start) in enumerate(zip(blocks, starts, strict=True))
     ]
     if len(tasks) == 1:
@@ -133,8 +131,9 @@ def _run_block(plans, means, X, y, w, f, forest, local, progress):
         step = max(256, _CHUNK_ELEMENTS // max(len(plan.item_leaf), plan.path_split.size))
         for start in range(0, X.shape[0], step):
             rows = slice(start, min(X.shape[0], start + step))
-            prediction = _tree_rows(plan, mean, X[rows], y[rows], w[rows], f[rows], out, rows, local,
-                                    forest.input_dtype)
+            prediction = _tree_rows(
+                plan, mean, X[rows], y[rows], w[rows], f[rows], out, rows, local, forest.input_dtype
+            )
             f[rows] += prediction - mean
     return out, f
 

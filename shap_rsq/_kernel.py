@@ -221,7 +221,7 @@ def pattern_gradients(plan: TreePlan, codes: np.ndarray) -> tuple[np.ndarray, np
     g_lin = np.zeros((n, width))
 
     single = slice(0, plan.n_single)
-    cell_item, row_cell, _, slope = _cell_tables(plan, single, cells, q)
+    _, row_cell, _, slope = _cell_tables(plan, single, cells, q)
     integrated = (slope @ gl).T
     feat = plan.fac_feat[single]
     is_lin = plan.item_kind[single] == LIN
@@ -232,7 +232,7 @@ def pattern_gradients(plan: TreePlan, codes: np.ndarray) -> tuple[np.ndarray, np
 
     if len(plan.item_leaf) > plan.n_single:
         cross = slice(plan.n_single, len(plan.item_leaf))
-        cell_item, row_cell, value, slope = _cell_tables(plan, cross, cells, q)
+        _, row_cell, value, slope = _cell_tables(plan, cross, cells, q)
         coef, dcoef = _group_coefficients(plan, q)
         feat = plan.fac_feat[cross]
         for rows in _blocks(n, row_cell.shape[1] * feat.shape[1] * len(q)):

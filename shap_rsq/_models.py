@@ -68,8 +68,16 @@ _SKLEARN_TREES = [
     "sklearn.ensemble.ExtraTreesRegressor",
 ]
 _SQUARED_CRITERIA = {"squared_error", "friedman_mse"}
-_LIGHTGBM_L2 = {"regression", "regression_l2", "l2", "mean_squared_error", "mse", "l2_root",
-                "root_mean_squared_error", "rmse"}
+_LIGHTGBM_L2 = {
+    "regression",
+    "regression_l2",
+    "l2",
+    "mean_squared_error",
+    "mse",
+    "l2_root",
+    "root_mean_squared_error",
+    "rmse",
+}
 _SUPPORTED = (
     "scikit-learn DecisionTreeRegressor, ExtraTreeRegressor, RandomForestRegressor, ExtraTreesRegressor, "
     "GradientBoostingRegressor, HistGradientBoostingRegressor; XGBRegressor or xgboost.Booster; "
@@ -102,8 +110,7 @@ def _refuse_classifier(model: Any) -> None:
         classifier = getattr(model, "_estimator_type", None) == "classifier"
     if classifier:
         raise UnsupportedModelError(
-            f"{type(model).__name__} is a classifier; R^2 decomposition needs a regressor "
-            "fitted with squared error."
+            f"{type(model).__name__} is a classifier; R^2 decomposition needs a regressor fitted with squared error."
         )
 
 
@@ -133,8 +140,15 @@ def _sklearn_tree(model: Any) -> ModelInfo:
     _sklearn_common(model)
     if model.criterion not in _SQUARED_CRITERIA:
         _refuse(type(model).__name__, "criterion", model.criterion)
-    return ModelInfo(model, model, model.n_features_in_, _names(getattr(model, "feature_names_in_", None)), None,
-                     model.predict, "sklearn")
+    return ModelInfo(
+        model,
+        model,
+        model.n_features_in_,
+        _names(getattr(model, "feature_names_in_", None)),
+        None,
+        model.predict,
+        "sklearn",
+    )
 
 
 def _sklearn_gradient_boosting(model: Any) -> ModelInfo:
@@ -154,16 +168,24 @@ def _sklearn_gradient_boosting(model: Any) -> ModelInfo:
             f"GradientBoostingRegressor with init={type(model.init_).__name__} is not supported: "
             "its starting prediction must be a constant (init=None, 'zero' or a DummyRegressor)."
         )
-    return ModelInfo(shap_model, shap_model, model.n_features_in_, _names(getattr(model, "feature_names_in_", None)),
-                     None, model.predict, "sklearn")
+    return ModelInfo(
+        shap_model,
+        shap_model,
+        model.n_features_in_,
+        _names(getattr(model, "feature_names_in_", None)),
+        None,
+        model.predict,
+        "sklearn",
+    )
 
 
 def _sklearn_tree_dict(tree: Any, scaling: float) -> dict:
     return {
         "children_left": tree.children_left.astype(np.int32),
         "children_right": tree.children_right.astype(np.int32),
-        "children_default": np.where(getattr(tree, "missing_go_to_left", np.ones(tree.node_count, bool)),
-                                     tree.children_left, tree.children_right).astype(np.int32),
+        "children_default": np.where(
+            getattr(tree, "missing_go_to_left", np.ones(tree.node_count, bool)), tree.children_left, tree.children_right
+        ).astype(np.int32),
         "features": tree.feature.astype(np.int32),
         "thresholds": tree.threshold.astype(np.float64),
         "values": tree.value.reshape(tree.node_count, 1) * scaling,
@@ -181,8 +203,15 @@ def _sklearn_hist_gradient_boosting(model: Any) -> ModelInfo:
             "HistGradientBoostingRegressor with categorical features is not supported: categorical splits "
             f"(features {np.flatnonzero(categorical).tolist()}) have no threshold order."
         )
-    return ModelInfo(model, model, model.n_features_in_, _names(getattr(model, "feature_names_in_", None)), None,
-                     model.predict, "sklearn")
+    return ModelInfo(
+        model,
+        model,
+        model.n_features_in_,
+        _names(getattr(model, "feature_names_in_", None)),
+        None,
+        model.predict,
+        "sklearn",
+    )
 
 
 # ---------------------------------------------------------------- XGBoost
@@ -211,6 +240,7 @@ def _xgboost(model: Any) -> ModelInfo:
         )
     n_features = booster.num_features()
     if is_booster:
+
         def predict(X):
             return booster.predict(xgboost.DMatrix(X, missing=np.nan))
 
@@ -243,8 +273,9 @@ def _lightgbm(model: Any) -> ModelInfo:
         )
     best = booster.best_iteration
     tree_limit = best * booster.num_model_per_iteration() if best and best > 0 else None
-    return ModelInfo(model, model, booster.num_feature(), _names(booster.feature_name()), tree_limit,
-                     model.predict, "lightgbm")
+    return ModelInfo(
+        model, model, booster.num_feature(), _names(booster.feature_name()), tree_limit, model.predict, "lightgbm"
+    )
 
 
 def _has_linear_leaves(tree: dict) -> bool:
@@ -276,8 +307,10 @@ def _catboost(model: Any) -> ModelInfo:
     params = model.get_all_params()
     loss = str(params.get("loss_function", "RMSE")).split(":")[0]
     if loss == "MultiRMSE":
-        raise UnsupportedModelError("CatBoost model with loss_function='MultiRMSE' has several outputs; "
-                                    "only single-output models are supported.")
+        raise UnsupportedModelError(
+            "CatBoost model with loss_function='MultiRMSE' has several outputs; "
+            "only single-output models are supported."
+        )
     if loss != "RMSE":
         _refuse("CatBoost model", "loss_function", loss)
     if model.get_cat_feature_indices():
@@ -288,8 +321,15 @@ def _catboost(model: Any) -> ModelInfo:
     document = _catboost_json(model)
     n_features = len(document["features_info"].get("float_features", []))
     # shap explains CatBoost predictions natively; only the trees we read need the fixes
-    return ModelInfo(model, _catboost_trees(model, document), n_features, _names(model.feature_names_), None, model.predict,
-                     "catboost")
+    return ModelInfo(
+        model,
+        _catboost_trees(model, document),
+        n_features,
+        _names(model.feature_names_),
+        None,
+        model.predict,
+        "catboost",
+    )
 
 
 def _catboost_json(model: Any) -> dict:
@@ -304,18 +344,24 @@ def _catboost_trees(model: Any, document: dict) -> dict:
     """Trees of a CatBoost model as shap's dict model, with scale, bias and NaN routing."""
     scale, biases = document.get("scale_and_bias", [1.0, [0.0]])
     bias = float(np.ravel(biases)[0]) if np.size(biases) else 0.0
-    nan_right = {f["flat_feature_index"]: f.get("nan_value_treatment") == "AsTrue"
-                 for f in document["features_info"].get("float_features", [])}
+    nan_right = {
+        f["flat_feature_index"]: f.get("nan_value_treatment") == "AsTrue"
+        for f in document["features_info"].get("float_features", [])
+    }
     if "oblivious_trees" in document:
         for tree in document["oblivious_trees"]:
             for split in tree.get("splits", []):
                 _split_feature(split)
-        trees = [_patched_oblivious_tree(tree, scale, nan_right)
-                 for tree in CatBoostTreeModelLoader(model).get_trees()]
+        trees = [_patched_oblivious_tree(tree, scale, nan_right) for tree in CatBoostTreeModelLoader(model).get_trees()]
     else:
         trees = [_nonsymmetric_tree(tree, scale, nan_right) for tree in document["trees"]]
-    return {"trees": trees, "base_offset": bias, "input_dtype": np.float32, "tree_output": "raw_value",
-            "objective": "squared_error"}
+    return {
+        "trees": trees,
+        "base_offset": bias,
+        "input_dtype": np.float32,
+        "tree_output": "raw_value",
+        "objective": "squared_error",
+    }
 
 
 def _patched_oblivious_tree(tree: Any, scale: float, nan_right: dict[int, bool]) -> dict:

@@ -260,8 +260,7 @@ def _cross_items(
                     for subset in combinations(free, size):
                         chosen = set(subset)
                         factors = fixed + [
-                            (j, k, *(_delta(leaf.ratio[j]) if (j, k) in chosen else _h(leaf.ratio[j])))
-                            for j, k in free
+                            (j, k, *(_delta(leaf.ratio[j]) if (j, k) in chosen else _h(leaf.ratio[j]))) for j, k in free
                         ]
                         key = (u, tuple(sorted(k for _, k in subset)))
                         group = groups.setdefault(key, len(groups))

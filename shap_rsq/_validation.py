@@ -26,10 +26,11 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None) -> tuple[
                 f"expected {_preview(model_names)}, got {_preview(columns)}."
             )
     # float32 is kept as is and finiteness is checked in row blocks: no (n, p) temporary
-    array = check_array(X, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=2,
-                        input_name="X")
+    array = check_array(
+        X, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=2, input_name="X"
+    )
     step = max(1, (1 << 20) // max(1, array.shape[1]))
-    if any(np.isinf(array[i:i + step]).any() for i in range(0, array.shape[0], step)):
+    if any(np.isinf(array[i : i + step]).any() for i in range(0, array.shape[0], step)):
         raise ValueError("X contains infinity; use NaN for missing values.")
     if array.shape[1] != n_features:
         raise ValueError(f"X has {array.shape[1]} features, but the model was fitted with {n_features} features.")
@@ -38,8 +39,9 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None) -> tuple[
 
 def check_target(y: Any, n_rows: int, w: np.ndarray) -> np.ndarray:
     """The target as a float vector of length ``n_rows`` with positive weighted variance."""
-    target = column_or_1d(check_array(y, dtype=np.float64, ensure_2d=False, ensure_all_finite=False,
-                                      input_name="y"), warn=True)
+    target = column_or_1d(
+        check_array(y, dtype=np.float64, ensure_2d=False, ensure_all_finite=False, input_name="y"), warn=True
+    )
     if len(target) != n_rows:
         raise ValueError(f"y has {len(target)} values but X has {n_rows} rows.")
     if not np.all(np.isfinite(target)):
@@ -61,8 +63,11 @@ def _frame_columns(X: Any) -> list[str] | None:
 
 
 def _check_numeric_columns(X: Any) -> None:
-    bad = [str(name) for name, dtype in X.dtypes.items()
-           if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))]
+    bad = [
+        str(name)
+        for name, dtype in X.dtypes.items()
+        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
+    ]
     if bad:
         raise ValueError(f"X has non-numeric columns {_preview(bad)}; encode them as numbers first.")
 

@@ -135,18 +135,26 @@ class RSquaredExplainer(shap.TreeExplainer):
         return rows, columns, target, weights, sst
 
     def _decompose(self, X, rows, target, weights, *, local: bool) -> Decomposition:
-        result = decompose(self.forest, self._plans.plans(), rows, target, weights,
-                           local=local, n_jobs=self.n_jobs, progress=self.progress)
+        result = decompose(
+            self.forest,
+            self._plans.plans(),
+            rows,
+            target,
+            weights,
+            local=local,
+            n_jobs=self.n_jobs,
+            progress=self.progress,
+        )
         self._check_predictions(X, result.prediction)
         return result
 
     def _check_predictions(self, X, prediction: np.ndarray) -> None:
         """The trees as read must reproduce the model's own predictions (up to float32 rounding).
 
-        Checked on at most 256 evenly spread rows, so the model's ``predict``
-        never copies all of a wide ``X``.
+        Checked on at most 32 evenly spread rows, so the model's ``predict``
+        never copies a wide ``X``.
         """
-        index = np.unique(np.linspace(0, len(prediction) - 1, num=min(256, len(prediction))).astype(int))
+        index = np.unique(np.linspace(0, len(prediction) - 1, num=min(32, len(prediction))).astype(int))
         sample = X.iloc[index] if hasattr(X, "iloc") else np.asarray(X)[index]
         prediction = prediction[index]
         expected = np.asarray(self.model_info.predict(sample), dtype=np.float64).reshape(-1)

@@ -33,9 +33,11 @@ def _sklearn(name):
         "RandomForestRegressor": lambda: ensemble.RandomForestRegressor(8, max_depth=4, random_state=0),
         "ExtraTreesRegressor": lambda: ensemble.ExtraTreesRegressor(6, max_depth=4, random_state=0),
         "GradientBoostingRegressor": lambda: ensemble.GradientBoostingRegressor(
-            n_estimators=12, max_depth=3, random_state=0),
+            n_estimators=12, max_depth=3, random_state=0
+        ),
         "HistGradientBoostingRegressor": lambda: ensemble.HistGradientBoostingRegressor(
-            max_iter=12, max_leaf_nodes=8, min_samples_leaf=5, random_state=0),
+            max_iter=12, max_leaf_nodes=8, min_samples_leaf=5, random_state=0
+        ),
     }[name]()
 
 
@@ -47,27 +49,44 @@ def _xgboost(booster: bool):
 
 def _lightgbm(booster: bool):
     lightgbm = pytest.importorskip("lightgbm")
-    model = lightgbm.LGBMRegressor(n_estimators=12, num_leaves=10, min_child_samples=5, verbose=-1,
-                                   random_state=0)
+    model = lightgbm.LGBMRegressor(n_estimators=12, num_leaves=10, min_child_samples=5, verbose=-1, random_state=0)
     return ("booster", model) if booster else model
 
 
 def _catboost(policy: str):
     catboost = pytest.importorskip("catboost")
     kwargs = {"max_leaves": 10} if policy == "Lossguide" else {"depth": 4}
-    return catboost.CatBoostRegressor(iterations=12, grow_policy=policy, verbose=0, allow_writing_files=False,
-                                      random_seed=0, thread_count=1, **kwargs)
+    return catboost.CatBoostRegressor(
+        iterations=12, grow_policy=policy, verbose=0, allow_writing_files=False, random_seed=0, thread_count=1, **kwargs
+    )
 
 
 FAMILIES = [
-    "DecisionTreeRegressor", "ExtraTreeRegressor", "RandomForestRegressor", "ExtraTreesRegressor",
-    "GradientBoostingRegressor", "HistGradientBoostingRegressor", "XGBRegressor", "xgboost.Booster",
-    "LGBMRegressor", "lightgbm.Booster", "CatBoost-SymmetricTree", "CatBoost-Depthwise", "CatBoost-Lossguide",
+    "DecisionTreeRegressor",
+    "ExtraTreeRegressor",
+    "RandomForestRegressor",
+    "ExtraTreesRegressor",
+    "GradientBoostingRegressor",
+    "HistGradientBoostingRegressor",
+    "XGBRegressor",
+    "xgboost.Booster",
+    "LGBMRegressor",
+    "lightgbm.Booster",
+    "CatBoost-SymmetricTree",
+    "CatBoost-Depthwise",
+    "CatBoost-Lossguide",
 ]
 # scikit-learn's gradient boosting and extra trees do not route NaN
 NO_NAN = {"GradientBoostingRegressor", "ExtraTreeRegressor", "ExtraTreesRegressor"}
-BOOSTED = {"GradientBoostingRegressor", "HistGradientBoostingRegressor", "XGBRegressor", "xgboost.Booster",
-           "LGBMRegressor", "lightgbm.Booster", "CatBoost-SymmetricTree"}
+BOOSTED = {
+    "GradientBoostingRegressor",
+    "HistGradientBoostingRegressor",
+    "XGBRegressor",
+    "xgboost.Booster",
+    "LGBMRegressor",
+    "lightgbm.Booster",
+    "CatBoost-SymmetricTree",
+}
 
 
 def fit_family(family: str, X, y):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import BOOSTED, FAMILIES, NO_NAN, make_data, predict
+from conftest import BOOSTED, FAMILIES, NO_NAN, fit_family, make_data, predict
 from oracle import rsq_oracle
 from sklearn.metrics import r2_score
 
@@ -63,9 +63,8 @@ def _leaf_mass(tree) -> np.ndarray:
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_feature_never_split_on_gets_exactly_zero(family):
-    X, y, w = make_data(seed=5)
+    X, y, _ = make_data(seed=5)
     X[:, 4] = 0.0  # constant: no model can split on it
-    from conftest import fit_family
 
     model = fit_family(family, X, y)
     explainer = RSquaredExplainer(model)
@@ -75,7 +74,7 @@ def test_feature_never_split_on_gets_exactly_zero(family):
 
 @pytest.mark.parametrize("family", sorted(BOOSTED))
 def test_boosted_shares_credit_the_signal_features(fitted, family):
-    model, X, y, _ = fitted(family)
+    model, X, y, _weights = fitted(family)
     shares = RSquaredExplainer(model).rsq(X, y)
     assert np.argmax(shares) == 0
     assert shares[5] < 0.1 * shares[0]  # in-sample, noise earns a little R^2 from overfitting

@@ -1,0 +1,108 @@
+"""The public surface: return types, names, weights, jobs, progress and memory."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pandas as pd
+import pytest
+import shap
+from conftest import make_data
+from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor
+
+from shap_rsq import RSquaredExplainer
+
+xgboost = pytest.importorskip("xgboost")
+
+
+@pytest.fixture(scope="module")
+def frame_model():
+    X, y, w = make_data(seed=31)
+    frame = pd.DataFrame(X, columns=["age", "bmi", "bp", "s1", "s2", "noise"])
+    model = xgboost.XGBRegressor(n_estimators=20, max_depth=3, random_state=0).fit(frame, y)
+    return model, frame, y, w
+
+
+def test_rsq_returns_a_series_for_frames_and_an_array_for_arrays(frame_model):
+    model, frame, y, _ = frame_model
+    explainer = RSquaredExplainer(model)
+    series = explainer.rsq(frame, y)
+    array = explainer.rsq(frame.to_numpy(), y)
+    assert isinstance(series, pd.Series)
+    assert list(series.index) == list(frame.columns)
+    assert series.name == "r2"
+    assert isinstance(array, np.ndarray) and array.shape == (6,)
+    np.testing.assert_allclose(series.to_numpy(), array, atol=1e-15)
+
+
+def test_explanation_carries_data_names_and_row_bases(frame_model):
+    model, frame, y, _ = frame_model
+    explanation = RSquaredExplainer(model)(frame, y)
+    assert isinstance(explanation, shap.Explanation)
+    assert explanation.feature_names == list(frame.columns)
+    np.testing.assert_array_equal(explanation.data, frame.to_numpy())
+    assert explanation.values.shape == frame.shape
+    assert explanation.base_values.shape == (len(y),)
+
+
+def test_array_names_come_from_the_argument_then_the_model(frame_model):
+    model, frame, y, _ = frame_model
+    assert RSquaredExplainer(model)(frame.to_numpy(), y).feature_names == list(frame.columns)
+    names = [f"g{j}" for j in range(6)]
+    assert RSquaredExplainer(model, feature_names=names)(frame.to_numpy(), y).feature_names == names
+    bare = GradientBoostingRegressor(n_estimators=3).fit(frame.to_numpy(), y)
+    assert RSquaredExplainer(bare)(frame.to_numpy(), y).feature_names == [f"Feature {j}" for j in range(6)]
+
+
+def test_integer_weights_equal_repeated_rows():
+    X, y, _ = make_data(seed=32)
+    model = HistGradientBoostingRegressor(max_iter=10, random_state=0).fit(X, y)
+    counts = np.random.default_rng(0).integers(0, 4, size=len(y))
+    counts[:2] = 1  # keep y non-constant
+    explainer = RSquaredExplainer(model)
+    weighted = explainer.rsq(X, y, sample_weight=counts)
+    repeated = explainer.rsq(np.repeat(X, counts, axis=0), np.repeat(y, counts))
+    np.testing.assert_allclose(weighted, repeated, atol=1e-12)
+
+
+def test_parallel_jobs_give_identical_results(frame_model):
+    model, frame, y, w = frame_model
+    serial = RSquaredExplainer(model).rsq(frame, y, sample_weight=w)
+    parallel = RSquaredExplainer(model, n_jobs=2).rsq(frame, y, sample_weight=w)
+    np.testing.assert_allclose(serial, parallel, atol=1e-12)
+    local = RSquaredExplainer(model, n_jobs=2)(frame, y, sample_weight=w)
+    np.testing.assert_allclose(local.values.sum(0), serial.to_numpy(), atol=1e-12)
+
+
+def test_progress_bar_can_be_switched_on(frame_model, capsys):
+    model, frame, y, _ = frame_model
+    RSquaredExplainer(model, progress=True).rsq(frame, y)
+    assert "trees" in capsys.readouterr().err
+    RSquaredExplainer(model).rsq(frame, y)
+    assert capsys.readouterr().err == ""
+
+
+def test_early_stopping_uses_the_trees_predict_uses():
+    X, y, _ = make_data(seed=33, n=300)
+    model = xgboost.XGBRegressor(n_estimators=200, learning_rate=0.5, early_stopping_rounds=3, max_depth=3)
+    model.fit(X[:200], y[:200], eval_set=[(X[200:], y[200:])], verbose=False)
+    assert model.best_iteration < 150
+    explainer = RSquaredExplainer(model)
+    assert len(explainer.forest.trees) == model.best_iteration + 1
+    np.testing.assert_allclose(explainer.forest.predict(X), model.predict(X), atol=1e-5)
+
+
+def test_rsq_does_not_allocate_rows_times_features():
+    n, p = 3000, 4000
+    rng = np.random.default_rng(34)
+    X = rng.normal(size=(n, p))
+    y = X[:, 0] - X[:, 1] + rng.normal(size=n)
+    explainer = RSquaredExplainer(xgboost.XGBRegressor(n_estimators=10, max_depth=3).fit(X, y))
+    explainer.rsq(X, y)  # compile the plans first
+    tracemalloc.start()
+    shares = explainer.rsq(X, y)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert shares.shape == (p,)
+    assert peak < X.nbytes / 10, f"peak {peak / 1e6:.1f} MB for X of {X.nbytes / 1e6:.1f} MB"

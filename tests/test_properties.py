@@ -1,0 +1,162 @@
+"""Property tests on random trees up to depth 16: exact, finite, efficient."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracle import rsq_oracle
+
+from shap_rsq._engine import PlanCache, decompose
+from shap_rsq._trees import Forest, TreeTable
+
+THRESHOLDS = np.array([-1.0, -0.25, 0.0, 0.5, 1.0])
+
+
+@st.composite
+def trees(draw, n_features: int) -> TreeTable:
+    """A random tree with one spine reaching ``depth`` and random side branches.
+
+    Leaves get random covers (some zero, so whole subtrees can be empty);
+    internal covers are sums.  Features repeat freely along paths.
+    """
+    depth = draw(st.integers(1, 16))
+    nodes: list[dict] = []
+
+    def grow(level: int, on_spine: bool) -> int:
+        index = len(nodes)
+        nodes.append({})
+        split = (on_spine and level < depth) or (
+            not on_spine and level < depth and draw(st.booleans()) and len(nodes) < 40
+        )
+        if not split:
+            cover = draw(st.sampled_from([0.0, 1.0, 2.0, 3.0, 7.5]))
+            nodes[index] = {"leaf": True, "value": draw(st.floats(-3, 3)), "cover": cover}
+            return index
+        spine_left = draw(st.booleans())
+        left = grow(level + 1, on_spine and spine_left)
+        right = grow(level + 1, on_spine and not spine_left)
+        nodes[index] = {
+            "leaf": False,
+            "left": left,
+            "right": right,
+            "feature": draw(st.integers(0, n_features - 1)),
+            "threshold": draw(st.sampled_from(list(THRESHOLDS))),
+            "default_left": draw(st.booleans()),
+            "cover": nodes[left]["cover"] + nodes[right]["cover"],
+        }
+        return index
+
+    grow(0, True)
+    leaf = np.array([n["leaf"] for n in nodes])
+    left = np.array([-1 if n["leaf"] else n["left"] for n in nodes])
+    right = np.array([-1 if n["leaf"] else n["right"] for n in nodes])
+    return TreeTable(
+        left=left,
+        right=right,
+        default=np.where(leaf, -1, np.where([n.get("default_left", True) for n in nodes], left, right)),
+        feature=np.array([0 if n["leaf"] else n["feature"] for n in nodes]),
+        threshold=np.array([0.0 if n["leaf"] else n["threshold"] for n in nodes]),
+        value=np.array([n["value"] if n["leaf"] else 0.0 for n in nodes]),
+        cover=np.array([n["cover"] for n in nodes]),
+    )
+
+
+@st.composite
+def problems(draw):
+    p = draw(st.integers(1, 5))
+    forest = Forest(
+        tuple(draw(st.lists(trees(p), min_size=1, max_size=3))), draw(st.floats(-2, 2)), np.dtype(np.float64), p
+    )
+    n = draw(st.integers(2, 12))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    X = rng.choice(np.concatenate([THRESHOLDS, THRESHOLDS + 0.1, [np.nan]]), size=(n, p))
+    y = rng.normal(size=n)
+    y[0] += 1.0  # never constant
+    w = rng.uniform(0.1, 2.0, size=n) if draw(st.booleans()) else np.ones(n)
+    return forest, X, y, w
+
+
+@settings(max_examples=120, deadline=None)
+@given(problems())
+def test_random_trees_match_enumeration_and_are_efficient(problem):
+    forest, X, y, w = problem
+    plans = PlanCache(forest).plans()
+    sst = np.sum(w * (y - np.average(y, weights=w)) ** 2)
+    shares = decompose(forest, plans, X, y, w).values / sst
+    local = decompose(forest, plans, X, y, w, local=True)
+    expected_global, expected_local = rsq_oracle(forest, X, y, w)
+
+    assert np.all(np.isfinite(shares)) and np.all(np.isfinite(local.values))
+    np.testing.assert_allclose(shares, expected_global, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(local.values / sst, expected_local, atol=1e-9, rtol=0)
+
+    # efficiency: the shares telescope to SSE(E f) - SSE(f)
+    sse_mean = np.sum(w * (y - local.mean_prediction) ** 2)
+    sse_model = np.sum(w * (y - local.prediction) ** 2)
+    assert np.isclose(shares.sum() * sst, sse_mean - sse_model, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(local.prediction, forest.predict(X), atol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(trees(n_features=12))
+def test_deep_trees_on_many_features_stay_efficient(tree):
+    # 12 features is beyond the oracle; check finiteness and the efficiency identity only
+    forest = Forest((tree,), 0.0, np.dtype(np.float64), 12)
+    rng = np.random.default_rng(0)
+    X = rng.choice(np.concatenate([THRESHOLDS + 0.05, [np.nan]]), size=(40, 12))
+    y = rng.normal(size=40)
+    w = np.ones(40)
+    result = decompose(forest, PlanCache(forest).plans(), X, y, w, local=True)
+    sse_mean = np.sum((y - result.mean_prediction) ** 2)
+    sse_model = np.sum((y - result.prediction) ** 2)
+    assert np.all(np.isfinite(result.values))
+    np.testing.assert_allclose(
+        result.values.sum(axis=1), -((y - result.prediction) ** 2 - (y - result.mean_prediction) ** 2), atol=1e-9
+    )
+    assert np.isclose(result.values.sum(), sse_mean - sse_model, atol=1e-9)
+
+
+def test_sixteen_distinct_features_on_one_path_match_enumeration():
+    # 16 distinct features on the deepest path: Gauss-Legendre with 16 nodes on degree-31 integrands
+    depth, n_features = 16, 16
+    rng = np.random.default_rng(7)
+    left, right, feature, threshold, value, cover, default = [], [], [], [], [], [], []
+
+    def node(kind_leaf, f=0, t=0.0, v=0.0, c=0.0):
+        for column, item in (
+            (left, -1),
+            (right, -1),
+            (feature, f),
+            (threshold, t),
+            (value, v),
+            (cover, c),
+            (default, -1),
+        ):
+            column.append(item)
+        return len(left) - 1
+
+    def grow(level):
+        if level == depth:
+            return node(True, v=rng.normal(), c=rng.uniform(1, 5))
+        index = node(False, f=level, t=float(rng.choice(THRESHOLDS)))
+        deeper = grow(level + 1)
+        side = node(True, v=rng.normal(), c=rng.choice([0.0, rng.uniform(1, 5)]))
+        left[index], right[index] = (deeper, side) if level % 2 else (side, deeper)
+        default[index] = left[index] if level % 3 else right[index]
+        cover[index] = cover[deeper] + cover[side]
+        return index
+
+    grow(0)
+    tree = TreeTable(*(np.array(c) for c in (left, right, default, feature, threshold, value, cover)))
+    forest = Forest((tree,), 0.0, np.dtype(np.float64), n_features)
+    X = rng.choice(np.concatenate([THRESHOLDS + 0.05, [np.nan]]), size=(5, n_features))
+    X[0] = THRESHOLDS.max() + 1.0  # one row that passes far down the spine
+    y = rng.normal(size=5)
+    w = np.ones(5)
+    plans = PlanCache(forest).plans()
+    assert plans[0].n_q == 16
+    sst = np.sum((y - y.mean()) ** 2)
+    expected_global, expected_local = rsq_oracle(forest, X, y, w)
+    np.testing.assert_allclose(decompose(forest, plans, X, y, w).values / sst, expected_global, atol=1e-9)
+    np.testing.assert_allclose(decompose(forest, plans, X, y, w, local=True).values / sst, expected_local, atol=1e-9)
