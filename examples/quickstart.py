@@ -28,7 +28,7 @@ def main() -> None:
 
     print(f"Feature shares of R^2 for a {type(model).__name__} on the diabetes data (n={len(y)})\n")
     for name, share in shares.sort_values(ascending=False).items():
-        print(f"  {name:>6s}  {share:7.4f}  {'#' * int(round(share * 100))}")
+        print(f"  {name:>6s}  {share:7.4f}  {'#' * round(share * 100)}")
     print(f"\n  sum of shares  {shares.sum():.4f}")
     print(f"  model R^2      {r2_score(y, model.predict(X)):.4f}")
     print(f"  computed in {elapsed:.2f} s")
