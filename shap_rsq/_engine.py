@@ -1,4 +1,4 @@
-"""Run the sequential tree games of a forest over rows: residuals, row patterns, chunks, jobs.
+"""Run the sequential tree games of a forest over rows: residuals, chunks, jobs.
 
 Tree ``t`` is centred on its own mean ``c_t``.  With ``f0 = E f = base + sum_t c_t``
 and ``f_t = f_{t-1} + m_t - c_t``, the game of tree ``t`` on a row with weight
@@ -15,29 +15,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 
 from . import _kernel
-from ._plan import TreePlan, compile_tree
-from ._trees import Forest, TreeTable
+from ._plan import TreePlan
+from ._trees import Forest
+from ._units import build_units, distinct_rows, tree_mean
 
-__all__ = ["Decomposition", "PlanCache", "decompose", "tree_shap_values"]
-
-# Rows handled in one kernel call are capped so that (rows x items) index arrays stay small.
-_CHUNK_ELEMENTS = 1 << 22
+__all__ = ["Decomposition", "UnitCache", "decompose", "tree_shap_values"]
 
 
-class PlanCache:
-    """Compiled plans of a forest, built on first use and kept for later calls."""
+class UnitCache:
+    """The forest's units of work (compiled plans, enumeration batches), built on first use."""
 
-    def __init__(self, forest: Forest):
+    def __init__(self, forest: Forest, strategy: str = "auto"):
         self.forest = forest
-        self._plans: list[TreePlan | None] | None = None
+        self.strategy = strategy
+        self._units: list | None = None
 
-    def plans(self) -> list[TreePlan | None]:
-        if self._plans is None:
-            self._plans = [compile_tree(tree) for tree in self.forest.trees]
-        return self._plans
+    def units(self) -> list:
+        if self._units is None:
+            self._units = build_units(self.forest.trees, self.strategy)
+        return self._units
 
 
 @dataclass(frozen=True)
@@ -59,13 +58,9 @@ class Decomposition:
     mean_prediction: float
 
 
-def tree_mean(tree: TreeTable, plan: TreePlan | None) -> float:
-    return plan.expected_value if plan is not None else float(tree.value[0])
-
-
 def decompose(
     forest: Forest,
-    plans: Sequence[TreePlan | None],
+    units: Sequence,
     X: np.ndarray,
     y: np.ndarray,
     w: np.ndarray,
@@ -75,99 +70,71 @@ def decompose(
     progress: bool = False,
 ) -> Decomposition:
     """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing)."""
-    means = np.array([tree_mean(tree, plan) for tree, plan in zip(forest.trees, plans, strict=True)])
-    mean_prediction = forest.base_offset + float(means.sum())
-    blocks = _tree_blocks(plans, n_jobs)
-    starts = _block_start_predictions(forest, plans, means, X, mean_prediction, blocks)
+    mean_prediction = forest.base_offset + sum(tree_mean(tree) for tree in forest.trees)
+    blocks = _unit_blocks(units, n_jobs)
+    starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
     tasks = [
-        delayed(_run_block)([plans[t] for t in block], means[block], X, y, w, start, forest, local, progress and i == 0)
+        delayed(_run_block)([units[u] for u in block], X, y, w, start, forest, local, progress and i == 0)
         for i, (block, start) in enumerate(zip(blocks, starts, strict=True))
     ]
     if len(tasks) == 1:
-        results = [tasks[0][0](*tasks[0][1], **tasks[0][2])]
+        function, args, kwargs = tasks[0]
+        results = [function(*args, **kwargs)]
     else:
         results = Parallel(n_jobs=n_jobs)(tasks)
     values = sum(r[0] for r in results)
-    prediction = results[-1][1]
-    return Decomposition(values, prediction, mean_prediction)
+    return Decomposition(values, results[-1][1], mean_prediction)
 
 
-def _tree_blocks(plans: Sequence[TreePlan | None], n_jobs: int | None) -> list[np.ndarray]:
-    from joblib import effective_n_jobs
-
-    n_blocks = 1 if n_jobs in (None, 1) else min(len(plans), max(1, effective_n_jobs(n_jobs)))
-    work = np.array([0 if plan is None else len(plan.item_leaf) for plan in plans], dtype=float)
+def _unit_blocks(units: Sequence, n_jobs: int | None) -> list[np.ndarray]:
+    """Contiguous blocks of units of about equal work, one per job."""
+    n_blocks = 1 if n_jobs in (None, 1) else min(len(units), max(1, effective_n_jobs(n_jobs)))
+    work = np.array([unit.work for unit in units], dtype=float)
     if n_blocks <= 1 or work.sum() == 0:
-        return [np.arange(len(plans))]
-    # contiguous blocks of about equal kernel work
+        return [np.arange(len(units))]
     edges = np.searchsorted(np.cumsum(work), work.sum() * np.arange(1, n_blocks) / n_blocks)
-    return [b for b in np.split(np.arange(len(plans)), edges) if len(b)]
+    return [b for b in np.split(np.arange(len(units)), edges) if len(b)]
 
 
-def _block_start_predictions(forest, plans, means, X, mean_prediction, blocks) -> list[np.ndarray]:
-    """``f_{t-1}`` at the first tree of each block."""
+def _block_start_predictions(forest, units, X, mean_prediction, blocks) -> list[np.ndarray]:
+    """``f`` before the first tree of each block."""
     f = np.full(X.shape[0], mean_prediction)
     starts = []
     for block in blocks:
         starts.append(f.copy())
         if block is not blocks[-1]:
-            for t in block:
-                if plans[t] is not None:
-                    f += forest.trees[t].value[forest.trees[t].leaf_of(X, forest.input_dtype)] - means[t]
+            for unit in (units[u] for u in block):
+                for t, mean in zip(unit.trees, unit.means, strict=True):
+                    tree = forest.trees[t]
+                    f += tree.value[tree.leaf_of(X, forest.input_dtype)] - mean
     return starts
 
 
-def _run_block(plans, means, X, y, w, f, forest, local, progress):
+def _run_block(units, X, y, w, f, forest, local, progress):
     f = f.copy()
     out = np.zeros((X.shape[0], forest.n_features) if local else forest.n_features)
-    iterator = zip(plans, means, strict=True)
+    bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        iterator = tqdm(iterator, total=len(plans), desc="trees", unit="tree")
-    for plan, mean in iterator:
-        if plan is None:
-            continue
-        step = max(256, _CHUNK_ELEMENTS // max(len(plan.item_leaf), plan.path_split.size))
+        bar = tqdm(total=len(forest.trees), desc="trees", unit="tree")
+    for unit in units:
+        step = unit.chunk_rows()
         for start in range(0, X.shape[0], step):
             rows = slice(start, min(X.shape[0], start + step))
-            prediction = _tree_rows(
-                plan, mean, X[rows], y[rows], w[rows], f[rows], out, rows, local, forest.input_dtype
-            )
-            f[rows] += prediction - mean
+            state, prediction = unit.prepare(X[rows], forest.input_dtype)
+            shift = prediction - unit.means  # (n, T)
+            before = f[rows, None] + np.cumsum(shift, axis=1) - shift
+            w_rows = w[rows, None]
+            w_quad = np.broadcast_to(-w_rows, shift.shape)
+            w_lin = 2.0 * w_rows * (y[rows, None] - before + unit.means)
+            unit.contribute(state, w_quad, w_lin, out[rows] if local else out, local)
+            f[rows] += shift.sum(axis=1)
+        if bar is not None:
+            bar.update(len(unit.trees))
+    if bar is not None:
+        bar.close()
     return out, f
-
-
-def _tree_rows(plan, mean, X, y, w, f, out, rows, local, dtype) -> np.ndarray:
-    """Add one tree's Shapley values for a chunk of rows into ``out``; return its predictions."""
-    left = _kernel.split_decisions(plan, X, dtype)
-    first, inverse = _distinct_rows(left)
-    codes = _kernel.leaf_codes(plan, left[first])
-    leaf = np.argmax(codes == plan.full_code, axis=1)
-    prediction = plan.leaf_value[leaf][inverse]
-    w_quad = -w
-    w_lin = 2.0 * w * (y - f + mean)
-    if local:
-        g_quad, g_lin = _kernel.pattern_gradients(plan, codes)
-        out[rows, plan.features] += w_quad[:, None] * g_quad[inverse] + w_lin[:, None] * g_lin[inverse]
-    else:
-        n_distinct = len(first)
-        per_quad = np.bincount(inverse, weights=w_quad, minlength=n_distinct)
-        per_lin = np.bincount(inverse, weights=w_lin, minlength=n_distinct)
-        out[plan.features] += _kernel.weighted_gradient(plan, codes, per_quad, per_lin)
-    return prediction
-
-
-def _distinct_rows(left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """First occurrence and inverse map of each distinct row of split decisions."""
-    decisions = left[:, :-1]
-    if decisions.shape[1] <= 62:
-        key = decisions @ (np.int64(1) << np.arange(decisions.shape[1], dtype=np.int64))
-    else:
-        packed = np.packbits(decisions, axis=1)
-        key = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    return first, inverse.ravel()
 
 
 def tree_shap_values(plan: TreePlan | None, X: np.ndarray, n_features: int, dtype=None) -> np.ndarray:
@@ -176,7 +143,7 @@ def tree_shap_values(plan: TreePlan | None, X: np.ndarray, n_features: int, dtyp
     if plan is None:
         return out
     left = _kernel.split_decisions(plan, X, dtype)
-    first, inverse = _distinct_rows(left)
+    first, inverse = distinct_rows(left[:, :-1])
     _, g_lin = _kernel.pattern_gradients(plan, _kernel.leaf_codes(plan, left[first]))
     out[:, plan.features] = g_lin[inverse]
     return out

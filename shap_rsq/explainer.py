@@ -9,7 +9,7 @@ import pandas as pd
 import shap
 from shap.explainers._tree import TreeEnsemble
 
-from ._engine import Decomposition, PlanCache, decompose
+from ._engine import Decomposition, UnitCache, decompose
 from ._models import ModelInfo, UnsupportedModelError, inspect_model
 from ._trees import Forest
 from ._validation import check_rows, check_target, check_weights
@@ -77,7 +77,7 @@ class RSquaredExplainer(shap.TreeExplainer):
         self.progress = progress
         tree_limit = info.tree_limit if info.tree_limit is not None else ensemble.tree_limit
         self.forest = Forest.from_ensemble(ensemble, info.n_features, tree_limit)
-        self._plans = PlanCache(self.forest)
+        self._units = UnitCache(self.forest)
 
     def rsq(self, X: Any, y: Any, sample_weight: Any = None) -> np.ndarray | pd.Series:
         """Each feature's share of R^2 on ``(X, y)``.
@@ -137,7 +137,7 @@ class RSquaredExplainer(shap.TreeExplainer):
     def _decompose(self, X, rows, target, weights, *, local: bool) -> Decomposition:
         result = decompose(
             self.forest,
-            self._plans.plans(),
+            self._units.units(),
             rows,
             target,
             weights,

@@ -78,3 +78,25 @@ def test_boosted_shares_credit_the_signal_features(fitted, family):
     shares = RSquaredExplainer(model).rsq(X, y)
     assert np.argmax(shares) == 0
     assert shares[5] < 0.1 * shares[0]  # in-sample, noise earns a little R^2 from overfitting
+
+
+@pytest.mark.parametrize("strategy", ["lca", "enumerate"])
+@pytest.mark.parametrize(
+    ("family", "nan"),
+    [
+        ("GradientBoostingRegressor", False),
+        ("XGBRegressor", True),
+        ("CatBoost-SymmetricTree", True),
+        ("LGBMRegressor", True),
+    ],
+)
+def test_each_kernel_matches_subset_enumeration(fitted, family, nan, strategy):
+    # every tree through the compiled LCA kernel, or every eligible tree through batched enumeration
+    from shap_rsq._engine import UnitCache
+
+    model, X, y, w = fitted(family, nan)
+    explainer = RSquaredExplainer(model)
+    explainer._units = UnitCache(explainer.forest, strategy)
+    expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, atol=1e-9, rtol=0)

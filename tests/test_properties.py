@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import rsq_oracle
 
-from shap_rsq._engine import PlanCache, decompose
+from shap_rsq._engine import UnitCache, decompose
 from shap_rsq._trees import Forest, TreeTable
 
 THRESHOLDS = np.array([-1.0, -0.25, 0.0, 0.5, 1.0])
@@ -77,11 +78,12 @@ def problems(draw):
     return forest, X, y, w
 
 
-@settings(max_examples=120, deadline=None)
-@given(problems())
-def test_random_trees_match_enumeration_and_are_efficient(problem):
+@pytest.mark.parametrize("strategy", ["lca", "enumerate", "auto"])
+@settings(max_examples=60, deadline=None)
+@given(problem=problems())
+def test_random_trees_match_enumeration_and_are_efficient(strategy, problem):
     forest, X, y, w = problem
-    plans = PlanCache(forest).plans()
+    plans = UnitCache(forest, strategy).units()
     sst = np.sum(w * (y - np.average(y, weights=w)) ** 2)
     shares = decompose(forest, plans, X, y, w).values / sst
     local = decompose(forest, plans, X, y, w, local=True)
@@ -107,7 +109,7 @@ def test_deep_trees_on_many_features_stay_efficient(tree):
     X = rng.choice(np.concatenate([THRESHOLDS + 0.05, [np.nan]]), size=(40, 12))
     y = rng.normal(size=40)
     w = np.ones(40)
-    result = decompose(forest, PlanCache(forest).plans(), X, y, w, local=True)
+    result = decompose(forest, UnitCache(forest).units(), X, y, w, local=True)
     sse_mean = np.sum((y - result.mean_prediction) ** 2)
     sse_model = np.sum((y - result.prediction) ** 2)
     assert np.all(np.isfinite(result.values))
@@ -154,8 +156,8 @@ def test_sixteen_distinct_features_on_one_path_match_enumeration():
     X[0] = THRESHOLDS.max() + 1.0  # one row that passes far down the spine
     y = rng.normal(size=5)
     w = np.ones(5)
-    plans = PlanCache(forest).plans()
-    assert plans[0].n_q == 16
+    plans = UnitCache(forest).units()
+    assert plans[0].plan.n_q == 16
     sst = np.sum((y - y.mean()) ** 2)
     expected_global, expected_local = rsq_oracle(forest, X, y, w)
     np.testing.assert_allclose(decompose(forest, plans, X, y, w).values / sst, expected_global, atol=1e-9)

@@ -11,6 +11,7 @@ from oracle import tree_shap_oracle
 
 from shap_rsq import RSquaredExplainer
 from shap_rsq._engine import tree_shap_values
+from shap_rsq._plan import compile_tree
 
 matplotlib.use("Agg")
 
@@ -41,7 +42,7 @@ def test_linear_term_equals_shap_tree_shap_per_tree(fitted, family):
         tree = explainer.forest.trees[t]
         if np.any(tree.cover <= 0):
             continue  # shap's TreeSHAP divides by zero cover; those trees are checked against enumeration
-        ours = tree_shap_values(explainer._plans.plans()[t], X, X.shape[1], explainer.forest.input_dtype)
+        ours = tree_shap_values(compile_tree(explainer.forest.trees[t]), X, X.shape[1], explainer.forest.input_dtype)
         reference = shap.TreeExplainer(_single_tree_model(tree)).shap_values(rows)
         np.testing.assert_allclose(ours, reference, atol=1e-9, rtol=0)
         compared += 1
@@ -55,7 +56,7 @@ def test_linear_term_with_zero_cover_nodes_matches_enumeration(fitted):
     empty = [t for t, tree in enumerate(explainer.forest.trees) if np.any(tree.cover <= 0)]
     assert empty, "expected CatBoost to leave some leaves empty"
     for t in empty[:3]:
-        ours = tree_shap_values(explainer._plans.plans()[t], X, X.shape[1], explainer.forest.input_dtype)
+        ours = tree_shap_values(compile_tree(explainer.forest.trees[t]), X, X.shape[1], explainer.forest.input_dtype)
         np.testing.assert_allclose(ours, tree_shap_oracle(explainer.forest.trees[t], rows), atol=1e-12)
 
 
@@ -67,7 +68,7 @@ def test_linear_term_equals_tree_shap_through_the_users_model(fitted):
     previous = np.zeros_like(X)
     for t in range(4):
         cumulative = reference.shap_values(X, tree_limit=t + 1, check_additivity=False)
-        ours = tree_shap_values(explainer._plans.plans()[t], X, X.shape[1], explainer.forest.input_dtype)
+        ours = tree_shap_values(compile_tree(explainer.forest.trees[t]), X, X.shape[1], explainer.forest.input_dtype)
         np.testing.assert_allclose(ours, cumulative - previous, atol=1e-9, rtol=0)
         previous = cumulative
 
@@ -76,7 +77,7 @@ def test_linear_term_matches_enumeration_with_missing_values(fitted):
     model, X, _, _ = fitted("HistGradientBoostingRegressor", True)
     explainer = RSquaredExplainer(model)
     tree = explainer.forest.trees[2]
-    ours = tree_shap_values(explainer._plans.plans()[2], X, X.shape[1], explainer.forest.input_dtype)
+    ours = tree_shap_values(compile_tree(explainer.forest.trees[2]), X, X.shape[1], explainer.forest.input_dtype)
     np.testing.assert_allclose(ours, tree_shap_oracle(tree, explainer.forest.cast(X)), atol=1e-12)
 
 

@@ -1,0 +1,251 @@
+"""Units of work: one tree through the LCA kernel, or consecutive small trees through enumeration.
+
+Every unit answers two questions for a chunk of rows: what each of its trees
+predicts (:meth:`prepare`), and, given the row weights of each tree's game,
+what Shapley values those games add (:meth:`contribute`).  The engine owns the
+residuals that turn predictions into weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _enumerate, _kernel
+from ._plan import TreePlan, compile_tree
+from ._trees import TreeTable
+
+__all__ = ["build_units"]
+
+# Trees at most this deep go through batched enumeration (heap of 7 splits, patterns < 2^7).
+_HEAP_DEPTH = 3
+# Oblivious trees with 2^(depth + players) above this go through the LCA kernel.
+_OBLIVIOUS_SIZE = 1 << 16
+_BATCH_TREES = 256
+_CHUNK_ELEMENTS = 1 << 22
+
+
+def tree_depth(tree: TreeTable) -> int:
+    depth = np.zeros(tree.n_nodes, dtype=np.int64)
+    for node in range(tree.n_nodes):
+        if tree.left[node] >= 0:
+            depth[tree.left[node]] = depth[tree.right[node]] = depth[node] + 1
+    return int(depth.max())
+
+
+def tree_mean(tree: TreeTable) -> float:
+    """Cover-weighted mean of the leaves, ``c_t = m_{t, empty}``."""
+    mass = np.zeros(tree.n_nodes)
+    mass[0] = 1.0
+    for node in range(tree.n_nodes):
+        if tree.left[node] >= 0:
+            cover = tree.cover[node]
+            for child in (tree.left[node], tree.right[node]):
+                mass[child] += mass[node] * (tree.cover[child] / cover if cover > 0 else 0.5)
+    return float(np.sum(mass * np.where(tree.is_leaf, tree.value, 0.0)))
+
+
+@dataclass
+class LcaUnit:
+    """One tree through the compiled LCA kernel (``_plan`` / ``_kernel``)."""
+
+    trees: np.ndarray
+    means: np.ndarray
+    plan: TreePlan
+
+    @property
+    def work(self) -> float:
+        return float(len(self.plan.item_leaf))
+
+    def chunk_rows(self) -> int:
+        return max(256, _CHUNK_ELEMENTS // max(len(self.plan.item_leaf), self.plan.path_split.size))
+
+    def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
+        left = _kernel.split_decisions(self.plan, X, dtype)
+        first, inverse = distinct_rows(left[:, :-1])
+        codes = _kernel.leaf_codes(self.plan, left[first])
+        leaf = np.argmax(codes == self.plan.full_code, axis=1)
+        return (codes, inverse), self.plan.leaf_value[leaf][inverse][:, None]
+
+    def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
+        codes, inverse = state
+        w_quad, w_lin = w_quad[:, 0], w_lin[:, 0]
+        if local:
+            g_quad, g_lin = _kernel.pattern_gradients(self.plan, codes)
+            out[:, self.plan.features] += w_quad[:, None] * g_quad[inverse] + w_lin[:, None] * g_lin[inverse]
+        else:
+            n_distinct = codes.shape[0]
+            per_quad = np.bincount(inverse, weights=w_quad, minlength=n_distinct)
+            per_lin = np.bincount(inverse, weights=w_lin, minlength=n_distinct)
+            out[self.plan.features] += _kernel.weighted_gradient(self.plan, codes, per_quad, per_lin)
+
+
+@dataclass
+class HeapUnit:
+    """Consecutive trees of depth <= 3 by subset enumeration over distinct split patterns."""
+
+    trees: np.ndarray
+    means: np.ndarray
+    batch: _enumerate.HeapBatch
+    shapley: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        self.shapley = _enumerate.shapley_matrix(self.batch.n_players)
+
+    @property
+    def work(self) -> float:
+        return float(len(self.trees) * (1 << (self.batch.depth + self.batch.n_players)))
+
+    def chunk_rows(self) -> int:
+        return max(256, _CHUNK_ELEMENTS // (len(self.trees) * ((1 << self.batch.depth) - 1)))
+
+    def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
+        left = _enumerate.heap_decisions(self.batch, X, dtype)  # (n, T, N)
+        n_splits = left.shape[2]
+        key = left @ (np.int64(1) << np.arange(n_splits, dtype=np.int64))  # (n, T) < 2^N
+        slots = np.arange(len(self.trees), dtype=np.int64) << n_splits
+        seen = np.zeros(len(self.trees) << n_splits, dtype=bool)
+        seen[key + slots] = True
+        # distinct patterns per tree, ranked within their tree
+        present = seen.reshape(len(self.trees), -1)
+        rank = np.cumsum(present, axis=1) - 1
+        pattern = rank[np.arange(len(self.trees)), key]  # (n, T)
+        n_patterns = max(1, int(present.sum(axis=1).max()))
+        tree_index, pattern_key = np.nonzero(present)
+        decisions = np.zeros((len(self.trees), n_patterns, n_splits), dtype=bool)
+        decisions[tree_index, rank[tree_index, pattern_key]] = (pattern_key[:, None] >> np.arange(n_splits)) & 1 == 1
+        prediction = self.batch.leaf_value[np.arange(len(self.trees)), _enumerate.heap_leaf(self.batch, left)]
+        return (pattern, decisions, n_patterns), prediction
+
+    def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
+        pattern, decisions, n_patterns = state
+        values = _enumerate.subset_values(self.batch, decisions)  # (T, 2^K, U)
+        _add_subset_shapley(values, pattern, n_patterns, w_quad, w_lin, self.shapley, self.batch.features, out, local)
+
+
+@dataclass
+class ObliviousUnit:
+    """Consecutive symmetric trees of one depth; rows fall into the 2^depth level-bit patterns."""
+
+    trees: np.ndarray
+    means: np.ndarray
+    batch: _enumerate.HeapBatch
+    shapley: np.ndarray = field(init=False)
+    values: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        self.shapley = _enumerate.shapley_matrix(self.batch.n_players)
+        self.values = _enumerate.oblivious_subset_values(self.batch)  # (T, 2^K, 2^D), row-independent
+
+    @property
+    def work(self) -> float:
+        return float(self.values.size)
+
+    def chunk_rows(self) -> int:
+        return max(256, _CHUNK_ELEMENTS // (len(self.trees) * self.batch.depth))
+
+    def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
+        depth = self.batch.depth
+        first_of_level = (1 << np.arange(depth)) - 1
+        batch = self.batch
+        x = X[:, batch.feature[:, first_of_level].ravel()].astype(dtype).reshape(X.shape[0], len(self.trees), depth)
+        left = np.where(np.isnan(x), batch.default_left[:, first_of_level], x <= batch.threshold[:, first_of_level])
+        pattern = (~left).astype(np.int64) @ (np.int64(1) << np.arange(depth - 1, -1, -1, dtype=np.int64))
+        prediction = batch.leaf_value[np.arange(len(self.trees)), pattern]
+        return (pattern,), prediction
+
+    def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
+        (pattern,) = state
+        _add_subset_shapley(
+            self.values, pattern, 1 << self.batch.depth, w_quad, w_lin, self.shapley, self.batch.features, out, local
+        )
+
+
+def _add_subset_shapley(values, pattern, n_patterns, w_quad, w_lin, shapley, features, out, local) -> None:
+    """Shapley values of ``w_quad m_S^2 + w_lin m_S`` from the subset tables ``values (T, 2^K, U)``.
+
+    ``pattern (n, T)`` maps rows to patterns; ``features (T, K)`` maps players to columns.
+    """
+    n_trees = values.shape[0]
+    used = features >= 0
+    if local:
+        unit_quad = np.einsum("tsu,sk->tuk", values * values, shapley)
+        unit_lin = np.einsum("tsu,sk->tuk", values, shapley)
+        trees = np.arange(n_trees)[None, :]
+        phi = w_quad[:, :, None] * unit_quad[trees, pattern] + w_lin[:, :, None] * unit_lin[trees, pattern]
+        columns, position = np.unique(features[used], return_inverse=True)
+        n_rows = phi.shape[0]
+        keys = (np.arange(n_rows)[:, None] * len(columns) + position[None, :]).ravel()
+        dense = np.bincount(keys, weights=phi[:, used].ravel(), minlength=n_rows * len(columns))
+        out[:, columns] += dense.reshape(n_rows, len(columns))
+        return
+    flat = (pattern + np.arange(n_trees) * n_patterns).ravel()
+    per_quad = np.bincount(flat, weights=w_quad.ravel(), minlength=n_trees * n_patterns).reshape(n_trees, -1)
+    per_lin = np.bincount(flat, weights=w_lin.ravel(), minlength=n_trees * n_patterns).reshape(n_trees, -1)
+    game = np.einsum("tu,tsu->ts", per_quad, values * values) + np.einsum("tu,tsu->ts", per_lin, values)
+    phi = game @ shapley  # (T, K)
+    np.add.at(out, features[used], phi[used])
+
+
+def distinct_rows(decisions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First occurrence and inverse map of each distinct row of split decisions."""
+    if decisions.shape[1] <= 62:
+        key = decisions @ (np.int64(1) << np.arange(decisions.shape[1], dtype=np.int64))
+    else:
+        packed = np.packbits(decisions, axis=1)
+        key = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, inverse.ravel()
+
+
+def build_units(trees: tuple[TreeTable, ...], strategy: str = "auto") -> list:
+    """Group a forest's trees into units, in order; single-leaf trees only shift the mean.
+
+    ``strategy`` forces a kernel for testing: ``"lca"`` sends every tree through
+    the LCA kernel, ``"enumerate"`` sends every eligible tree through enumeration.
+    """
+    kinds = [_kind(tree, strategy) for tree in trees]
+    depths = [tree_depth(tree) for tree in trees]
+    means = np.array([tree_mean(tree) for tree in trees])
+    units: list = []
+    start = 0
+    while start < len(trees):
+        kind = kinds[start]
+        if kind == "constant":
+            start += 1
+            continue
+        if kind == "lca":
+            units.append(LcaUnit(np.array([start]), means[[start]], compile_tree(trees[start])))
+            start += 1
+            continue
+        stop = start + 1
+        while (
+            stop < len(trees)
+            and stop - start < _BATCH_TREES
+            and kinds[stop] == kind
+            and (kind == "heap" or depths[stop] == depths[start])
+        ):
+            stop += 1
+        index = np.arange(start, stop)
+        depth = max(depths[t] for t in index)
+        batch = _enumerate.heap_batch([trees[t] for t in index], depth, oblivious=kind == "oblivious")
+        unit_type = ObliviousUnit if kind == "oblivious" else HeapUnit
+        units.append(unit_type(index, means[index], batch))
+        start = stop
+    return units
+
+
+def _kind(tree: TreeTable, strategy: str) -> str:
+    if tree.left[0] < 0:
+        return "constant"
+    if strategy == "lca":
+        return "lca"
+    depth = tree_depth(tree)
+    if _enumerate.is_oblivious(tree):
+        players = len(np.unique(tree.feature[tree.left >= 0]))
+        if (1 << (depth + players)) <= _OBLIVIOUS_SIZE or strategy == "enumerate":
+            return "oblivious"
+    if depth <= _HEAP_DEPTH or (strategy == "enumerate" and depth <= 4):
+        return "heap"
+    return "lca"
