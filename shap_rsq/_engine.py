@@ -20,7 +20,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from . import _kernel
 from ._plan import TreePlan
 from ._trees import Forest
-from ._units import build_units, distinct_rows, tree_mean
+from ._units import build_units, distinct_rows
 
 __all__ = ["Decomposition", "UnitCache", "decompose", "tree_shap_values"]
 
@@ -35,7 +35,7 @@ class UnitCache:
 
     def units(self) -> list:
         if self._units is None:
-            self._units = build_units(self.forest.trees, self.strategy)
+            self._units = build_units(self.forest, self.strategy)
         return self._units
 
 
@@ -70,7 +70,7 @@ def decompose(
     progress: bool = False,
 ) -> Decomposition:
     """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing)."""
-    mean_prediction = forest.base_offset + sum(tree_mean(tree) for tree in forest.trees)
+    mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
     blocks = _unit_blocks(units, n_jobs)
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
     tasks = [

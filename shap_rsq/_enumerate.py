@@ -17,9 +17,9 @@ from math import factorial
 
 import numpy as np
 
-from ._trees import TreeTable
+from ._trees import NodeArrays, cover_fractions
 
-__all__ = ["HeapBatch", "heap_batch", "is_oblivious"]
+__all__ = ["HeapBatch", "heap_layout", "oblivious_trees"]
 
 
 @dataclass(frozen=True)
@@ -47,118 +47,69 @@ class HeapBatch:
         return self.local.shape[0]
 
 
-def is_oblivious(tree: TreeTable) -> bool:
-    """Every level of a full tree splits on one (feature, threshold, default direction)."""
-    level = {0: 0}
-    seen: dict[int, tuple] = {}
-    depth_of_leaves = set()
-    for node in range(tree.n_nodes):
-        if node not in level:
-            continue
-        if tree.left[node] < 0:
-            depth_of_leaves.add(level[node])
-            continue
-        key = (int(tree.feature[node]), float(tree.threshold[node]), bool(tree.default[node] == tree.left[node]))
-        if seen.setdefault(level[node], key) != key:
-            return False
-        level[int(tree.left[node])] = level[int(tree.right[node])] = level[node] + 1
-    return len(depth_of_leaves) == 1
+def heap_positions(nodes: NodeArrays) -> np.ndarray:
+    """Heap index of every node (children of ``h`` are ``2h+1`` and ``2h+2``); -1 for padding."""
+    heap = np.full(nodes.left.shape, -1, dtype=np.int64)
+    heap[:, 0] = 0
+    for level in range(int(nodes.tree_depth.max())):
+        t, u = np.nonzero((nodes.depth == level) & (nodes.left >= 0))
+        heap[t, nodes.left[t, u]] = 2 * heap[t, u] + 1
+        heap[t, nodes.right[t, u]] = 2 * heap[t, u] + 2
+    return heap
 
 
-def heap_batch(trees: list[TreeTable], depth: int, oblivious: bool) -> HeapBatch:
-    """Lay out trees of depth ``<= depth`` as perfect binary trees of that depth."""
-    n_internal = (1 << depth) - 1
-    shape = (len(trees), n_internal)
-    local = np.full(shape, -1, dtype=np.int64)
+def oblivious_trees(nodes: NodeArrays) -> np.ndarray:
+    """``(T,)`` whether each tree is full and splits every level on one (feature, threshold, default)."""
+    depth = nodes.tree_depth
+    leaves = nodes.is_leaf & (nodes.depth >= 0)
+    full = np.all(~leaves | (nodes.depth == depth[:, None]), axis=1)
+    layout = heap_layout(nodes, np.arange(len(depth)), max(1, int(depth.max())))
+    same = np.ones(len(depth), dtype=bool)
+    for level in range(int(depth.max())):
+        first, stop = (1 << level) - 1, (1 << (level + 1)) - 1
+        inside = level < depth
+        for field in (layout.feature, layout.threshold, layout.default_left):
+            same &= ~inside | np.all(field[:, first:stop] == field[:, first : first + 1], axis=1)
+    return full & same & (depth > 0)
+
+
+def heap_layout(nodes: NodeArrays, trees: np.ndarray, depth: int, oblivious: bool = False) -> HeapBatch:
+    """Lay out trees ``trees`` (all of depth <= ``depth``) as perfect binary trees of that depth.
+
+    A leaf above the bottom level becomes padding splits (never known, even cover
+    fractions) whose descendants all copy its value.
+    """
+    sub = NodeArrays(*(getattr(nodes, name)[trees] for name in NodeArrays.__dataclass_fields__))
+    heap = heap_positions(sub)
+    n_trees, n_internal = len(trees), (1 << depth) - 1
+    shape = (n_trees, n_internal)
     feature = np.zeros(shape, dtype=np.int64)
     threshold = np.zeros(shape)
     default_left = np.ones(shape, dtype=bool)
     ratio_left = np.full(shape, 0.5)
     ratio_right = np.full(shape, 0.5)
-    leaf_value = np.zeros((len(trees), 1 << depth))
-    players: list[list[int]] = []
-    for t, tree in enumerate(trees):
-        names: dict[int, int] = {}
-        _place(
-            tree,
-            0,
-            0,
-            0,
-            depth,
-            names,
-            local[t],
-            feature[t],
-            threshold[t],
-            default_left[t],
-            ratio_left[t],
-            ratio_right[t],
-            leaf_value[t],
-        )
-        players.append(sorted(names, key=names.get))
-    width = max(1, max(len(p) for p in players))
-    features = np.full((len(trees), width), -1, dtype=np.int64)
-    for t, p in enumerate(players):
-        features[t, : len(p)] = p
+    real = np.zeros(shape, dtype=bool)
+
+    t, u = np.nonzero((sub.left >= 0) & (sub.depth >= 0))
+    h = heap[t, u]
+    feature[t, h] = sub.feature[t, u]
+    threshold[t, h] = sub.threshold[t, u]
+    default_left[t, h] = sub.default[t, u] == sub.left[t, u]
+    ratio_left[t, h], ratio_right[t, h] = cover_fractions(
+        sub.cover[t, u], sub.cover[t, sub.left[t, u]], sub.cover[t, sub.right[t, u]]
+    )
+    real[t, h] = True
+    players, local = _players(feature, real)
+
+    leaf_value = np.zeros((n_trees, 1 << depth))
+    t, u = np.nonzero((sub.left < 0) & (sub.depth >= 0))
+    span = np.int64(1) << (depth - sub.depth[t, u])  # bottom slots under a leaf at this depth
+    first = (heap[t, u] + 1) * span - 1 - n_internal
+    within = np.arange(span.sum()) - np.repeat(np.cumsum(span) - span, span)
+    leaf_value[np.repeat(t, span), np.repeat(first, span) + within] = np.repeat(sub.value[t, u], span)
     return HeapBatch(
-        depth, width, local, feature, threshold, default_left, ratio_left, ratio_right, leaf_value, features, oblivious
-    )
-
-
-def _place(
-    tree, node, heap, level, depth, names, local, feature, threshold, default_left, ratio_left, ratio_right, leaf_value
-) -> None:
-    if level == depth:
-        leaf_value[heap - ((1 << depth) - 1)] = tree.value[node]
-        return
-    if tree.left[node] < 0:
-        # a leaf above the bottom: a padding split whose two children both copy it
-        _place(
-            tree,
-            node,
-            2 * heap + 1,
-            level + 1,
-            depth,
-            names,
-            local,
-            feature,
-            threshold,
-            default_left,
-            ratio_left,
-            ratio_right,
-            leaf_value,
-        )
-        _place(
-            tree,
-            node,
-            2 * heap + 2,
-            level + 1,
-            depth,
-            names,
-            local,
-            feature,
-            threshold,
-            default_left,
-            ratio_left,
-            ratio_right,
-            leaf_value,
-        )
-        return
-    k = int(tree.feature[node])
-    local[heap] = names.setdefault(k, len(names))
-    feature[heap] = k
-    threshold[heap] = tree.threshold[node]
-    left, right = int(tree.left[node]), int(tree.right[node])
-    default_left[heap] = tree.default[node] == left
-    cover = tree.cover[node]
-    ratio_left[heap] = tree.cover[left] / cover if cover > 0 else 0.5
-    ratio_right[heap] = tree.cover[right] / cover if cover > 0 else 0.5
-    _place(
-        tree,
-        left,
-        2 * heap + 1,
-        level + 1,
         depth,
-        names,
+        players.shape[1],
         local,
         feature,
         threshold,
@@ -166,28 +117,48 @@ def _place(
         ratio_left,
         ratio_right,
         leaf_value,
+        players,
+        oblivious,
     )
-    _place(
-        tree,
-        right,
-        2 * heap + 2,
-        level + 1,
-        depth,
-        names,
-        local,
-        feature,
-        threshold,
-        default_left,
-        ratio_left,
-        ratio_right,
-        leaf_value,
-    )
+
+
+def _players(feature: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct split features of each tree (``(T, K)``, -1 padded) and each split's player index."""
+    n_trees = feature.shape[0]
+    key = np.where(real, feature, -1)
+    order = np.sort(key, axis=1)
+    distinct = np.concatenate([order[:, :1] >= 0, order[:, 1:] != order[:, :-1]], axis=1) & (order >= 0)
+    rank = np.cumsum(distinct, axis=1) - 1
+    width = max(1, int(distinct.sum(axis=1).max()))
+    players = np.full((n_trees, width), -1, dtype=np.int64)
+    t, j = np.nonzero(distinct)
+    players[t, rank[t, j]] = order[t, j]
+    # a split's player is the rank of its feature among its tree's sorted distinct features
+    position = np.argsort(key, axis=1, kind="stable")
+    local_sorted = np.where(order >= 0, rank, -1)
+    local = np.empty_like(local_sorted)
+    np.put_along_axis(local, position, local_sorted, axis=1)
+    return players, local
+
+
+def goes_left(X: np.ndarray, feature: np.ndarray, threshold: np.ndarray, default_left: np.ndarray, dtype):
+    """``(n, *feature.shape)`` booleans: the row goes left at each split.
+
+    Distinct columns are cast once (trees share features) and NaN handling is
+    skipped when the columns have none.
+    """
+    columns, position = np.unique(feature, return_inverse=True)
+    values = X[:, columns].astype(dtype, copy=False)
+    x = values[:, position.reshape(feature.shape)]
+    left = x <= threshold
+    if np.isnan(values).any():
+        left = np.where(np.isnan(x), default_left, left)
+    return left
 
 
 def heap_decisions(batch: HeapBatch, X: np.ndarray, dtype) -> np.ndarray:
     """``(n, T, 2^D - 1)`` booleans: the row goes left at each heap node."""
-    x = X[:, batch.feature.ravel()].astype(dtype).reshape(X.shape[0], *batch.feature.shape)
-    return np.where(np.isnan(x), batch.default_left, x <= batch.threshold)
+    return goes_left(X, batch.feature, batch.threshold, batch.default_left, dtype)
 
 
 def heap_leaf(batch: HeapBatch, left: np.ndarray) -> np.ndarray:

@@ -14,15 +14,17 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
-from shap.explainers._tree import CatBoostTreeModelLoader
 from shap.utils import safe_isinstance
 from sklearn.base import is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
+
+from ._trees import Forest
 
 __all__ = ["ModelInfo", "UnsupportedModelError", "inspect_model"]
 
@@ -40,8 +42,9 @@ class ModelInfo:
     shap_model : object
         Passed to ``shap.TreeExplainer``: the model itself unless shap cannot load it at all.
     trees : object
-        What the trees are read from through shap's ``TreeEnsemble``: the model
-        itself, or a dict of trees where shap's loader falls short.
+        What the trees are read from through shap's ``TreeEnsemble``: ``None`` for
+        the ensemble shap built for ``shap_model``, or a dict of trees where shap's
+        loader cannot read the model.
     n_features : int
     feature_names : list of str or None
         Names the model was fitted with, if it recorded them.
@@ -50,6 +53,8 @@ class ModelInfo:
     predict : callable
         ``predict(X)`` as the model computes it, used to check the trees were read right.
     family : str
+    adjust : callable or None
+        Fixes applied to the forest read by shap, where its loader is wrong.
     """
 
     shap_model: Any
@@ -59,6 +64,7 @@ class ModelInfo:
     tree_limit: int | None
     predict: Callable[[Any], np.ndarray]
     family: str
+    adjust: Callable[[Forest], Forest] | None = None
 
 
 _SKLEARN_TREES = [
@@ -142,7 +148,7 @@ def _sklearn_tree(model: Any) -> ModelInfo:
         _refuse(type(model).__name__, "criterion", model.criterion)
     return ModelInfo(
         model,
-        model,
+        None,
         model.n_features_in_,
         _names(getattr(model, "feature_names_in_", None)),
         None,
@@ -170,7 +176,7 @@ def _sklearn_gradient_boosting(model: Any) -> ModelInfo:
         )
     return ModelInfo(
         shap_model,
-        shap_model,
+        None,
         model.n_features_in_,
         _names(getattr(model, "feature_names_in_", None)),
         None,
@@ -205,7 +211,7 @@ def _sklearn_hist_gradient_boosting(model: Any) -> ModelInfo:
         )
     return ModelInfo(
         model,
-        model,
+        None,
         model.n_features_in_,
         _names(getattr(model, "feature_names_in_", None)),
         None,
@@ -249,7 +255,7 @@ def _xgboost(model: Any) -> ModelInfo:
     else:
         predict = model.predict
         tree_limit = None
-    return ModelInfo(model, model, n_features, _names(booster.feature_names), tree_limit, predict, "xgboost")
+    return ModelInfo(model, None, n_features, _names(booster.feature_names), tree_limit, predict, "xgboost")
 
 
 # ---------------------------------------------------------------- LightGBM
@@ -274,7 +280,7 @@ def _lightgbm(model: Any) -> ModelInfo:
     best = booster.best_iteration
     tree_limit = best * booster.num_model_per_iteration() if best and best > 0 else None
     return ModelInfo(
-        model, model, booster.num_feature(), _names(booster.feature_name()), tree_limit, model.predict, "lightgbm"
+        model, None, booster.num_feature(), _names(booster.feature_name()), tree_limit, model.predict, "lightgbm"
     )
 
 
@@ -320,16 +326,22 @@ def _catboost(model: Any) -> ModelInfo:
         )
     document = _catboost_json(model)
     n_features = len(document["features_info"].get("float_features", []))
-    # shap explains CatBoost predictions natively; only the trees we read need the fixes
-    return ModelInfo(
-        model,
-        _catboost_trees(model, document),
-        n_features,
-        _names(model.feature_names_),
-        None,
-        model.predict,
-        "catboost",
-    )
+    scale, biases = document.get("scale_and_bias", [1.0, [0.0]])
+    bias = float(np.ravel(biases)[0]) if np.size(biases) else 0.0
+    nan_right = {
+        f["flat_feature_index"]: f.get("nan_value_treatment") == "AsTrue"
+        for f in document["features_info"].get("float_features", [])
+    }
+    for split in (s for tree in document.get("oblivious_trees", []) for s in tree.get("splits", [])):
+        _split_feature(split)
+    if "oblivious_trees" in document:
+        # shap reads symmetric trees (and explains predictions natively); fix what its loader drops
+        trees, adjust = None, partial(_fix_catboost_forest, scale=scale, bias=bias, nan_right=nan_right)
+    else:
+        trees = _nonsymmetric_trees(document, scale, bias, nan_right)
+        adjust = None
+    names = _names(model.feature_names_)
+    return ModelInfo(model, trees, n_features, names, None, model.predict, "catboost", adjust)
 
 
 def _catboost_json(model: Any) -> dict:
@@ -340,42 +352,23 @@ def _catboost_json(model: Any) -> dict:
             return json.load(handle)
 
 
-def _catboost_trees(model: Any, document: dict) -> dict:
-    """Trees of a CatBoost model as shap's dict model, with scale, bias and NaN routing."""
-    scale, biases = document.get("scale_and_bias", [1.0, [0.0]])
-    bias = float(np.ravel(biases)[0]) if np.size(biases) else 0.0
-    nan_right = {
-        f["flat_feature_index"]: f.get("nan_value_treatment") == "AsTrue"
-        for f in document["features_info"].get("float_features", [])
-    }
-    if "oblivious_trees" in document:
-        for tree in document["oblivious_trees"]:
-            for split in tree.get("splits", []):
-                _split_feature(split)
-        trees = [_patched_oblivious_tree(tree, scale, nan_right) for tree in CatBoostTreeModelLoader(model).get_trees()]
-    else:
-        trees = [_nonsymmetric_tree(tree, scale, nan_right) for tree in document["trees"]]
+def _fix_catboost_forest(forest: Forest, scale: float, bias: float, nan_right: dict[int, bool]) -> Forest:
+    """shap's symmetric trees with CatBoost's scale and bias, float32 comparisons and ``nan_mode`` routing."""
+    trees = []
+    for tree in forest.trees:
+        go_right = np.array([nan_right.get(int(k), False) for k in tree.feature]) & ~tree.is_leaf
+        trees.append(replace(tree, value=tree.value * scale, default=np.where(go_right, tree.right, tree.left)))
+    return replace(forest, trees=tuple(trees), base_offset=forest.base_offset + bias, input_dtype=np.dtype(np.float32))
+
+
+def _nonsymmetric_trees(document: dict, scale: float, bias: float, nan_right: dict[int, bool]) -> dict:
+    """Depthwise / Lossguide trees of a CatBoost JSON export as shap's dict model."""
     return {
-        "trees": trees,
+        "trees": [_nonsymmetric_tree(tree, scale, nan_right) for tree in document["trees"]],
         "base_offset": bias,
         "input_dtype": np.float32,
         "tree_output": "raw_value",
         "objective": "squared_error",
-    }
-
-
-def _patched_oblivious_tree(tree: Any, scale: float, nan_right: dict[int, bool]) -> dict:
-    """shap's symmetric tree with leaf values scaled and missing values routed by ``nan_mode``."""
-    is_leaf = tree.children_left < 0
-    go_right = np.array([nan_right.get(int(k), False) for k in tree.features]) & ~is_leaf
-    return {
-        "children_left": tree.children_left,
-        "children_right": tree.children_right,
-        "children_default": np.where(go_right, tree.children_right, tree.children_left).astype(np.int32),
-        "features": np.where(is_leaf, -1, tree.features).astype(np.int32),
-        "thresholds": tree.thresholds.astype(np.float64),
-        "values": np.where(is_leaf, tree.values[:, 0], 0.0).reshape(-1, 1) * scale,
-        "node_sample_weight": tree.node_sample_weight.astype(np.float64),
     }
 
 

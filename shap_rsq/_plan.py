@@ -35,7 +35,7 @@ from itertools import combinations
 
 import numpy as np
 
-from ._trees import TreeTable
+from ._trees import TreeTable, cover_fractions
 
 __all__ = ["CROSS", "DIAG", "LIN", "TreePlan", "compile_tree"]
 
@@ -136,11 +136,6 @@ class _Split:
     prefix: dict[int, float]  # R_k: cover product of k-splits strictly above
 
 
-def _edge_ratio(cover: np.ndarray, parent: int, child: int) -> float:
-    # A split nobody reached carries no information about its children: split evenly.
-    return float(cover[child] / cover[parent]) if cover[parent] > 0 else 0.5
-
-
 def _walk(tree: TreeTable) -> tuple[list[_Leaf], list[_Split], dict[int, frozenset[int]]]:
     """Leaves in depth-first order, internal nodes in preorder, subtree feature sets."""
     leaves: list[_Leaf] = []
@@ -157,8 +152,9 @@ def _walk(tree: TreeTable) -> tuple[list[_Leaf], list[_Split], dict[int, frozens
         splits.append(split)
         k = int(tree.feature[node])
         children = []
-        for child, went_left in ((tree.left[node], True), (tree.right[node], False)):
-            rho = _edge_ratio(tree.cover, node, int(child))
+        fractions = cover_fractions(tree.cover[node], tree.cover[tree.left[node]], tree.cover[tree.right[node]])
+        for child, went_left, rho in ((tree.left[node], True, fractions[0]), (tree.right[node], False, fractions[1])):
+            rho = float(rho)
             child_prefix = dict(prefix)
             child_prefix[k] = child_prefix.get(k, 1.0) * rho
             children.append((int(child), [*path, (node, went_left, rho)], child_prefix, depth + 1))

@@ -9,10 +9,11 @@ operations every other module needs: routing rows to leaves and predicting.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
-__all__ = ["Forest", "TreeTable"]
+__all__ = ["Forest", "NodeArrays", "TreeTable"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,11 @@ class Forest:
         base = float(np.asarray(ensemble.base_offset, dtype=np.float64).reshape(-1)[0])
         return cls(tuple(trees), base, np.dtype(ensemble.input_dtype), int(n_features))
 
+    @cached_property
+    def nodes(self) -> NodeArrays:
+        """All trees' node arrays padded to ``(T, N)`` (padding nodes are unreachable leaves)."""
+        return NodeArrays.stack(self.trees)
+
     def cast(self, X: np.ndarray) -> np.ndarray:
         """Rows in the dtype the model compares thresholds in (a copy unless already there)."""
         return np.asarray(X, dtype=self.input_dtype)
@@ -122,3 +128,74 @@ class Forest:
         for tree in self.trees:
             out += tree.value[tree.leaf_of(X, self.input_dtype)]
         return out
+
+
+@dataclass(frozen=True)
+class NodeArrays:
+    """Node arrays of many trees padded to ``(T, N)``, with structure computed for all trees at once.
+
+    ``depth`` is -1 for padding nodes; ``mass`` is the probability of reaching a
+    node when every feature is unknown (products of cover fractions).
+    """
+
+    left: np.ndarray
+    right: np.ndarray
+    default: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    value: np.ndarray
+    cover: np.ndarray
+    depth: np.ndarray
+    mass: np.ndarray
+
+    @classmethod
+    def stack(cls, trees: tuple[TreeTable, ...]) -> NodeArrays:
+        width = max(tree.n_nodes for tree in trees)
+        shape = (len(trees), width)
+        fields = {name: np.full(shape, -1, dtype=np.int64) for name in ("left", "right", "default")}
+        fields.update({name: np.zeros(shape, dtype=np.int64) for name in ("feature",)})
+        fields.update({name: np.zeros(shape) for name in ("threshold", "value", "cover")})
+        for t, tree in enumerate(trees):
+            for name, array in fields.items():
+                array[t, : tree.n_nodes] = getattr(tree, name)
+        depth, mass = _reach(fields["left"], fields["right"], fields["cover"])
+        return cls(**fields, depth=depth, mass=mass)
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        return self.left < 0
+
+    @property
+    def tree_depth(self) -> np.ndarray:
+        return self.depth.max(axis=1)
+
+    @property
+    def tree_mean(self) -> np.ndarray:
+        """Cover-weighted mean of each tree's leaves, ``c_t = m_{t, empty}``."""
+        return np.sum(np.where(self.is_leaf & (self.depth >= 0), self.mass * self.value, 0.0), axis=1)
+
+
+def cover_fractions(cover: np.ndarray, left_cover: np.ndarray, right_cover: np.ndarray):
+    """Fractions of a split's cover going left and right; a split nobody reached splits evenly."""
+    reached = cover > 0
+    safe = np.where(reached, cover, 1.0)
+    return np.where(reached, left_cover / safe, 0.5), np.where(reached, right_cover / safe, 0.5)
+
+
+def _reach(left: np.ndarray, right: np.ndarray, cover: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Depth and reach probability of every node, one level of all trees at a time."""
+    depth = np.full(left.shape, -1, dtype=np.int64)
+    mass = np.zeros(left.shape)
+    depth[:, 0] = 0
+    mass[:, 0] = 1.0
+    level = 0
+    while True:
+        t, u = np.nonzero((depth == level) & (left >= 0))
+        if t.size == 0:
+            return depth, mass
+        lo, hi = left[t, u], right[t, u]
+        to_left, to_right = cover_fractions(cover[t, u], cover[t, lo], cover[t, hi])
+        depth[t, lo] = depth[t, hi] = level + 1
+        mass[t, lo] = mass[t, u] * to_left
+        mass[t, hi] = mass[t, u] * to_right
+        level += 1

@@ -14,36 +14,14 @@ import numpy as np
 
 from . import _enumerate, _kernel
 from ._plan import TreePlan, compile_tree
-from ._trees import TreeTable
+from ._trees import Forest, NodeArrays
 
 __all__ = ["build_units"]
 
 # Trees at most this deep go through batched enumeration (heap of 7 splits, patterns < 2^7).
 _HEAP_DEPTH = 3
-# Oblivious trees with 2^(depth + players) above this go through the LCA kernel.
-_OBLIVIOUS_SIZE = 1 << 16
 _BATCH_TREES = 256
 _CHUNK_ELEMENTS = 1 << 22
-
-
-def tree_depth(tree: TreeTable) -> int:
-    depth = np.zeros(tree.n_nodes, dtype=np.int64)
-    for node in range(tree.n_nodes):
-        if tree.left[node] >= 0:
-            depth[tree.left[node]] = depth[tree.right[node]] = depth[node] + 1
-    return int(depth.max())
-
-
-def tree_mean(tree: TreeTable) -> float:
-    """Cover-weighted mean of the leaves, ``c_t = m_{t, empty}``."""
-    mass = np.zeros(tree.n_nodes)
-    mass[0] = 1.0
-    for node in range(tree.n_nodes):
-        if tree.left[node] >= 0:
-            cover = tree.cover[node]
-            for child in (tree.left[node], tree.right[node]):
-                mass[child] += mass[node] * (tree.cover[child] / cover if cover > 0 else 0.5)
-    return float(np.sum(mass * np.where(tree.is_leaf, tree.value, 0.0)))
 
 
 @dataclass
@@ -147,10 +125,11 @@ class ObliviousUnit:
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
         depth = self.batch.depth
-        first_of_level = (1 << np.arange(depth)) - 1
+        level = (1 << np.arange(depth)) - 1  # first heap node of each level stands for the level
         batch = self.batch
-        x = X[:, batch.feature[:, first_of_level].ravel()].astype(dtype).reshape(X.shape[0], len(self.trees), depth)
-        left = np.where(np.isnan(x), batch.default_left[:, first_of_level], x <= batch.threshold[:, first_of_level])
+        left = _enumerate.goes_left(
+            X, batch.feature[:, level], batch.threshold[:, level], batch.default_left[:, level], dtype
+        )
         pattern = (~left).astype(np.int64) @ (np.int64(1) << np.arange(depth - 1, -1, -1, dtype=np.int64))
         prediction = batch.leaf_value[np.arange(len(self.trees)), pattern]
         return (pattern,), prediction
@@ -199,53 +178,52 @@ def distinct_rows(decisions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse.ravel()
 
 
-def build_units(trees: tuple[TreeTable, ...], strategy: str = "auto") -> list:
+def build_units(forest: Forest, strategy: str = "auto") -> list:
     """Group a forest's trees into units, in order; single-leaf trees only shift the mean.
 
     ``strategy`` forces a kernel for testing: ``"lca"`` sends every tree through
     the LCA kernel, ``"enumerate"`` sends every eligible tree through enumeration.
     """
-    kinds = [_kind(tree, strategy) for tree in trees]
-    depths = [tree_depth(tree) for tree in trees]
-    means = np.array([tree_mean(tree) for tree in trees])
+    nodes = forest.nodes
+    kinds = _kinds(nodes, strategy)
+    depths, means = nodes.tree_depth, nodes.tree_mean
     units: list = []
     start = 0
-    while start < len(trees):
+    while start < len(kinds):
         kind = kinds[start]
         if kind == "constant":
             start += 1
             continue
         if kind == "lca":
-            units.append(LcaUnit(np.array([start]), means[[start]], compile_tree(trees[start])))
+            units.append(LcaUnit(np.array([start]), means[[start]], compile_tree(forest.trees[start])))
             start += 1
             continue
         stop = start + 1
         while (
-            stop < len(trees)
+            stop < len(kinds)
             and stop - start < _BATCH_TREES
             and kinds[stop] == kind
             and (kind == "heap" or depths[stop] == depths[start])
         ):
             stop += 1
         index = np.arange(start, stop)
-        depth = max(depths[t] for t in index)
-        batch = _enumerate.heap_batch([trees[t] for t in index], depth, oblivious=kind == "oblivious")
-        unit_type = ObliviousUnit if kind == "oblivious" else HeapUnit
-        units.append(unit_type(index, means[index], batch))
+        batch = _enumerate.heap_layout(nodes, index, int(depths[index].max()), oblivious=kind == "oblivious")
+        units.append((ObliviousUnit if kind == "oblivious" else HeapUnit)(index, means[index], batch))
         start = stop
     return units
 
 
-def _kind(tree: TreeTable, strategy: str) -> str:
-    if tree.left[0] < 0:
-        return "constant"
-    if strategy == "lca":
-        return "lca"
-    depth = tree_depth(tree)
-    if _enumerate.is_oblivious(tree):
-        players = len(np.unique(tree.feature[tree.left >= 0]))
-        if (1 << (depth + players)) <= _OBLIVIOUS_SIZE or strategy == "enumerate":
-            return "oblivious"
-    if depth <= _HEAP_DEPTH or (strategy == "enumerate" and depth <= 4):
-        return "heap"
-    return "lca"
+def _kinds(nodes: NodeArrays, strategy: str) -> list[str]:
+    depth = nodes.tree_depth
+    internal = (nodes.left >= 0) & (nodes.depth >= 0)
+    ordered = np.sort(np.where(internal, nodes.feature, -1), axis=1)
+    players = np.sum((ordered[:, 1:] != ordered[:, :-1]) & (ordered[:, 1:] >= 0), axis=1) + (ordered[:, 0] >= 0)
+    oblivious = _enumerate.oblivious_trees(nodes)
+    kinds = np.full(len(depth), "lca", dtype=object)
+    if strategy != "lca":
+        small_oblivious = oblivious & ((depth + players <= 16) | (strategy == "enumerate"))
+        shallow = (depth <= _HEAP_DEPTH) | ((strategy == "enumerate") & (depth <= 4))
+        kinds[shallow] = "heap"
+        kinds[small_oblivious] = "oblivious"
+    kinds[depth == 0] = "constant"
+    return list(kinds)

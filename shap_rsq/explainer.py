@@ -66,7 +66,7 @@ class RSquaredExplainer(shap.TreeExplainer):
     ) -> None:
         info = inspect_model(model)
         super().__init__(info.shap_model, feature_perturbation="tree_path_dependent", feature_names=feature_names)
-        ensemble = self.model if info.trees is info.shap_model else TreeEnsemble(info.trees)
+        ensemble = self.model if info.trees is None else TreeEnsemble(info.trees)
         if ensemble.trees is None:
             raise UnsupportedModelError(f"shap could not read the trees of this {type(model).__name__}.")
         if np.any((ensemble.threshold_types > 0) & (ensemble.children_left >= 0)):
@@ -77,6 +77,8 @@ class RSquaredExplainer(shap.TreeExplainer):
         self.progress = progress
         tree_limit = info.tree_limit if info.tree_limit is not None else ensemble.tree_limit
         self.forest = Forest.from_ensemble(ensemble, info.n_features, tree_limit)
+        if info.adjust is not None:
+            self.forest = info.adjust(self.forest)
         self._units = UnitCache(self.forest)
 
     def rsq(self, X: Any, y: Any, sample_weight: Any = None) -> np.ndarray | pd.Series:

@@ -1,0 +1,230 @@
+"""Side-by-side timings: shap-rsq vs qshap (the paper authors' package) vs shap's TreeSHAP.
+
+Every workload fits one model on one dataset and times, in this process, on the same data:
+
+* ours     ``RSquaredExplainer(model).rsq(X, y)`` (construction included)
+* qshap    ``qshap.gazer(model).rsq(X, y)`` (optional ``bench`` extra)
+* TreeSHAP ``shap.TreeExplainer(model).shap_values(X)`` (construction included)
+
+Medians of ``--repeat`` runs.  qshap on deep trees costs about a second per tree per
+1000 rows; for those workloads it is timed on the model's first trees and scaled
+linearly (marked ``*``), unless ``--full`` is given.
+
+    python benchmarks/bench.py                 # every workload
+    python benchmarks/bench.py paper-b xgb-d6  # some of them
+    python benchmarks/bench.py --list
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+
+import numpy as np
+
+from shap_rsq import RSquaredExplainer
+
+
+@dataclass
+class Workload:
+    name: str
+    description: str
+    make: Callable[[], tuple]  # -> (model, X, y)
+    qshap_trees: int | None = None  # time qshap on this many leading trees and scale up
+    targets: str = ""
+
+
+def paper_data(model: str, n: int, p: int, sigma: float = 1.5, seed: int = 0):
+    """The paper's simulation (section 5): Bernoulli features, models a, b, c."""
+    rng = np.random.default_rng(seed)
+    X = rng.binomial(1, 0.5, size=(n, p)).astype(float)
+    X[:, 0] = rng.binomial(1, 0.6, n)
+    X[:, 1] = rng.binomial(1, 0.7, n)
+    X[:, 2] = rng.binomial(1, 0.5, n)
+    x1, x2, x3 = X[:, 0], X[:, 1], X[:, 2]
+    y = 4 * x1 - 5 * x2 + 6 * x3
+    if model == "b":
+        y += 3 * x1 * x2 - x1 * x3
+    elif model == "c":
+        y += 3 * x1 * x2 - x1 * x2 * x3
+    return X, y + rng.normal(0, sigma, n)
+
+
+def continuous_data(n: int, p: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    y = X[:, :5] @ np.arange(1, 6) + np.sin(3 * X[:, 5]) + X[:, 6] * X[:, 7] + rng.normal(size=n)
+    return X, y
+
+
+def xgb(depth: int, trees: int, **kwargs):
+    import xgboost
+
+    return xgboost.XGBRegressor(n_estimators=trees, max_depth=depth, learning_rate=0.1, n_jobs=2, **kwargs)
+
+
+def paper(model: str, n: int, p: int, depth: int, trees: int):
+    def make():
+        X, y = paper_data(model, n, p)
+        return xgb(depth, trees).fit(X, y), X, y
+
+    return make
+
+
+def continuous_xgb(depth: int, trees: int, n: int = 1000, p: int = 100):
+    def make():
+        X, y = continuous_data(n, p)
+        return xgb(depth, trees).fit(X, y), X, y
+
+    return make
+
+
+def lightgbm_31():
+    import lightgbm
+
+    X, y = continuous_data(1000, 100)
+    return lightgbm.LGBMRegressor(n_estimators=300, num_leaves=31, verbose=-1, n_jobs=2).fit(X, y), X, y
+
+
+def catboost_symmetric():
+    import catboost
+
+    X, y = continuous_data(10_000, 100)
+    model = catboost.CatBoostRegressor(iterations=300, depth=6, verbose=0, allow_writing_files=False, thread_count=2)
+    return model.fit(X, y), X, y
+
+
+WORKLOADS = [
+    Workload("paper-a", "model a, n=1000, p=100, depth 1, 300 trees", paper("a", 1000, 100, 1, 300),
+             targets=">=20x qshap"),
+    Workload("paper-b", "model b, n=1000, p=100, depth 2, 300 trees (paper setting)", paper("b", 1000, 100, 2, 300),
+             targets=">=20x qshap"),
+    Workload("paper-c", "model c, n=1000, p=100, depth 3, 300 trees", paper("c", 1000, 100, 3, 300),
+             targets=">=20x qshap"),
+    Workload("paper-c-large", "model c, n=5000, p=500, depth 3, 500 trees", paper("c", 5000, 500, 3, 500),
+             targets=">=20x qshap"),
+    Workload("paper-b-1000", "model b, n=5000, p=500, depth 2, 1000 trees", paper("b", 5000, 500, 2, 1000),
+             targets=">=20x qshap"),
+    Workload("xgb-d6", "XGBoost depth 6, continuous, n=1000, p=100, 300 trees", continuous_xgb(6, 300),
+             qshap_trees=20, targets=">=20x qshap, <=3x TreeSHAP"),
+    Workload("lgbm-31", "LightGBM num_leaves=31, continuous, n=1000, p=100, 300 trees", lightgbm_31,
+             qshap_trees=20, targets=">=20x qshap"),
+    Workload("catboost-d6", "CatBoost symmetric depth 6, n=10,000, p=100, 300 trees", catboost_symmetric,
+             targets="<= qshap"),
+    *[
+        Workload(f"depth-{d}", f"XGBoost depth {d}, continuous, n=1000, p=100, 100 trees", continuous_xgb(d, 100),
+                 qshap_trees=10 if d >= 5 else None, targets="<=3x TreeSHAP")
+        for d in range(1, 9)
+    ],
+]
+
+
+def median_time(function: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def leading_trees(model, X, y, count: int):
+    """The same estimator refitted with only ``count`` rounds: boosting is sequential and
+    deterministic, so its trees are the model's first ``count`` trees."""
+    from sklearn.base import clone
+
+    return clone(model).set_params(n_estimators=count).fit(X, y)
+
+
+def run(workload: Workload, repeat: int, full: bool) -> dict:
+    import shap
+
+    model, X, y = workload.make()
+    n_trees = len(RSquaredExplainer(model).forest.trees)
+    ours = median_time(lambda: RSquaredExplainer(model).rsq(X, y), repeat)
+    tree_shap = median_time(lambda: shap.TreeExplainer(model).shap_values(X), repeat)
+    row = {"workload": workload.name, "description": workload.description, "ours": ours, "treeshap": tree_shap,
+           "targets": workload.targets}
+    try:
+        import qshap
+    except ImportError:
+        return row
+    subset = workload.qshap_trees if (workload.qshap_trees and not full) else None
+    target = leading_trees(model, X, y, subset) if subset else model
+    timed = median_time(lambda: qshap.gazer(target).rsq(X, y), 1 if subset or repeat == 1 else min(repeat, 3))
+    row["qshap"] = timed * (n_trees / subset if subset else 1.0)
+    row["qshap_scaled"] = bool(subset)
+    if not subset:
+        mine, theirs = RSquaredExplainer(model).rsq(X, y), np.asarray(qshap.gazer(model).rsq(X, y))
+        row["max_diff_vs_qshap"] = float(np.max(np.abs(mine - theirs)))
+    return row
+
+
+def environment() -> dict:
+    versions = {}
+    for package in ("shap-rsq", "shap", "qshap", "numpy", "scipy", "scikit-learn", "xgboost", "lightgbm",
+                    "catboost"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "absent"
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            cpu = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"python": platform.python_version(), "cpu": cpu, "cores": os.cpu_count(), **versions}
+
+
+def format_table(rows: list[dict]) -> str:
+    lines = ["| workload | ours (s) | qshap (s) | TreeSHAP (s) | qshap / ours | ours / TreeSHAP | target |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    for row in rows:
+        q = row.get("qshap")
+        q_text = "n/a" if q is None else f"{q:.3g}{'*' if row.get('qshap_scaled') else ''}"
+        ratio = "n/a" if q is None else f"{q / row['ours']:.1f}x"
+        lines.append(f"| {row['workload']} | {row['ours']:.3g} | {q_text} | {row['treeshap']:.3g} | {ratio} | "
+                     f"{row['ours'] / row['treeshap']:.2f} | {row['targets']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workloads", nargs="*", help="names to run (default: all)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--full", action="store_true", help="time qshap on every tree, however long it takes")
+    parser.add_argument("--json", help="also write the rows and environment to this file")
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args(argv)
+    if args.list:
+        for w in WORKLOADS:
+            print(f"{w.name:15s} {w.description}")
+        return 0
+    chosen = [w for w in WORKLOADS if not args.workloads or w.name in args.workloads]
+    rows = []
+    for workload in chosen:
+        rows.append(run(workload, args.repeat, args.full))
+        print(format_table(rows[-1:]).splitlines()[-1], flush=True)
+    env = environment()
+    print()
+    print(format_table(rows))
+    print("\n* qshap timed on the first trees and scaled linearly to the whole model.")
+    print("environment:", json.dumps(env))
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"rows": rows, "environment": env}, handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
