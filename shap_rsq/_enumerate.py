@@ -12,7 +12,8 @@ patterns and whose levels share one split each.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from math import factorial
 
 import numpy as np
@@ -45,6 +46,18 @@ class HeapBatch:
     @property
     def n_trees(self) -> int:
         return self.local.shape[0]
+
+    @property
+    def players_per_tree(self) -> np.ndarray:
+        return (self.features >= 0).sum(axis=1)
+
+    def select(self, trees: np.ndarray, n_players: int) -> HeapBatch:
+        """The batch restricted to ``trees``, all of which have at most ``n_players`` players."""
+        take = {
+            name: getattr(self, name)[trees]
+            for name in ("local", "feature", "threshold", "default_left", "ratio_left", "ratio_right", "leaf_value")
+        }
+        return replace(self, n_players=n_players, features=self.features[trees, :n_players], **take)
 
 
 def heap_positions(nodes: NodeArrays) -> np.ndarray:
@@ -214,6 +227,7 @@ def oblivious_subset_values(batch: HeapBatch) -> np.ndarray:
     return values[:, 0]
 
 
+@lru_cache(maxsize=32)
 def shapley_matrix(n_players: int) -> np.ndarray:
     """``(2^K, K)`` matrix ``W`` with ``phi = G @ W`` for a game ``G`` tabulated on all subsets."""
     size = 1 << n_players

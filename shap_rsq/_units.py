@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _enumerate, _kernel
+from . import _enumerate, _kernel, _recursion
 from ._plan import TreePlan, compile_tree
 from ._trees import Forest, NodeArrays
 
@@ -66,14 +66,11 @@ class HeapUnit:
     trees: np.ndarray
     means: np.ndarray
     batch: _enumerate.HeapBatch
-    shapley: np.ndarray = field(init=False)
-
-    def __post_init__(self):
-        self.shapley = _enumerate.shapley_matrix(self.batch.n_players)
+    method: str = "auto"  # or force "enumerate" / "recursion" (tests)
 
     @property
     def work(self) -> float:
-        return float(len(self.trees) * (1 << (self.batch.depth + self.batch.n_players)))
+        return float(np.sum(np.left_shift(1, self.batch.depth + self.batch.players_per_tree)))
 
     def chunk_rows(self) -> int:
         return max(256, _CHUNK_ELEMENTS // (len(self.trees) * ((1 << self.batch.depth) - 1)))
@@ -89,17 +86,34 @@ class HeapUnit:
         present = seen.reshape(len(self.trees), -1)
         rank = np.cumsum(present, axis=1) - 1
         pattern = rank[np.arange(len(self.trees)), key]  # (n, T)
-        n_patterns = max(1, int(present.sum(axis=1).max()))
+        n_patterns = present.sum(axis=1)
         tree_index, pattern_key = np.nonzero(present)
-        decisions = np.zeros((len(self.trees), n_patterns, n_splits), dtype=bool)
+        decisions = np.zeros((len(self.trees), max(1, int(n_patterns.max())), n_splits), dtype=bool)
         decisions[tree_index, rank[tree_index, pattern_key]] = (pattern_key[:, None] >> np.arange(n_splits)) & 1 == 1
         prediction = self.batch.leaf_value[np.arange(len(self.trees)), _enumerate.heap_leaf(self.batch, left)]
         return (pattern, decisions, n_patterns), prediction
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
         pattern, decisions, n_patterns = state
-        values = _enumerate.subset_values(self.batch, decisions)  # (T, 2^K, U)
-        _add_subset_shapley(values, pattern, n_patterns, w_quad, w_lin, self.shapley, self.batch.features, out, local)
+        # per tree the cheaper exact method: 2^K subsets, or the recursion over 2^R repeated-feature states;
+        # trees sharing a method and size are evaluated together, padding patterns only within the group
+        players = self.batch.players_per_tree
+        repeated = _recursion.repeated_players(self.batch).sum(axis=1)
+        recurse = (1 << repeated) * max(1, self.batch.depth) * 5 < (1 << players)
+        if self.method != "auto":
+            recurse = np.full(len(players), self.method == "recursion")
+        size = np.where(recurse, repeated, players)
+        for use_recursion, k in sorted({(bool(r), int(s)) for r, s in zip(recurse, size, strict=True)}):
+            group = np.flatnonzero((recurse == use_recursion) & (size == k))
+            width = max(1, int(n_patterns[group].max()))
+            rows = (pattern[:, group], width, w_quad[:, group], w_lin[:, group])
+            if use_recursion:
+                batch = self.batch.select(group, self.batch.n_players)
+                _add_recursion_shapley(batch, decisions[group, :width], *rows, out, local)
+            else:
+                batch = self.batch.select(group, k)
+                values = _enumerate.subset_values(batch, decisions[group, :width])  # (T_k, 2^k, U)
+                _add_subset_shapley(values, *rows, _enumerate.shapley_matrix(k), batch.features, out, local)
 
 
 @dataclass
@@ -109,11 +123,9 @@ class ObliviousUnit:
     trees: np.ndarray
     means: np.ndarray
     batch: _enumerate.HeapBatch
-    shapley: np.ndarray = field(init=False)
     values: np.ndarray = field(init=False)
 
     def __post_init__(self):
-        self.shapley = _enumerate.shapley_matrix(self.batch.n_players)
         self.values = _enumerate.oblivious_subset_values(self.batch)  # (T, 2^K, 2^D), row-independent
 
     @property
@@ -137,7 +149,15 @@ class ObliviousUnit:
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
         (pattern,) = state
         _add_subset_shapley(
-            self.values, pattern, 1 << self.batch.depth, w_quad, w_lin, self.shapley, self.batch.features, out, local
+            self.values,
+            pattern,
+            1 << self.batch.depth,
+            w_quad,
+            w_lin,
+            _enumerate.shapley_matrix(self.batch.n_players),
+            self.batch.features,
+            out,
+            local,
         )
 
 
@@ -153,11 +173,7 @@ def _add_subset_shapley(values, pattern, n_patterns, w_quad, w_lin, shapley, fea
         unit_lin = np.einsum("tsu,sk->tuk", values, shapley)
         trees = np.arange(n_trees)[None, :]
         phi = w_quad[:, :, None] * unit_quad[trees, pattern] + w_lin[:, :, None] * unit_lin[trees, pattern]
-        columns, position = np.unique(features[used], return_inverse=True)
-        n_rows = phi.shape[0]
-        keys = (np.arange(n_rows)[:, None] * len(columns) + position[None, :]).ravel()
-        dense = np.bincount(keys, weights=phi[:, used].ravel(), minlength=n_rows * len(columns))
-        out[:, columns] += dense.reshape(n_rows, len(columns))
+        _scatter_local(phi, features, out)
         return
     flat = (pattern + np.arange(n_trees) * n_patterns).ravel()
     per_quad = np.bincount(flat, weights=w_quad.ravel(), minlength=n_trees * n_patterns).reshape(n_trees, -1)
@@ -165,6 +181,35 @@ def _add_subset_shapley(values, pattern, n_patterns, w_quad, w_lin, shapley, fea
     game = np.einsum("tu,tsu->ts", per_quad, values * values) + np.einsum("tu,tsu->ts", per_lin, values)
     phi = game @ shapley  # (T, K)
     np.add.at(out, features[used], phi[used])
+
+
+def _add_recursion_shapley(batch, decisions, pattern, n_patterns, w_quad, w_lin, out, local) -> None:
+    """Like :func:`_add_subset_shapley`, through the two-particle recursion."""
+    n_trees = decisions.shape[0]
+    used = batch.features >= 0
+    if local:
+        ones, zeros = np.ones((n_trees, n_patterns)), np.zeros((n_trees, n_patterns))
+        unit_quad = _recursion.recursion_gradients(batch, decisions, ones, zeros)  # (T, U, K)
+        unit_lin = _recursion.recursion_gradients(batch, decisions, zeros, ones)
+        trees = np.arange(n_trees)[None, :]
+        phi = w_quad[:, :, None] * unit_quad[trees, pattern] + w_lin[:, :, None] * unit_lin[trees, pattern]
+        _scatter_local(phi, batch.features, out)
+        return
+    flat = (pattern + np.arange(n_trees) * n_patterns).ravel()
+    per_quad = np.bincount(flat, weights=w_quad.ravel(), minlength=n_trees * n_patterns).reshape(n_trees, -1)
+    per_lin = np.bincount(flat, weights=w_lin.ravel(), minlength=n_trees * n_patterns).reshape(n_trees, -1)
+    phi = _recursion.recursion_gradients(batch, decisions, per_quad, per_lin).sum(axis=1)  # (T, K)
+    np.add.at(out, batch.features[used], phi[used])
+
+
+def _scatter_local(phi: np.ndarray, features: np.ndarray, out: np.ndarray) -> None:
+    """Add per-row player values ``phi (n, T, K)`` into ``out (n, p)`` columns ``features (T, K)``."""
+    used = features >= 0
+    columns, position = np.unique(features[used], return_inverse=True)
+    n_rows = phi.shape[0]
+    keys = (np.arange(n_rows)[:, None] * len(columns) + position[None, :]).ravel()
+    dense = np.bincount(keys, weights=phi[:, used].ravel(), minlength=n_rows * len(columns))
+    out[:, columns] += dense.reshape(n_rows, len(columns))
 
 
 def distinct_rows(decisions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -182,7 +227,8 @@ def build_units(forest: Forest, strategy: str = "auto") -> list:
     """Group a forest's trees into units, in order; single-leaf trees only shift the mean.
 
     ``strategy`` forces a kernel for testing: ``"lca"`` sends every tree through
-    the LCA kernel, ``"enumerate"`` sends every eligible tree through enumeration.
+    the LCA kernel, ``"enumerate"`` / ``"recursion"`` send every eligible tree
+    through subset enumeration / the two-particle recursion.
     """
     nodes = forest.nodes
     kinds = _kinds(nodes, strategy)
@@ -208,7 +254,11 @@ def build_units(forest: Forest, strategy: str = "auto") -> list:
             stop += 1
         index = np.arange(start, stop)
         batch = _enumerate.heap_layout(nodes, index, int(depths[index].max()), oblivious=kind == "oblivious")
-        units.append((ObliviousUnit if kind == "oblivious" else HeapUnit)(index, means[index], batch))
+        if kind == "oblivious":
+            units.append(ObliviousUnit(index, means[index], batch))
+        else:
+            method = strategy if strategy in ("enumerate", "recursion") else "auto"
+            units.append(HeapUnit(index, means[index], batch, method))
         start = stop
     return units
 
@@ -221,8 +271,10 @@ def _kinds(nodes: NodeArrays, strategy: str) -> list[str]:
     oblivious = _enumerate.oblivious_trees(nodes)
     kinds = np.full(len(depth), "lca", dtype=object)
     if strategy != "lca":
-        small_oblivious = oblivious & ((depth + players <= 16) | (strategy == "enumerate"))
-        shallow = (depth <= _HEAP_DEPTH) | ((strategy == "enumerate") & (depth <= 4))
+        # shallow trees all go to heap batches (symmetric or not) so that batches stay long
+        forced = strategy in ("enumerate", "recursion")
+        shallow = (depth <= _HEAP_DEPTH) | (forced & (depth <= 4))
+        small_oblivious = oblivious & ~shallow & ((depth + players <= 16) | forced)
         kinds[shallow] = "heap"
         kinds[small_oblivious] = "oblivious"
     kinds[depth == 0] = "constant"

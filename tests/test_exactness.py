@@ -80,7 +80,7 @@ def test_boosted_shares_credit_the_signal_features(fitted, family):
     assert shares[5] < 0.1 * shares[0]  # in-sample, noise earns a little R^2 from overfitting
 
 
-@pytest.mark.parametrize("strategy", ["lca", "enumerate"])
+@pytest.mark.parametrize("strategy", ["lca", "enumerate", "recursion"])
 @pytest.mark.parametrize(
     ("family", "nan"),
     [

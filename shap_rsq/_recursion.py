@@ -1,0 +1,166 @@
+"""Two-particle recursion for small trees whose features rarely repeat.
+
+With every feature known independently with probability ``q``, a split on a
+feature that occurs once in the tree has a coin independent of everything
+below it, and its two subtrees use disjoint coins.  Then, bottom-up,
+
+    A(u) = E m(u)   = q A(c_x) + (1-q) (rL A(L) + rR A(R))
+    B(u) = E m(u)^2 = q B(c_x) + (1-q) (rL^2 B(L) + rR^2 B(R) + 2 rL rR A(L) A(R))
+
+where ``c_x`` is the child the row takes.  Features that occur more than once
+are conditioned on: for each known/unknown assignment ``s`` of them the
+recursion runs with those splits deterministic, and the results are mixed
+with weights ``prod_k (s_k ? q : 1 - q)``.  Gradients with respect to each
+feature's ``q`` come from one reverse pass; Shapley values are their integral
+over ``q``, exact with ``depth``-point Gauss-Legendre quadrature.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ._enumerate import HeapBatch
+from ._kernel import gauss_legendre
+
+__all__ = ["recursion_gradients", "repeated_players"]
+
+
+def repeated_players(batch: HeapBatch) -> np.ndarray:
+    """``(T, K)`` whether each player splits more than one node of its tree."""
+    counts = np.zeros(batch.features.shape, dtype=np.int64)
+    t, h = np.nonzero(batch.local >= 0)
+    np.add.at(counts, (t, batch.local[t, h]), 1)
+    return counts > 1
+
+
+def recursion_gradients(batch: HeapBatch, left: np.ndarray, seed_quad: np.ndarray, seed_lin: np.ndarray):
+    """Shapley values of ``seed_quad * m_S^2 + seed_lin * m_S`` per tree and pattern: ``(T, U, K)``.
+
+    ``left (T, U, N)`` are the split decisions of ``U`` patterns per tree and
+    ``seed_quad, seed_lin (T, U)`` their weights; all trees of the batch must have
+    the same number ``R`` of repeated players (``R`` small: the work grows as ``2^R``).
+    """
+    repeated = repeated_players(batch)
+    n_repeated = int(repeated.sum(axis=1).max())
+    q, gl = gauss_legendre(max(1, batch.depth))
+    n_trees, n_patterns = left.shape[:2]
+    # which repeated player each conditioned bit stands for, per tree
+    order = np.argsort(~repeated, axis=1, kind="stable")[:, :n_repeated]  # (T, R)
+    bit_of_player = np.full(batch.features.shape, -1, dtype=np.int64)
+    for r in range(n_repeated):
+        bit_of_player[np.arange(n_trees), order[:, r]] = r
+    assignments = (np.arange(1 << n_repeated)[:, None] >> np.arange(n_repeated)) & 1 == 1  # (S, R)
+
+    forward = _forward(batch, left, bit_of_player, assignments, q)
+    grad = np.zeros((n_trees, n_patterns, batch.features.shape[1]))  # integrated over q
+    weights = _mixing_weights(assignments, q)  # (S, Q)
+    _backward(batch, forward, weights, gl, seed_quad, seed_lin, grad)
+    _conditioned_gradients(forward, assignments, q, gl, order, seed_quad, seed_lin, grad, n_repeated)
+    return grad
+
+
+def _node_modes(batch: HeapBatch, bit_of_player, assignments, nodes):
+    """Per node and assignment: 0 = coin with probability q, 1 = known, 2 = unknown.
+
+    Padding splits are unknown (their children are equal copies)."""
+    player = batch.local[:, nodes]  # (T, n)
+    bit = np.where(player >= 0, np.take_along_axis(bit_of_player, np.maximum(player, 0), axis=1), -1)
+    if assignments.shape[1] == 0:
+        known = np.zeros((1, *bit.shape), dtype=bool)
+    else:
+        known = assignments[:, np.maximum(bit, 0)]  # (S, T, n)
+    mode = np.where(bit >= 0, np.where(known, 1, 2), 0)
+    mode = np.where(player < 0, 2, mode)
+    return np.moveaxis(mode, 0, 1)  # (T, S, n)
+
+
+def _forward(batch, left, bit_of_player, assignments, q):
+    """Bottom-up ``A`` and ``B``, each ``(T, S, Q, nodes, U)`` (broadcastable), keeping what the
+    reverse pass needs at every level."""
+    orders = _level_orders(batch.depth)
+    values = batch.leaf_value[:, orders[-1] - ((1 << batch.depth) - 1)][:, None, None, :, None]
+    a, b = values, values * values  # leaves depend on nothing else
+    qq = q[None, None, :, None, None]
+    levels = []
+    for level in range(batch.depth - 1, -1, -1):
+        nodes = orders[level]
+        half = len(nodes)
+        mode = _node_modes(batch, bit_of_player, assignments, nodes)[:, :, None, :, None]  # (T, S, 1, n, 1)
+        go_left = np.moveaxis(left[:, :, nodes], 1, 2)[:, None, None]  # (T, 1, 1, n, U)
+        r_left = batch.ratio_left[:, nodes][:, None, None, :, None]
+        r_right = batch.ratio_right[:, nodes][:, None, None, :, None]
+        ratios = (r_left, r_right, r_left * r_left, r_right * r_right, 2.0 * r_left * r_right)
+        a_l, a_r, b_l, b_r = a[:, :, :, :half], a[:, :, :, half:], b[:, :, :, :half], b[:, :, :, half:]
+        known_a = np.where(go_left, a_l, a_r)
+        known_b = np.where(go_left, b_l, b_r)
+        mix_a = ratios[0] * a_l + ratios[1] * a_r
+        mix_b = ratios[2] * b_l + ratios[3] * b_r + ratios[4] * (a_l * a_r)
+        p_known = np.where(mode == 0, qq, (mode == 1).astype(float))  # (T, S, Q, n, 1)
+        levels.append((nodes, a_l, a_r, known_a, known_b, mix_a, mix_b, p_known, go_left, ratios, mode == 0))
+        a = mix_a + p_known * (known_a - mix_a)
+        b = mix_b + p_known * (known_b - mix_b)
+    return levels, a[:, :, :, 0], b[:, :, :, 0]  # root A, B: (T, S, Q, U)
+
+
+def _mixing_weights(assignments: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``prod_k (s_k ? q : 1 - q)`` for each assignment and quadrature node: ``(S, Q)``."""
+    known = assignments.sum(axis=1)[:, None]
+    return q[None, :] ** known * (1.0 - q[None, :]) ** (assignments.shape[1] - known)
+
+
+def _backward(batch, forward, weights, gl, seed_quad, seed_lin, grad):
+    """Reverse pass: add the q-integral of d objective / d q_k of every coin-flip split into ``grad (T, U, K)``."""
+    levels, _, _ = forward
+    mix = weights[None, :, :, None]  # (1, S, Q, 1)
+    adj_a = (mix * seed_lin[:, None, None, :])[:, :, :, None, :]  # (T, S, Q, 1, U)
+    adj_b = (mix * seed_quad[:, None, None, :])[:, :, :, None, :]
+    node_grad = np.zeros((batch.n_trees, batch.local.shape[1], grad.shape[1]))  # (T, N, U) integrated over q
+    for nodes, a_l, a_r, known_a, known_b, mix_a, mix_b, p_known, go_left, ratios, coin in reversed(levels):
+        # a coin split's value is mix + q (known - mix): its q-derivative is known - mix
+        dq = np.where(coin, adj_a * (known_a - mix_a) + adj_b * (known_b - mix_b), 0.0).sum(axis=1)
+        node_grad[:, nodes] = np.einsum("tqnu,q->tnu", dq, gl)
+        to_mix = 1.0 - p_known
+        goes_right = ~go_left
+        cross_b = adj_b * to_mix * ratios[4]
+        ga_l = adj_a * (p_known * go_left + to_mix * ratios[0]) + cross_b * a_r
+        ga_r = adj_a * (p_known * goes_right + to_mix * ratios[1]) + cross_b * a_l
+        gb_l = adj_b * (p_known * go_left + to_mix * ratios[2])
+        gb_r = adj_b * (p_known * goes_right + to_mix * ratios[3])
+        adj_a = _children(ga_l, ga_r)
+        adj_b = _children(gb_l, gb_r)
+    # each split belongs to one player
+    onehot = (batch.local[:, :, None] == np.arange(grad.shape[2])).astype(float)  # (T, N, K)
+    grad += np.matmul(np.swapaxes(node_grad, 1, 2), onehot)
+
+
+def _children(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Adjoints of the next level, in its order: all left children, then all right children."""
+    left, right = np.broadcast_arrays(left, right)
+    return np.concatenate([left, right], axis=3)
+
+
+@lru_cache(maxsize=16)
+def _level_orders(depth: int) -> tuple[np.ndarray, ...]:
+    """Heap indices of each level ordered so that the children of a level's ``i``-th node are the
+    next level's ``i``-th and ``(i + width)``-th nodes: sibling subtrees become contiguous halves."""
+    orders = [np.array([0])]
+    for _ in range(depth):
+        parent = orders[-1]
+        orders.append(np.concatenate([2 * parent + 1, 2 * parent + 2]))
+    return tuple(orders)
+
+
+def _conditioned_gradients(forward, assignments, q, gl, order, seed_quad, seed_lin, grad, n_repeated) -> None:
+    """d objective / d q_k for repeated players: the mixing weights are their only dependence on q_k."""
+    _, root_a, root_b = forward  # (T, S, Q, U)
+    objective = seed_quad[:, None, None, :] * root_b + seed_lin[:, None, None, :] * root_a
+    n_trees = objective.shape[0]
+    for r in range(n_repeated):
+        others = np.delete(assignments, r, axis=1)
+        known = others.sum(axis=1)[:, None]
+        w = q[None, :] ** known * (1.0 - q[None, :]) ** (others.shape[1] - known)  # (S, Q)
+        sign = np.where(assignments[:, r], 1.0, -1.0)[:, None]
+        d = np.einsum("sq,tsqu,q->tu", sign * w, objective, gl)
+        grad[np.arange(n_trees), :, order[:, r]] += d
