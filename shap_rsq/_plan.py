@@ -31,7 +31,6 @@ Every factor of every item is affine in ``q`` given one pass bit ``p_lk(x)``:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
 
 import numpy as np
 
@@ -94,306 +93,277 @@ class TreePlan:
         return len(self.split_feature)
 
 
-# Factor kinds as (a0, b0, a1, b1) given the cover product r (and prefix product R).
-def _h(r: float) -> tuple[float, float, float, float]:
-    return (r, -r, r, 1.0 - r)
+# Factor kinds: each is affine in q given one pass bit, (a0, b0, a1, b1) below.
+_OMIT, _H, _DELTA, _E, _UNKNOWN_ONLY, _CONSTANT, _DIAG, _FREE = range(8)
 
 
-def _delta(r: float) -> tuple[float, float, float, float]:
-    return (-r, 0.0, 1.0 - r, 0.0)
+# Each coefficient is c0 + c1 r + c2 r^2 + c3 R r; rows are kinds, then (a0, b0, a1, b1), then (c0..c3).
+# h = q p + (1-q) r,  d = p - r,  e = q p + (1-q) R r,  (1-q) r,  r,  q p + (1-q) r^2, and 1 (omitted).
+_TABLE = np.zeros((8, 4, 4))
+_TABLE[_OMIT] = [[1, 0, 0, 0], [0, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]]
+_TABLE[_H] = [[0, 1, 0, 0], [0, -1, 0, 0], [0, 1, 0, 0], [1, -1, 0, 0]]
+_TABLE[_DELTA] = [[0, -1, 0, 0], [0, 0, 0, 0], [1, -1, 0, 0], [0, 0, 0, 0]]
+_TABLE[_E] = [[0, 0, 0, 1], [0, 0, 0, -1], [0, 0, 0, 1], [1, 0, 0, -1]]
+_TABLE[_UNKNOWN_ONLY] = [[0, 1, 0, 0], [0, -1, 0, 0], [0, 1, 0, 0], [0, -1, 0, 0]]
+_TABLE[_CONSTANT] = [[0, 1, 0, 0], [0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]]
+_TABLE[_DIAG] = [[0, 0, 1, 0], [0, 0, -1, 0], [0, 0, 1, 0], [1, 0, -1, 0]]
 
 
-def _e(r: float, prefix: float) -> tuple[float, float, float, float]:
-    return (prefix * r, -prefix * r, prefix * r, 1.0 - prefix * r)
+def _coefficients(kind: np.ndarray, r: np.ndarray, prefix: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(a0, b0, a1, b1)`` of factors of the given kinds; ``r`` is the leaf's cover product for the
+    feature and ``prefix`` the cover product of its splits above the LCA."""
+    terms = _TABLE[kind]  # (..., 4 coefficients, 4 terms)
+    return tuple(
+        terms[..., i, 0] + terms[..., i, 1] * r + terms[..., i, 2] * r * r + terms[..., i, 3] * prefix * r
+        for i in range(4)
+    )
 
 
-def _unknown_only(r: float) -> tuple[float, float, float, float]:
-    return (r, -r, r, -r)
+@dataclass(frozen=True)
+class _Paths:
+    """Root-to-leaf paths of one tree, ``(L, D)`` arrays padded past each leaf's depth."""
+
+    leaf: np.ndarray  # (L,) node ids
+    depth: np.ndarray  # (L,)
+    node: np.ndarray  # (L, D) internal node at each depth, -1 past the leaf
+    went_left: np.ndarray  # (L, D)
+    ratio: np.ndarray  # (L, D) cover fraction of the edge taken (1 past the leaf)
+    local: np.ndarray  # (L, D) local feature index of each split on the path, -1 past the leaf
+    features: np.ndarray  # (L, F) distinct features per leaf in order of appearance, -1 padded
+    r: np.ndarray  # (L, F) cover product of each local feature's splits
+    prefix: np.ndarray  # (L, D + 1, F) cover product of its splits above depth d
+
+    @property
+    def n_local(self) -> np.ndarray:
+        return (self.features >= 0).sum(axis=1)
 
 
-def _constant(r: float) -> tuple[float, float, float, float]:
-    return (r, 0.0, r, 0.0)
+def _paths(tree: TreeTable) -> _Paths:
+    parent = np.full(tree.n_nodes, -1, dtype=np.int64)
+    internal = np.flatnonzero(tree.left >= 0)
+    parent[tree.left[internal]] = internal
+    parent[tree.right[internal]] = internal
+    depth = _node_depth(tree, parent)
+    leaf = np.flatnonzero((tree.left < 0) & (depth >= 0))
+    max_depth = int(depth[leaf].max())
+    # ancestors upward from each leaf, then re-indexed by depth
+    chain = np.full((len(leaf), max_depth + 1), -1, dtype=np.int64)
+    chain[:, 0] = leaf
+    for step in range(1, max_depth + 1):
+        chain[:, step] = np.where(chain[:, step - 1] >= 0, parent[np.maximum(chain[:, step - 1], 0)], -1)
+    leaf_depth = depth[leaf]
+    d = np.arange(max_depth)
+    on_path = d[None, :] < leaf_depth[:, None]
+    rows = np.arange(len(leaf))[:, None]
+    node = np.where(on_path, chain[rows, np.clip(leaf_depth[:, None] - d[None, :], 0, max_depth)], -1)
+    child = np.where(on_path, chain[rows, np.clip(leaf_depth[:, None] - d[None, :] - 1, 0, max_depth)], -1)
+    safe = np.maximum(node, 0)
+    went_left = on_path & (child == tree.left[safe])
+    to_left, to_right = cover_fractions(tree.cover[safe], tree.cover[tree.left[safe]], tree.cover[tree.right[safe]])
+    ratio = np.where(on_path, np.where(went_left, to_left, to_right), 1.0)
+    path_feature = np.where(on_path, tree.feature[safe], -1)
+    local, features = _local_features(path_feature)
+    width = features.shape[1]
+    onehot = (local[:, :, None] == np.arange(width)) & on_path[:, :, None]  # (L, D, F)
+    factor = np.where(onehot, ratio[:, :, None], 1.0)
+    prefix = np.ones((len(leaf), max_depth + 1, width))
+    prefix[:, 1:] = np.cumprod(factor, axis=1)
+    return _Paths(leaf, leaf_depth, node, went_left, ratio, local, features, prefix[:, -1], prefix)
 
 
-def _diag(r: float) -> tuple[float, float, float, float]:
-    return (r * r, -r * r, r * r, 1.0 - r * r)
+def _node_depth(tree: TreeTable, parent: np.ndarray) -> np.ndarray:
+    depth = np.full(tree.n_nodes, -1, dtype=np.int64)
+    depth[0] = 0
+    frontier = np.array([0])
+    while frontier.size:
+        inner = frontier[tree.left[frontier] >= 0]
+        children = np.concatenate([tree.left[inner], tree.right[inner]])
+        depth[children] = np.concatenate([depth[inner], depth[inner]]) + 1
+        frontier = children
+    return depth
 
 
-@dataclass
-class _Leaf:
-    value: float
-    path: list[tuple[int, bool, float]]  # (node, went_left, cover fraction of the edge taken)
-    local: list[int]  # distinct features in order of first appearance
-    pos: dict[int, int]
-    ratio: list[float]  # r_lk per local feature
+def _local_features(path_feature: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per path: each split's local feature index (by first appearance) and the distinct features."""
+    valid = path_feature >= 0
+    same = (path_feature[:, :, None] == path_feature[:, None, :]) & valid[:, :, None] & valid[:, None, :]
+    first = np.argmax(same, axis=2)  # first position on the path with the same feature
+    is_first = valid & (first == np.arange(path_feature.shape[1]))
+    rank = np.cumsum(is_first, axis=1) - 1
+    local = np.where(valid, np.take_along_axis(rank, first, axis=1), -1)
+    width = max(1, int(is_first.sum(axis=1).max()))
+    features = np.full((path_feature.shape[0], width), -1, dtype=np.int64)
+    rows, cols = np.nonzero(is_first)
+    features[rows, rank[rows, cols]] = path_feature[rows, cols]
+    return local, features
 
 
-@dataclass
-class _Split:
-    node: int
-    depth: int
-    leaves: tuple[int, int, int]  # first leaf, first leaf of the right child, end
-    prefix: dict[int, float]  # R_k: cover product of k-splits strictly above
-
-
-def _walk(tree: TreeTable) -> tuple[list[_Leaf], list[_Split], dict[int, frozenset[int]]]:
-    """Leaves in depth-first order, internal nodes in preorder, subtree feature sets."""
-    leaves: list[_Leaf] = []
-    leaf_nodes: list[int] = []
-    splits: list[_Split] = []
-    stack = [(0, [], {}, 0)]
-    while stack:
-        node, path, prefix, depth = stack.pop()
-        if tree.left[node] < 0:
-            leaves.append(_make_leaf(tree, float(tree.value[node]), path))
-            leaf_nodes.append(node)
-            continue
-        split = _Split(node, depth, (len(leaves), -1, -1), prefix)
-        splits.append(split)
-        k = int(tree.feature[node])
-        children = []
-        fractions = cover_fractions(tree.cover[node], tree.cover[tree.left[node]], tree.cover[tree.right[node]])
-        for child, went_left, rho in ((tree.left[node], True, fractions[0]), (tree.right[node], False, fractions[1])):
-            rho = float(rho)
-            child_prefix = dict(prefix)
-            child_prefix[k] = child_prefix.get(k, 1.0) * rho
-            children.append((int(child), [*path, (node, went_left, rho)], child_prefix, depth + 1))
-        stack.append(children[1])
-        stack.append(children[0])
-    _fill_leaf_ranges(tree, leaf_nodes, splits)
-    return leaves, splits, _subtree_features(tree)
-
-
-def _make_leaf(tree: TreeTable, value: float, path: list[tuple[int, bool, float]]) -> _Leaf:
-    local: list[int] = []
-    pos: dict[int, int] = {}
-    ratio: list[float] = []
-    for node, _, rho in path:
-        k = int(tree.feature[node])
-        if k not in pos:
-            pos[k] = len(local)
-            local.append(k)
-            ratio.append(1.0)
-        ratio[pos[k]] *= rho
-    return _Leaf(value, path, local, pos, ratio)
-
-
-def _fill_leaf_ranges(tree: TreeTable, leaf_nodes: list[int], splits: list[_Split]) -> None:
-    # Leaves are in DFS order, so each subtree owns a contiguous range [first, end) of them.
-    first = {node: index for index, node in enumerate(leaf_nodes)}
-    end = {node: index + 1 for index, node in enumerate(leaf_nodes)}
-    for split in reversed(splits):  # children before parents
-        first[split.node] = first[int(tree.left[split.node])]
-        end[split.node] = end[int(tree.right[split.node])]
-    for split in splits:
-        split.leaves = (first[split.node], first[int(tree.right[split.node])], end[split.node])
-
-
-def _subtree_features(tree: TreeTable) -> dict[int, frozenset[int]]:
-    sets: dict[int, frozenset[int]] = {}
-    order = []
-    stack = [0]
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        if tree.left[node] >= 0:
-            stack.extend((int(tree.left[node]), int(tree.right[node])))
-    for node in reversed(order):
-        if tree.left[node] < 0:
-            sets[node] = frozenset()
-        else:
-            sets[node] = sets[int(tree.left[node])] | sets[int(tree.right[node])] | {int(tree.feature[node])}
-    return sets
-
-
-class _ItemList:
-    """Growing list of items; factors are (local position, global feature, a0, b0, a1, b1)."""
-
-    def __init__(self) -> None:
-        self.leaf: list[int] = []
-        self.kind: list[int] = []
-        self.coef: list[float] = []
-        self.factors: list[list[tuple]] = []
-        self.group: list[int] = []
-        self.side: list[int] = []
-
-    def add(self, leaf: int, kind: int, coef: float, factors: list[tuple], group: int = -1, side: int = 0):
-        self.leaf.append(leaf)
-        self.kind.append(kind)
-        self.coef.append(coef)
-        self.factors.append(factors)
-        self.group.append(group)
-        self.side.append(side)
-
-
-def _single_items(leaves: list[_Leaf], items: _ItemList) -> None:
-    for index, leaf in enumerate(leaves):
-        lin = [(j, k, *_h(leaf.ratio[j])) for j, k in enumerate(leaf.local)]
-        diag = [(j, k, *_diag(leaf.ratio[j])) for j, k in enumerate(leaf.local)]
-        items.add(index, LIN, leaf.value, lin)
-        items.add(index, DIAG, leaf.value * leaf.value, diag)
-
-
-def _cross_items(
-    tree: TreeTable,
-    leaves: list[_Leaf],
-    splits: list[_Split],
-    subtree: dict[int, frozenset[int]],
-    items: _ItemList,
-    groups: dict[tuple[int, tuple[int, ...]], int],
-) -> None:
-    for split in splits:
-        u = split.node
-        k_u = int(tree.feature[u])
-        below = (subtree[int(tree.left[u])], subtree[int(tree.right[u])])
-        coupled = (below[0] & below[1]) - {k_u}
-        lo, mid, hi = split.leaves
-        for side, leaf_range in ((0, range(lo, mid)), (1, range(mid, hi))):
-            for index in leaf_range:
-                leaf = leaves[index]
-                fixed, free = _lca_factors(leaf, side, k_u, coupled, below, split.prefix)
-                for size in range(len(free) + 1):
-                    for subset in combinations(free, size):
-                        chosen = set(subset)
-                        factors = fixed + [
-                            (j, k, *(_delta(leaf.ratio[j]) if (j, k) in chosen else _h(leaf.ratio[j]))) for j, k in free
-                        ]
-                        key = (u, tuple(sorted(k for _, k in subset)))
-                        group = groups.setdefault(key, len(groups))
-                        items.add(index, CROSS, leaf.value, factors, group, side)
-
-
-def _lca_factors(leaf: _Leaf, side: int, k_u: int, coupled, below, prefix) -> tuple[list, list]:
-    """Factors of a leaf's half of the pairs meeting at ``u``; ``free`` lists coupled features."""
-    fixed: list[tuple] = []
-    free: list[tuple[int, int]] = []
-    for j, k in enumerate(leaf.local):
-        r = leaf.ratio[j]
-        if k == k_u:
-            # pairs split at u: the known branch needs both directions at once, so only (1-q) r1 r2 is left
-            fixed.append((j, k, *(_unknown_only(r) if side == 0 else _constant(r))))
-        elif k in coupled:
-            free.append((j, k))
-        elif k in below[side] or (k not in below[1 - side] and side == 0):
-            fixed.append((j, k, *_e(r, prefix.get(k, 1.0))))
-    return fixed, free
+def _subtree_features(tree: TreeTable, feature_ids: np.ndarray) -> np.ndarray:
+    """``(nodes, K)``: whether each tree-local feature splits somewhere in each node's subtree."""
+    internal = np.flatnonzero(tree.left >= 0)
+    parent = np.full(tree.n_nodes, -1, dtype=np.int64)
+    parent[tree.left[internal]] = internal
+    parent[tree.right[internal]] = internal
+    inside = np.zeros((tree.n_nodes, len(feature_ids)), dtype=bool)
+    kid = np.searchsorted(feature_ids, tree.feature[internal])
+    ancestor = internal.copy()
+    while ancestor.size:
+        inside[ancestor, kid] = True
+        keep = parent[ancestor] >= 0
+        ancestor, kid = parent[ancestor[keep]], kid[keep]
+    return inside
 
 
 def compile_tree(tree: TreeTable) -> TreePlan | None:
     """Tables of one tree, or ``None`` for a single leaf (which contributes nothing)."""
     if tree.left[0] < 0:
         return None
-    leaves, splits, subtree = _walk(tree)
-    items = _ItemList()
-    _single_items(leaves, items)
-    groups: dict[tuple[int, tuple[int, ...]], int] = {}
-    _cross_items(tree, leaves, splits, subtree, items, groups)
-    return _assemble(tree, leaves, splits, items, groups)
-
-
-def _assemble(tree, leaves, splits, items, groups) -> TreePlan:
-    features = np.array(sorted({k for leaf in leaves for k in leaf.local}), dtype=np.int64)
-    local_of = {int(k): i for i, k in enumerate(features)}
-    n_feat = len(features)
-    split_index = {s.node: i for i, s in enumerate(splits)}
-
-    depth = max(len(leaf.path) for leaf in leaves)
-    n_leaves = len(leaves)
-    path_split = np.full((n_leaves, depth), len(splits), dtype=np.int64)
-    path_left = np.ones((n_leaves, depth), dtype=bool)
-    path_pow = np.zeros((n_leaves, depth), dtype=np.int64)
-    for index, leaf in enumerate(leaves):
-        for d, (node, went_left, _) in enumerate(leaf.path):
-            path_split[index, d] = split_index[node]
-            path_left[index, d] = went_left
-            path_pow[index, d] = 1 << leaf.pos[int(tree.feature[node])]
-    code_size = np.array([len(leaf.local) for leaf in leaves], dtype=np.int64)
-    expected = sum(leaf.value * np.prod([rho for _, _, rho in leaf.path]) for leaf in leaves)
-
-    group_items = _keep_two_sided(items, len(groups))
-    order = _item_order(items, group_items)
-    tables = _factor_tables(items, order, local_of, n_feat)
-    cross = _cross_segments(items, order, group_items, groups, local_of, n_feat)
-
-    split_nodes = np.array([s.node for s in splits], dtype=np.int64)
+    paths = _paths(tree)
+    feature_ids = np.unique(tree.feature[tree.left >= 0])
+    splits = np.flatnonzero(tree.left >= 0)
+    split_index = np.full(tree.n_nodes, -1, dtype=np.int64)
+    split_index[splits] = np.arange(len(splits))
+    leaf_feature = np.where(paths.features >= 0, np.searchsorted(feature_ids, paths.features), len(feature_ids))
+    single = _single_items(tree, paths, leaf_feature)
+    cross = _cross_items(tree, paths, feature_ids, leaf_feature)
+    on_path = paths.node >= 0
+    n_local = paths.n_local
+    value = tree.value[paths.leaf]
     return TreePlan(
-        features=features,
-        split_feature=tree.feature[split_nodes].astype(np.int64),
-        split_threshold=tree.threshold[split_nodes].astype(np.float64),
-        split_default_left=tree.default[split_nodes] == tree.left[split_nodes],
-        path_split=path_split,
-        path_left=path_left,
-        path_pow=path_pow,
-        full_code=(np.int64(1) << code_size) - 1,
-        code_size=code_size,
-        leaf_value=np.array([leaf.value for leaf in leaves]),
-        expected_value=float(expected),
-        n_q=int(max(1, code_size.max())),
-        item_leaf=np.array(items.leaf, dtype=np.int64)[order],
-        item_kind=np.array(items.kind, dtype=np.int64)[order],
-        item_coef=np.array(items.coef, dtype=np.float64)[order],
-        n_single=2 * n_leaves,
-        **tables,
-        **cross,
+        features=feature_ids.astype(np.int64),
+        split_feature=tree.feature[splits].astype(np.int64),
+        split_threshold=tree.threshold[splits].astype(np.float64),
+        split_default_left=tree.default[splits] == tree.left[splits],
+        path_split=np.where(on_path, split_index[np.maximum(paths.node, 0)], len(splits)),
+        path_left=np.where(on_path, paths.went_left, True),
+        path_pow=np.where(on_path, np.left_shift(np.int64(1), np.maximum(paths.local, 0)), 0),
+        full_code=(np.int64(1) << n_local) - 1,
+        code_size=n_local,
+        leaf_value=value,
+        expected_value=float(np.sum(value * np.prod(paths.ratio, axis=1))),
+        n_q=int(max(1, n_local.max())),
+        n_single=2 * len(paths.leaf),
+        **{name: np.concatenate([single[name], cross[name]]) for name in single},
+        item_group=cross["group"],
+        item_side=cross["side"],
+        seg_starts=cross["seg_starts"],
+        group_T=cross["group_T"],
     )
 
 
-def _keep_two_sided(items: _ItemList, n_groups: int) -> np.ndarray:
-    """Per group, whether both sides received items (a one-sided group sums to nothing)."""
-    seen = np.zeros((n_groups, 2), dtype=bool)
-    for group, side in zip(items.group, items.side, strict=True):
-        if group >= 0:
-            seen[group, side] = True
-    return seen.all(axis=1)
+def _single_items(tree: TreeTable, paths: _Paths, leaf_feature: np.ndarray) -> dict:
+    """The linear item (``v_l prod h``) and the leaf-with-itself item (``v_l^2 prod (q p + (1-q) r^2)``)."""
+    n_leaves = paths.features.shape[0]
+    valid = paths.features >= 0
+    kind = np.concatenate([np.where(valid, _H, _OMIT), np.where(valid, _DIAG, _OMIT)])
+    r = np.concatenate([paths.r, paths.r])
+    value = tree.value[paths.leaf]
+    return _item_arrays(
+        leaf=np.concatenate([np.arange(n_leaves)] * 2),
+        kind=np.repeat([LIN, DIAG], n_leaves),
+        coef=np.concatenate([value, value * value]),
+        factor_kind=kind,
+        r=r,
+        prefix=np.ones_like(r),
+        feat=np.concatenate([leaf_feature, leaf_feature]),
+    )
 
 
-def _item_order(items: _ItemList, keep: np.ndarray) -> np.ndarray:
-    group = np.array(items.group)
-    side = np.array(items.side)
-    single = np.flatnonzero(group < 0)
-    cross = np.flatnonzero((group >= 0) & keep[np.maximum(group, 0)])
-    cross = cross[np.lexsort((side[cross], group[cross]))]
-    return np.concatenate([single, cross])
-
-
-def _factor_tables(items: _ItemList, order: np.ndarray, local_of: dict, n_feat: int) -> dict:
-    width = max(1, max(len(items.factors[i]) for i in order))
-    shape = (len(order), width)
-    pos = np.zeros(shape, dtype=np.int64)
-    feat = np.full(shape, n_feat, dtype=np.int64)
-    a0 = np.ones(shape)
-    b0 = np.zeros(shape)
-    a1 = np.ones(shape)
-    b1 = np.zeros(shape)
-    for row, i in enumerate(order):
-        for f, (j, k, *coef) in enumerate(items.factors[i]):
-            pos[row, f] = j
-            feat[row, f] = local_of[k]
-            a0[row, f], b0[row, f], a1[row, f], b1[row, f] = coef
-    return {"fac_pos": pos, "fac_feat": feat, "fac_a0": a0, "fac_b0": b0, "fac_a1": a1, "fac_b1": b1}
-
-
-def _cross_segments(items, order, keep, groups, local_of, n_feat) -> dict:
-    n_single = int(np.sum(np.array(items.group)[order] < 0))
-    cross = order[n_single:]
-    old_group = np.array(items.group, dtype=np.int64)[cross]
-    side = np.array(items.side, dtype=np.int64)[cross]
-    kept = np.flatnonzero(keep)
-    renumber = np.full(len(keep), -1, dtype=np.int64)
-    renumber[kept] = np.arange(len(kept))
-    group = renumber[old_group]
-
-    # every kept group has both sides, so its segments are 2g (left leaves) and 2g + 1 (right)
-    seg_starts = np.searchsorted(group * 2 + side, np.arange(2 * len(kept)))
-    subsets = {g: key[1] for key, g in groups.items()}
-    t_width = max([len(subsets[g]) for g in kept], default=0)
-    group_T = np.full((len(kept), max(1, t_width)), n_feat, dtype=np.int64)
-    for new, g in enumerate(kept):
-        for t, k in enumerate(subsets[g]):
-            group_T[new, t] = local_of[k]
+def _item_arrays(leaf, kind, coef, factor_kind, r, prefix, feat) -> dict:
+    a0, b0, a1, b1 = _coefficients(factor_kind, r, prefix)
+    width = factor_kind.shape[1]
     return {
-        "item_group": group,
-        "item_side": side,
-        "seg_starts": seg_starts,
-        "group_T": group_T,
+        "item_leaf": leaf.astype(np.int64),
+        "item_kind": kind.astype(np.int64),
+        "item_coef": coef.astype(np.float64),
+        "fac_pos": np.broadcast_to(np.arange(width), factor_kind.shape).copy(),
+        "fac_feat": feat.astype(np.int64),
+        "fac_a0": a0,
+        "fac_b0": b0,
+        "fac_a1": a1,
+        "fac_b1": b1,
     }
+
+
+def _cross_items(tree: TreeTable, paths: _Paths, feature_ids: np.ndarray, leaf_feature: np.ndarray) -> dict:
+    """Half-items of every leaf pair meeting at each split, expanded over coupled-feature subsets."""
+    n_feat = len(feature_ids)
+    inside = _subtree_features(tree, feature_ids)  # (nodes, K)
+    # one row per (split u on the path to leaf l): the leaf's half of the pairs meeting at u
+    pair_leaf, pair_depth = np.nonzero(paths.node >= 0)
+    u = paths.node[pair_leaf, pair_depth]
+    side = np.where(paths.went_left[pair_leaf, pair_depth], 0, 1)
+    own = np.where(side == 0, tree.left[u], tree.right[u])
+    other = np.where(side == 0, tree.right[u], tree.left[u])
+    kk = leaf_feature[pair_leaf]  # (P, F) tree-local feature ids, n_feat pads
+    padded = np.concatenate([inside, np.zeros((tree.n_nodes, 1), dtype=bool)], axis=1)
+    in_own = padded[own[:, None], kk]
+    in_other = padded[other[:, None], kk]
+    valid = kk < n_feat
+    is_split = valid & (kk == np.searchsorted(feature_ids, tree.feature[u])[:, None])
+    coupled = valid & in_own & in_other & ~is_split
+    kind = np.full(kk.shape, _OMIT)
+    kind = np.where(valid & ~in_own & ~in_other & (side[:, None] == 0), _E, kind)  # met only above u
+    kind = np.where(valid & in_own & ~coupled, _E, kind)
+    kind = np.where(is_split, np.where(side[:, None] == 0, _UNKNOWN_ONLY, _CONSTANT), kind)
+    kind = np.where(coupled, _FREE, kind)
+
+    # expand each row over subsets of its coupled features
+    n_free = coupled.sum(axis=1)
+    copies = np.left_shift(1, n_free)
+    row = np.repeat(np.arange(len(u)), copies)
+    subset = np.arange(len(row)) - np.repeat(np.cumsum(copies) - copies, copies)
+    free_rank = np.cumsum(coupled, axis=1) - 1
+    chosen = coupled[row] & ((subset[:, None] >> np.maximum(free_rank[row], 0)) & 1 == 1)
+    item_kind = np.where(kind[row] == _FREE, np.where(chosen, _DELTA, _H), kind[row])
+
+    # group = (u, T) with T coded as a bitmask over u's coupled features in a canonical order
+    coupled_at = inside[tree.left[u]] & inside[tree.right[u]]
+    coupled_at[np.arange(len(u)), np.searchsorted(feature_ids, tree.feature[u])] = False
+    canonical = np.cumsum(coupled_at, axis=1) - 1  # (P, K) position of each feature among u's coupled
+    position = np.take_along_axis(np.concatenate([canonical, np.zeros((len(u), 1), int)], axis=1), kk, axis=1)
+    mask = np.sum(np.where(chosen, np.left_shift(np.int64(1), np.maximum(position[row], 0)), 0), axis=1)
+    width = int(coupled_at.sum(axis=1).max(initial=0))
+    key = u[row] * (np.int64(1) << width) + mask
+    keys, group = np.unique(key, return_inverse=True)
+    item_side = side[row]
+    sides = np.zeros((len(keys), 2), dtype=bool)
+    sides[group, item_side] = True
+    keep = sides.all(axis=1)
+    renumber = np.cumsum(keep) - 1
+    kept = keep[group]
+    order = np.lexsort((item_side[kept], renumber[group[kept]]))
+    items = np.flatnonzero(kept)[order]
+    group = renumber[group[items]]
+    item_side = item_side[items]
+    row = row[items]
+    arrays = _item_arrays(
+        leaf=pair_leaf[row],
+        kind=np.full(len(items), CROSS),
+        coef=tree.value[paths.leaf[pair_leaf[row]]],
+        factor_kind=item_kind[items],
+        r=paths.r[pair_leaf[row]],
+        prefix=paths.prefix[pair_leaf[row], pair_depth[row]],
+        feat=kk[row],
+    )
+    arrays["group"] = group
+    arrays["side"] = item_side
+    arrays["seg_starts"] = np.searchsorted(group * 2 + item_side, np.arange(2 * int(keep.sum())))
+    arrays["group_T"] = _group_features(keys[keep], width, coupled_at, u, n_feat)
+    return arrays
+
+
+def _group_features(keys: np.ndarray, width: int, coupled_at: np.ndarray, u: np.ndarray, n_feat: int):
+    """``(G, T)`` tree-local features expanded in each group, ``n_feat`` padded."""
+    split = keys >> width
+    mask = keys & ((np.int64(1) << width) - 1)
+    # the coupled features of each group's split, from any row at that split
+    nodes, first_row = np.unique(u, return_index=True)
+    coupled = coupled_at[first_row[np.searchsorted(nodes, split)]]
+    canonical = np.cumsum(coupled, axis=1) - 1
+    chosen = coupled & ((mask[:, None] >> np.maximum(canonical, 0)) & 1 == 1)
+    n_chosen = chosen.sum(axis=1)
+    out = np.full((len(keys), max(1, int(n_chosen.max(initial=0)))), n_feat, dtype=np.int64)
+    g, k = np.nonzero(chosen)
+    out[g, (np.cumsum(chosen, axis=1) - 1)[g, k]] = k
+    return out
