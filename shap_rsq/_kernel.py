@@ -89,10 +89,11 @@ class _Cells:
         return cell_item, cell_real, row_cell
 
 
-def _value_and_slopes(plan: TreePlan, rows: np.ndarray, code: np.ndarray, q: np.ndarray):
+def _value_and_slopes(plan: TreePlan, rows: np.ndarray, code: np.ndarray, q: np.ndarray, width: int | None = None):
     """Item value ``(C, Q)`` and d value / d q of each factor ``(F, C, Q)`` for items ``rows``
-    evaluated at leaf codes ``code``; all-but-one products come from prefix and suffix products."""
-    width = plan.fac_pos.shape[1]
+    evaluated at leaf codes ``code``; all-but-one products come from prefix and suffix products.
+    Only the first ``width`` factors are used (the rest are padding)."""
+    width = plan.fac_pos.shape[1] if width is None else width
     coef = plan.item_coef[rows]
     slopes, values = [], []
     for f in range(width):
@@ -111,6 +112,43 @@ def _value_and_slopes(plan: TreePlan, rows: np.ndarray, code: np.ndarray, q: np.
         slope[f] *= slopes[f][:, None]
         after = after * values[f]
     return after * coef[:, None], slope
+
+
+def _width_blocks(plan: TreePlan, rows: np.ndarray, n_q: int):
+    """Cells grouped by their leaf's number of features, in blocks of bounded size: ``(cells, width)``."""
+    width = plan.code_size[plan.item_leaf[rows]]
+    order = np.argsort(width, kind="stable")
+    ordered = width[order]
+    for w in np.unique(ordered):
+        start, stop = np.searchsorted(ordered, [w, w + 1])
+        step = max(1, _BLOCK // (4 * max(1, int(w)) * n_q))
+        for first in range(start, stop, step):
+            yield order[first : min(stop, first + step)], max(1, int(w))
+
+
+def _values(plan: TreePlan, rows: np.ndarray, code: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Item values ``(C, Q)`` of items ``rows`` at leaf codes ``code``."""
+    value = np.empty((len(rows), len(q)))
+    for block, width in _width_blocks(plan, rows, len(q)):
+        r, c = rows[block], code[block]
+        product = np.broadcast_to(plan.item_coef[r][:, None], (len(block), len(q))).copy()
+        for f in range(width):
+            bit = (c >> plan.fac_pos[r, f]) & 1 == 1
+            product *= (
+                np.where(bit, plan.fac_a1[r, f], plan.fac_a0[r, f])[:, None]
+                + np.where(bit, plan.fac_b1[r, f], plan.fac_b0[r, f])[:, None] * q
+            )
+        value[block] = product
+    return value
+
+
+def _integrated_slopes(plan: TreePlan, rows: np.ndarray, code: np.ndarray, q: np.ndarray, weight: np.ndarray):
+    """``(C, F)``: ``sum_q weight[c, q] d value_c / d q_f`` without forming the ``(F, C, Q)`` slopes."""
+    out = np.zeros((len(rows), plan.fac_pos.shape[1]))
+    for block, width in _width_blocks(plan, rows, len(q)):
+        _, slope = _value_and_slopes(plan, rows[block], code[block], q, width)
+        out[block, :width] = np.einsum("fcq,cq->cf", slope, weight[block])
+    return out
 
 
 def _blocks(n: int, per_item: int):
@@ -174,28 +212,33 @@ def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_l
     out = np.zeros(plan.n_features)
 
     single = slice(0, plan.n_single)
-    cell_item, row_cell, _, slope = _cell_tables(plan, single, cells, q)
+    cell_item, cell_real, row_cell = cells.item_cells(plan, single)
+    rows = np.arange(single.start, single.stop)[cell_item]
     weight = np.where(plan.item_kind[single] == LIN, w_lin[:, None], w_quad[:, None])
     per_cell = np.bincount(row_cell.ravel(), weights=weight.ravel(), minlength=len(cell_item))
-    out += _scatter_features(plan, plan.fac_feat[single][cell_item], (slope @ gl * per_cell).T)
+    slopes = _integrated_slopes(plan, rows, cells.real_code[cell_real], q, per_cell[:, None] * gl)
+    out += _scatter_features(plan, plan.fac_feat[rows], slopes)
 
     n_items = len(plan.item_leaf)
     if n_items == plan.n_single:
         return out
     cross = slice(plan.n_single, n_items)
-    cell_item, row_cell, value, slope = _cell_tables(plan, cross, cells, q)
+    cell_item, cell_real, row_cell = cells.item_cells(plan, cross)
+    rows = np.arange(cross.start, cross.stop)[cell_item]
+    code = cells.real_code[cell_real]
+    value = _values(plan, rows, code, q)
     coef, dcoef = _group_coefficients(plan, q)
     hist = np.zeros((len(cell_item), len(q)))
     both = np.zeros_like(coef)
-    for rows in _blocks(codes.shape[0], row_cell.shape[1] * len(q)):
-        gather = _segment_matrix(row_cell[rows], plan.seg_starts, len(cell_item))
+    for block in _blocks(codes.shape[0], row_cell.shape[1] * len(q)):
+        gather = _segment_matrix(row_cell[block], plan.seg_starts, len(cell_item))
         sums = (gather @ value).reshape(-1, len(coef), 2, len(q))
         # the cotangent of a left item is C_g * B_g (and of a right item C_g * A_g)
         partner = sums[:, :, ::-1] * coef[:, None, :]
-        partner *= w_quad[rows, None, None, None]
+        partner *= w_quad[block, None, None, None]
         hist += gather.T @ partner.reshape(-1, len(q))
         both += np.einsum("ugq,ugq->gq", sums[:, :, 0], partner[:, :, 0])
-    out += _scatter_features(plan, plan.fac_feat[cross][cell_item], np.einsum("cq,fcq,q->cf", hist, slope, gl))
+    out += _scatter_features(plan, plan.fac_feat[rows], _integrated_slopes(plan, rows, code, q, hist * gl))
     # both = sum_u w_u C_g A_g B_g; the coefficient's own derivative is dC/dq_k = C * dcoef_ratio
     out += _scatter_features(plan, plan.group_T, np.einsum("gq,gtq,q->gt", both, dcoef / coef[:, None, :], gl))
     return out
