@@ -9,6 +9,7 @@ import pandas as pd
 import shap
 from shap.explainers._tree import TreeEnsemble
 
+from ._distributed import is_dask_array, rsq_over_blocks
 from ._engine import Decomposition, UnitCache, decompose
 from ._models import ModelInfo, UnsupportedModelError, inspect_model
 from ._trees import Forest
@@ -100,6 +101,10 @@ class RSquaredExplainer(shap.TreeExplainer):
             column when ``X`` is a DataFrame.  Memory stays O(n + p): no
             ``(n, p)`` array is formed.
         """
+        if is_dask_array(X):
+            return rsq_over_blocks(
+                self.forest, self._units.units(), X, y, sample_weight, self.model_info.n_features, self._check_sample
+            )
         rows, columns, target, weights, sst = self._inputs(X, y, sample_weight)
         result = self._decompose(X, rows, target, weights, local=False)
         shares = result.values / sst
@@ -158,7 +163,9 @@ class RSquaredExplainer(shap.TreeExplainer):
         """
         index = np.unique(np.linspace(0, len(prediction) - 1, num=min(32, len(prediction))).astype(int))
         sample = X.iloc[index] if hasattr(X, "iloc") else np.asarray(X)[index]
-        prediction = prediction[index]
+        self._check_sample(sample, prediction[index])
+
+    def _check_sample(self, sample, prediction: np.ndarray) -> None:
         expected = np.asarray(self.model_info.predict(sample), dtype=np.float64).reshape(-1)
         scale = 1.0 + np.max(np.abs(expected))
         gap = np.max(np.abs(prediction - expected))

@@ -1,0 +1,60 @@
+"""Scale-out: dask arrays of rows and joblib's dask backend on a local cluster (optional ``dask`` extra)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import make_data
+from sklearn.ensemble import HistGradientBoostingRegressor
+
+from shap_rsq import RSquaredExplainer
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("dask.distributed")
+
+
+@pytest.fixture(scope="module")
+def cluster_client():
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client
+
+
+@pytest.fixture(scope="module")
+def problem():
+    X, y, w = make_data(seed=51, n=900, nan=True)
+    model = HistGradientBoostingRegressor(max_iter=30, max_leaf_nodes=12, random_state=0).fit(X, y)
+    return model, X, y, w
+
+
+def test_rsq_on_a_dask_array_equals_rsq_in_memory(cluster_client, problem):
+    model, X, y, w = problem
+    explainer = RSquaredExplainer(model)
+    expected = explainer.rsq(X, y, sample_weight=w)
+    lazy = da.from_array(X, chunks=(200, 3))  # uneven row blocks, columns split too
+    shares = explainer.rsq(lazy, da.from_array(y, chunks=150), sample_weight=w)
+    np.testing.assert_allclose(shares, expected, atol=1e-12, rtol=0)
+    assert len(cluster_client.scheduler_info()["workers"]) == 2
+
+
+def test_dask_array_errors_name_the_problem(cluster_client, problem):
+    model, X, y, _ = problem
+    explainer = RSquaredExplainer(model)
+    with pytest.raises(ValueError, match="the model was fitted with 6 features"):
+        explainer.rsq(da.from_array(X[:, :5], chunks=200), y)
+    with pytest.raises(ValueError, match="y is constant"):
+        explainer.rsq(da.from_array(X, chunks=200), np.ones(len(y)))
+    with pytest.raises(ValueError, match="y has 899 values"):
+        explainer.rsq(da.from_array(X, chunks=200), y[:-1])
+
+
+def test_joblib_dask_backend_spreads_the_work_over_the_cluster(cluster_client, problem):
+    from joblib import parallel_config
+
+    model, X, y, w = problem
+    serial = RSquaredExplainer(model).rsq(X, y, sample_weight=w)
+    with parallel_config(backend="dask"):
+        spread = RSquaredExplainer(model, n_jobs=2).rsq(X, y, sample_weight=w)
+    np.testing.assert_allclose(spread, serial, atol=1e-12, rtol=0)
