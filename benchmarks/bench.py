@@ -21,8 +21,6 @@ import argparse
 import json
 import os
 import platform
-import resource
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -104,25 +102,55 @@ def catboost_symmetric():
 
 
 WORKLOADS = [
-    Workload("paper-a", "model a, n=1000, p=100, depth 1, 300 trees", paper("a", 1000, 100, 1, 300),
-             targets=">=20x qshap"),
-    Workload("paper-b", "model b, n=1000, p=100, depth 2, 300 trees (paper setting)", paper("b", 1000, 100, 2, 300),
-             targets=">=20x qshap"),
-    Workload("paper-c", "model c, n=1000, p=100, depth 3, 300 trees", paper("c", 1000, 100, 3, 300),
-             targets=">=20x qshap"),
-    Workload("paper-c-large", "model c, n=5000, p=500, depth 3, 500 trees", paper("c", 5000, 500, 3, 500),
-             targets=">=20x qshap"),
-    Workload("paper-b-1000", "model b, n=5000, p=500, depth 2, 1000 trees", paper("b", 5000, 500, 2, 1000),
-             targets=">=20x qshap"),
-    Workload("xgb-d6", "XGBoost depth 6, continuous, n=1000, p=100, 300 trees", continuous_xgb(6, 300),
-             qshap_trees=20, targets=">=20x qshap, <=3x TreeSHAP"),
-    Workload("lgbm-31", "LightGBM num_leaves=31, continuous, n=1000, p=100, 300 trees", lightgbm_31,
-             qshap_trees=20, targets=">=20x qshap"),
-    Workload("catboost-d6", "CatBoost symmetric depth 6, n=10,000, p=100, 300 trees", catboost_symmetric,
-             targets="<= qshap"),
+    Workload(
+        "paper-a", "model a, n=1000, p=100, depth 1, 300 trees", paper("a", 1000, 100, 1, 300), targets=">=20x qshap"
+    ),
+    Workload(
+        "paper-b",
+        "model b, n=1000, p=100, depth 2, 300 trees (paper setting)",
+        paper("b", 1000, 100, 2, 300),
+        targets=">=20x qshap",
+    ),
+    Workload(
+        "paper-c", "model c, n=1000, p=100, depth 3, 300 trees", paper("c", 1000, 100, 3, 300), targets=">=20x qshap"
+    ),
+    Workload(
+        "paper-c-large",
+        "model c, n=5000, p=500, depth 3, 500 trees",
+        paper("c", 5000, 500, 3, 500),
+        targets=">=20x qshap",
+    ),
+    Workload(
+        "paper-b-1000",
+        "model b, n=5000, p=500, depth 2, 1000 trees",
+        paper("b", 5000, 500, 2, 1000),
+        targets=">=20x qshap",
+    ),
+    Workload(
+        "xgb-d6",
+        "XGBoost depth 6, continuous, n=1000, p=100, 300 trees",
+        continuous_xgb(6, 300),
+        qshap_trees=20,
+        targets=">=20x qshap, <=3x TreeSHAP",
+    ),
+    Workload(
+        "lgbm-31",
+        "LightGBM num_leaves=31, continuous, n=1000, p=100, 300 trees",
+        lightgbm_31,
+        qshap_trees=20,
+        targets=">=20x qshap",
+    ),
+    Workload(
+        "catboost-d6", "CatBoost symmetric depth 6, n=10,000, p=100, 300 trees", catboost_symmetric, targets="<= qshap"
+    ),
     *[
-        Workload(f"depth-{d}", f"XGBoost depth {d}, continuous, n=1000, p=100, 100 trees", continuous_xgb(d, 100),
-                 qshap_trees=10 if d >= 5 else None, targets="<=3x TreeSHAP")
+        Workload(
+            f"depth-{d}",
+            f"XGBoost depth {d}, continuous, n=1000, p=100, 100 trees",
+            continuous_xgb(d, 100),
+            qshap_trees=10 if d >= 5 else None,
+            targets="<=3x TreeSHAP",
+        )
         for d in range(1, 9)
     ],
 ]
@@ -152,8 +180,13 @@ def run(workload: Workload, repeat: int, full: bool) -> dict:
     n_trees = len(RSquaredExplainer(model).forest.trees)
     ours = median_time(lambda: RSquaredExplainer(model).rsq(X, y), repeat)
     tree_shap = median_time(lambda: shap.TreeExplainer(model).shap_values(X), repeat)
-    row = {"workload": workload.name, "description": workload.description, "ours": ours, "treeshap": tree_shap,
-           "targets": workload.targets}
+    row = {
+        "workload": workload.name,
+        "description": workload.description,
+        "ours": ours,
+        "treeshap": tree_shap,
+        "targets": workload.targets,
+    }
     try:
         import qshap
     except ImportError:
@@ -169,10 +202,45 @@ def run(workload: Workload, repeat: int, full: bool) -> dict:
     return row
 
 
+def sage_context() -> dict:
+    """SAGE (sage-importance) on one small case: its time, and how far its R^2 shares are from ours."""
+    import sage
+
+    X, y = paper_data("b", 500, 10)
+    model = xgb(2, 100).fit(X, y)
+    ours_start = time.perf_counter()
+    ours = RSquaredExplainer(model).rsq(X, y)
+    ours_time = time.perf_counter() - ours_start
+    start = time.perf_counter()
+    imputer = sage.MarginalImputer(model, X[:128])
+    values = sage.PermutationEstimator(imputer, "mse")(X, y, verbose=False, bar=False).values
+    sage_time = time.perf_counter() - start
+    shares = values / np.var(y)  # SAGE explains the drop in MSE; divided by var(y) it is a share of R^2
+    return {
+        "workload": "sage-context",
+        "description": "model b, n=500, p=10, depth 2, 100 trees",
+        "ours": ours_time,
+        "sage": sage_time,
+        "sage_max_abs_diff": float(np.max(np.abs(shares - ours))),
+        "ours_sum": float(ours.sum()),
+        "sage_sum": float(shares.sum()),
+    }
+
+
 def environment() -> dict:
     versions = {}
-    for package in ("shap-rsq", "shap", "qshap", "numpy", "scipy", "scikit-learn", "xgboost", "lightgbm",
-                    "catboost"):
+    for package in (
+        "shap-rsq",
+        "shap",
+        "qshap",
+        "sage-importance",
+        "numpy",
+        "scipy",
+        "scikit-learn",
+        "xgboost",
+        "lightgbm",
+        "catboost",
+    ):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -187,14 +255,18 @@ def environment() -> dict:
 
 
 def format_table(rows: list[dict]) -> str:
-    lines = ["| workload | ours (s) | qshap (s) | TreeSHAP (s) | qshap / ours | ours / TreeSHAP | target |",
-             "|---|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| workload | ours (s) | qshap (s) | TreeSHAP (s) | qshap / ours | ours / TreeSHAP | target |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     for row in rows:
         q = row.get("qshap")
         q_text = "n/a" if q is None else f"{q:.3g}{'*' if row.get('qshap_scaled') else ''}"
         ratio = "n/a" if q is None else f"{q / row['ours']:.1f}x"
-        lines.append(f"| {row['workload']} | {row['ours']:.3g} | {q_text} | {row['treeshap']:.3g} | {ratio} | "
-                     f"{row['ours'] / row['treeshap']:.2f} | {row['targets']} |")
+        lines.append(
+            f"| {row['workload']} | {row['ours']:.3g} | {q_text} | {row['treeshap']:.3g} | {ratio} | "
+            f"{row['ours'] / row['treeshap']:.2f} | {row['targets']} |"
+        )
     return "\n".join(lines)
 
 
@@ -205,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="time qshap on every tree, however long it takes")
     parser.add_argument("--json", help="also write the rows and environment to this file")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--sage", action="store_true", help="also time SAGE on one small case for context")
     args = parser.parse_args(argv)
     if args.list:
         for w in WORKLOADS:
@@ -216,8 +289,16 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(run(workload, args.repeat, args.full))
         print(format_table(rows[-1:]).splitlines()[-1], flush=True)
     env = environment()
+    if args.sage:
+        context = sage_context()
+        print(
+            f"\nSAGE context ({context['description']}): SAGE {context['sage']:.1f} s, ours {context['ours']:.3f} s; "
+            f"largest share difference {context['sage_max_abs_diff']:.3f}; sums {context['sage_sum']:.3f} (SAGE) vs "
+            f"{context['ours_sum']:.3f} (ours)"
+        )
+        rows.append(context)
     print()
-    print(format_table(rows))
+    print(format_table([r for r in rows if "treeshap" in r]))
     print("\n* qshap timed on the first trees and scaled linearly to the whole model.")
     print("environment:", json.dumps(env))
     if args.json:

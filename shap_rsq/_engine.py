@@ -119,7 +119,7 @@ def _run_block(units, X, y, w, f, forest, local, progress):
 
         bar = tqdm(total=len(forest.trees), desc="trees", unit="tree")
     for unit in units:
-        step = unit.chunk_rows()
+        step = unit.chunk_rows() or X.shape[0]
         for start in range(0, X.shape[0], step):
             rows = slice(start, min(X.shape[0], start + step))
             state, prediction = unit.prepare(X[rows], forest.input_dtype)

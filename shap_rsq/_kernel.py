@@ -37,14 +37,16 @@ def gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
     return (x + 1.0) / 2.0, w / 2.0
 
 
-def split_decisions(plan: TreePlan, X: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
+def split_decisions(plan: TreePlan, X: np.ndarray, dtype: np.dtype | None = None, rows=None) -> np.ndarray:
     """``(n, n_splits + 1)`` booleans: row goes left at each split; the last column pads paths.
 
-    Only the split columns are gathered (and cast to the model's ``dtype``), never all of ``X``.
+    Only the split columns (of ``rows``, when given) are gathered and cast to the
+    model's ``dtype``, never all of ``X``.
     """
-    x = X[:, plan.split_feature] if dtype is None else X[:, plan.split_feature].astype(dtype)
+    x = X[:, plan.split_feature] if rows is None else X[np.ix_(rows, plan.split_feature)]
+    x = x if dtype is None else x.astype(dtype)
     left = np.where(np.isnan(x), plan.split_default_left, x <= plan.split_threshold)
-    return np.concatenate([left, np.ones((X.shape[0], 1), dtype=bool)], axis=1)
+    return np.concatenate([left, np.ones((x.shape[0], 1), dtype=bool)], axis=1)
 
 
 def leaf_codes(plan: TreePlan, left: np.ndarray) -> np.ndarray:
@@ -53,6 +55,12 @@ def leaf_codes(plan: TreePlan, left: np.ndarray) -> np.ndarray:
     fails = left[:, plan.path_split] != plan.path_left
     failed = np.bitwise_or.reduce(np.where(fails, plan.path_pow, 0), axis=2)
     return plan.full_code & ~failed
+
+
+def reached_leaf(plan: TreePlan, left: np.ndarray) -> np.ndarray:
+    """``(n,)`` index of the leaf each row reaches: the one whose path it passes entirely."""
+    on_path = left[:, plan.path_split] == plan.path_left  # (n, L, D)
+    return np.argmax(np.all(on_path, axis=2), axis=1)
 
 
 class _Cells:

@@ -26,7 +26,12 @@ _CHUNK_ELEMENTS = 1 << 22
 
 @dataclass
 class LcaUnit:
-    """One tree through the compiled LCA kernel (``_plan`` / ``_kernel``)."""
+    """One tree through the compiled LCA kernel (``_plan`` / ``_kernel``).
+
+    All rows are first routed to split patterns (in row blocks) and merged
+    across the whole dataset, so a tree with few distinct patterns costs little
+    however many rows there are; the kernel then runs over blocks of patterns.
+    """
 
     trees: np.ndarray
     means: np.ndarray
@@ -36,27 +41,46 @@ class LcaUnit:
     def work(self) -> float:
         return float(len(self.plan.item_leaf))
 
-    def chunk_rows(self) -> int:
-        return max(256, _CHUNK_ELEMENTS // max(len(self.plan.item_leaf), self.plan.path_split.size))
+    def chunk_rows(self) -> int | None:
+        return None  # all rows at once: routing is blocked inside
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
-        left = _kernel.split_decisions(self.plan, X, dtype)
-        first, inverse = distinct_rows(left[:, :-1])
-        codes = _kernel.leaf_codes(self.plan, left[first])
-        leaf = np.argmax(codes == self.plan.full_code, axis=1)
-        return (codes, inverse), self.plan.leaf_value[leaf][inverse][:, None]
+        step = max(256, _CHUNK_ELEMENTS // max(1, self.plan.path_split.size))
+        keys, prediction = [], []
+        for start in range(0, X.shape[0], step):
+            left = _kernel.split_decisions(self.plan, X[start : start + step], dtype)
+            keys.append(_pattern_keys(left[:, :-1]))
+            prediction.append(self.plan.leaf_value[_kernel.reached_leaf(self.plan, left)])
+        _, first, inverse = np.unique(np.concatenate(keys), return_index=True, return_inverse=True)
+        return (X, dtype, first, inverse.ravel()), np.concatenate(prediction)[:, None]
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
-        codes, inverse = state
-        w_quad, w_lin = w_quad[:, 0], w_lin[:, 0]
+        X, dtype, first, inverse = state
+        n_patterns = len(first)
+        per_quad = np.bincount(inverse, weights=w_quad[:, 0], minlength=n_patterns)
+        per_lin = np.bincount(inverse, weights=w_lin[:, 0], minlength=n_patterns)
         if local:
-            g_quad, g_lin = _kernel.pattern_gradients(self.plan, codes)
-            out[:, self.plan.features] += w_quad[:, None] * g_quad[inverse] + w_lin[:, None] * g_lin[inverse]
-        else:
-            n_distinct = codes.shape[0]
-            per_quad = np.bincount(inverse, weights=w_quad, minlength=n_distinct)
-            per_lin = np.bincount(inverse, weights=w_lin, minlength=n_distinct)
-            out[self.plan.features] += _kernel.weighted_gradient(self.plan, codes, per_quad, per_lin)
+            g_quad = np.empty((n_patterns, self.plan.n_features))
+            g_lin = np.empty_like(g_quad)
+        step = max(64, _CHUNK_ELEMENTS // max(len(self.plan.item_leaf), 1))
+        for start in range(0, n_patterns, step):
+            block = slice(start, min(n_patterns, start + step))
+            left = _kernel.split_decisions(self.plan, X, dtype, rows=first[block])
+            codes = _kernel.leaf_codes(self.plan, left)
+            if local:
+                g_quad[block], g_lin[block] = _kernel.pattern_gradients(self.plan, codes)
+            else:
+                out[self.plan.features] += _kernel.weighted_gradient(self.plan, codes, per_quad[block], per_lin[block])
+        if local:
+            out[:, self.plan.features] += w_quad[:, :1] * g_quad[inverse] + w_lin[:, :1] * g_lin[inverse]
+
+
+def _pattern_keys(decisions: np.ndarray) -> np.ndarray:
+    """One sortable key per row of split decisions (an integer, or packed bytes past 62 splits)."""
+    if decisions.shape[1] <= 62:
+        return decisions @ (np.int64(1) << np.arange(decisions.shape[1], dtype=np.int64))
+    packed = np.ascontiguousarray(np.packbits(decisions, axis=1))
+    return packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
 
 
 @dataclass
@@ -214,12 +238,7 @@ def _scatter_local(phi: np.ndarray, features: np.ndarray, out: np.ndarray) -> No
 
 def distinct_rows(decisions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """First occurrence and inverse map of each distinct row of split decisions."""
-    if decisions.shape[1] <= 62:
-        key = decisions @ (np.int64(1) << np.arange(decisions.shape[1], dtype=np.int64))
-    else:
-        packed = np.packbits(decisions, axis=1)
-        key = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(_pattern_keys(decisions), return_index=True, return_inverse=True)
     return first, inverse.ravel()
 
 
