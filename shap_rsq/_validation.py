@@ -11,7 +11,9 @@ from sklearn.utils.validation import _check_sample_weight, check_array, column_o
 __all__ = ["check_rows", "check_target", "check_weights"]
 
 
-def check_rows(X: Any, n_features: int, model_names: list[str] | None) -> tuple[np.ndarray, list[str] | None]:
+def check_rows(
+    X: Any, n_features: int, model_names: list[str] | None, min_rows: int = 2
+) -> tuple[np.ndarray, list[str] | None]:
     """Rows as a float array ``(n, p)`` and their column names (when ``X`` is a DataFrame).
 
     NaN is allowed (trees route it to their default child); infinity, non-numeric
@@ -27,7 +29,7 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None) -> tuple[
             )
     # float32 is kept as is and finiteness is checked in row blocks: no (n, p) temporary
     array = check_array(
-        X, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=2, input_name="X"
+        X, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=min_rows, input_name="X"
     )
     step = max(1, (1 << 20) // max(1, array.shape[1]))
     if any(np.isinf(array[i : i + step]).any() for i in range(0, array.shape[0], step)):
@@ -37,8 +39,9 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None) -> tuple[
     return array, columns
 
 
-def check_target(y: Any, n_rows: int, w: np.ndarray) -> np.ndarray:
-    """The target as a float vector of length ``n_rows`` with positive weighted variance."""
+def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool = True) -> np.ndarray:
+    """The target as a finite float vector of length ``n_rows`` (with positive weighted variance, R^2's
+    denominator, when ``require_variance``)."""
     target = column_or_1d(
         check_array(y, dtype=np.float64, ensure_2d=False, ensure_all_finite=False, input_name="y"), warn=True
     )
@@ -47,7 +50,7 @@ def check_target(y: Any, n_rows: int, w: np.ndarray) -> np.ndarray:
     if not np.all(np.isfinite(target)):
         raise ValueError("y contains NaN or infinity; R^2 needs a finite target.")
     mean = np.average(target, weights=w)
-    if np.sum(w * (target - mean) ** 2) <= 0.0:
+    if require_variance and np.sum(w * (target - mean) ** 2) <= 0.0:
         raise ValueError("y is constant (over the rows with positive weight): R^2 is undefined.")
     return target
 

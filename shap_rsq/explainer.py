@@ -112,6 +112,36 @@ class RSquaredExplainer(shap.TreeExplainer):
             return pd.Series(shares, index=pd.Index(columns), name="r2")
         return shares
 
+    def loss_reduction(
+        self, X: Any, y: Any, sample_weight: Any = None, *, local: bool = False
+    ) -> np.ndarray | pd.Series:
+        """Shapley decomposition of the squared-error loss the model removes, in units of ``y``^2.
+
+        The numerators of :meth:`rsq`: feature shares of
+        ``sum_i w_i [(y_i - E f)^2 - (y_i - f(x_i))^2]``, the drop in the weighted
+        sum of squared errors from the constant ``E f`` to the model.  Unlike R^2
+        it needs no total sum of squares, so ``y`` may be constant, and it adds up
+        over disjoint sets of rows (folds, blocks).
+
+        Parameters
+        ----------
+        X, y, sample_weight
+            As in :meth:`rsq`.
+        local : bool, default=False
+            Return the per-row values ``(n_samples, n_features)`` instead of their sums.
+
+        Returns
+        -------
+        ndarray or pandas.Series
+            ``(n_features,)`` (a Series indexed by column for a DataFrame), or
+            ``(n_samples, n_features)`` with ``local=True``.
+        """
+        rows, columns, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=False)
+        result = self._decompose(X, rows, target, weights, local=local)
+        if columns is not None and not local:
+            return pd.Series(result.values, index=pd.Index(columns), name="loss_reduction")
+        return result.values
+
     def __call__(self, X: Any, y: Any, sample_weight: Any = None) -> shap.Explanation:  # type: ignore[override]
         """Per-row shares of R^2 as a :class:`shap.Explanation`.
 
@@ -135,11 +165,17 @@ class RSquaredExplainer(shap.TreeExplainer):
         )
 
     def _inputs(self, X, y, sample_weight):
-        rows, columns = check_rows(X, self.model_info.n_features, self.model_info.feature_names)
-        weights = check_weights(sample_weight, rows)
-        target = check_target(y, rows.shape[0], weights)
+        rows, columns, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=True)
         sst = float(np.sum(weights * (target - np.average(target, weights=weights)) ** 2))
         return rows, columns, target, weights, sst
+
+    def _rows_target_weights(self, X, y, sample_weight, *, require_variance: bool):
+        # R^2 needs two rows to vary; the loss decomposition is defined for one
+        min_rows = 2 if require_variance else 1
+        rows, columns = check_rows(X, self.model_info.n_features, self.model_info.feature_names, min_rows)
+        weights = check_weights(sample_weight, rows)
+        target = check_target(y, rows.shape[0], weights, require_variance=require_variance)
+        return rows, columns, target, weights
 
     def _decompose(self, X, rows, target, weights, *, local: bool) -> Decomposition:
         result = decompose(

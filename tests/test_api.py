@@ -106,3 +106,29 @@ def test_rsq_does_not_allocate_rows_times_features():
     tracemalloc.stop()
     assert shares.shape == (p,)
     assert peak < X.nbytes / 10, f"peak {peak / 1e6:.1f} MB for X of {X.nbytes / 1e6:.1f} MB"
+
+
+def test_loss_reduction_is_the_numerator_and_allows_a_constant_target(frame_model):
+    model, frame, y, w = frame_model
+    explainer = RSquaredExplainer(model)
+    sst = np.sum(w * (y - np.average(y, weights=w)) ** 2)
+    numerators = explainer.loss_reduction(frame, y, sample_weight=w)
+    np.testing.assert_allclose(
+        numerators.to_numpy(), explainer.rsq(frame, y, sample_weight=w).to_numpy() * sst, rtol=1e-12
+    )
+    per_row = explainer.loss_reduction(frame, y, sample_weight=w, local=True)
+    np.testing.assert_allclose(per_row.sum(axis=0), numerators.to_numpy(), rtol=1e-12)
+    # each row's part depends on that row only, so any split of the rows adds up
+    halves = [
+        explainer.loss_reduction(frame.iloc[s], y[s], sample_weight=w[s]) for s in (slice(0, 50), slice(50, None))
+    ]
+    np.testing.assert_allclose(halves[0] + halves[1], numerators, rtol=1e-10)
+    constant = np.full_like(y, 3.0)
+    expected = -np.sum(
+        w
+        * (
+            (constant - explainer.forest.predict(frame.to_numpy())) ** 2
+            - (constant - (explainer.forest.base_offset + explainer.forest.nodes.tree_mean.sum())) ** 2
+        )
+    )
+    assert explainer.loss_reduction(frame, constant, sample_weight=w).sum() == pytest.approx(expected, rel=1e-9)
