@@ -2,6 +2,7 @@
 
 from ._models import UnsupportedModelError
 from .explainer import RSquaredExplainer
+from .selector import RSquaredSelector
 
-__all__ = ["RSquaredExplainer", "UnsupportedModelError", "__version__"]
+__all__ = ["RSquaredExplainer", "RSquaredSelector", "UnsupportedModelError", "__version__"]
 __version__ = "0.1.0.dev0"

@@ -1,0 +1,328 @@
+"""``RSquaredSelector``: keep the features with the largest exact Shapley share of a tree model's R^2."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from copy import deepcopy
+from numbers import Integral, Real
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context
+from sklearn.exceptions import NotFittedError
+from sklearn.feature_selection import SelectorMixin
+from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._tags import get_tags
+from sklearn.utils.validation import _check_feature_names_in, _check_sample_weight, check_is_fitted, validate_data
+
+from ._screening import (
+    bootstrap_shares,
+    check_max_features,
+    evaluate,
+    out_of_fold,
+    screen_and_fit,
+    support_mask,
+    threshold_rule,
+)
+
+__all__ = ["RSquaredSelector"]
+
+
+class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
+    """Select features by their exact Shapley share of a tree model's R^2.
+
+    A drop-in for :class:`sklearn.feature_selection.SelectFromModel` whose importance is each
+    feature's share of R^2 computed by :class:`~shap_rsq.RSquaredExplainer` (Q-SHAP).  Shares are
+    signed: a feature that makes predictions worse (possible out of fold) has a negative share and is
+    ranked below one the model never uses (share 0).
+
+    Parameters
+    ----------
+    estimator : estimator
+        A tree regressor supported by :class:`~shap_rsq.RSquaredExplainer` (scikit-learn trees,
+        forests and gradient boosting, XGBoost, LightGBM, CatBoost), fitted when ``prefit=True``.
+    threshold : float or str, default=None
+        Features whose share is at least the threshold are kept.  ``"mean"`` or ``"median"`` of the
+        shares, a scaled form such as ``"1.5*mean"``, or ``"cumulative:0.95"``: the smallest set of
+        features whose shares add up to 95% of the sum of the *positive* shares (the cut-off is the
+        smallest share in that set; ties with it are kept too).  ``None`` means ``"mean"``, as in
+        ``SelectFromModel``; to select on ``max_features`` alone, pass ``threshold=-np.inf``.
+    max_features : int or callable, default=None
+        At most this many features (the largest shares, ties broken by column order); a callable is
+        called as ``max_features(X)`` in ``fit``.
+    prefit : bool, default=False
+        Use the fitted ``estimator`` as is (it is deep-copied, never refitted); ``fit`` then only
+        computes the shares on ``(X, y)``.  Not combinable with ``cv``, ``screen`` or the bootstrap.
+    cv : int, cross-validation generator or iterable, default=None
+        If set, shares are out of fold: a model is fitted on all folds but one and decomposed on the
+        held-out fold, and the folds are pooled (numerators and sums of squares added, i.e. the
+        folds weighted by their sums of squares).  In-sample shares credit features that the model
+        used to overfit; out-of-fold shares of such features are near zero or negative.  Resolved with
+        :func:`sklearn.model_selection.check_cv` (``KFold`` for an int).
+    n_jobs : int, default=None
+        Parallel jobs over folds and bootstrap replicates, otherwise over blocks of trees.
+    screen : int, default=None
+        Two-stage screening (Jiang et al. 2025, section 6): fit on all features, keep the ``screen``
+        features of largest in-sample share, refit on them and recompute the shares, which ``threshold``
+        and ``max_features`` then act on.  Features screened out get share 0.  Ignored if it is at least
+        the number of features.
+    uncertainty : {"se", "bootstrap"}, default=None
+        ``"se"``: a delta-method standard error of each share from the per-row contributions, holding
+        the fitted model(s) fixed.  ``"bootstrap"``: refit on ``n_bootstrap`` resamples of the rows
+        (repeating the screen) and take the standard deviation of their shares; replicates are
+        decomposed on their own rows, or on the rows they did not draw when ``cv`` is set.
+    n_bootstrap : int, default=100
+        Number of bootstrap replicates.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the bootstrap draws.
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The model fitted on all rows (on the screened columns with ``screen``); with ``prefit=True``
+        a deep copy of ``estimator``.
+    feature_rsq_ : ndarray of shape (n_features,)
+        Each feature's share of R^2 (out of fold with ``cv``, second round with ``screen``).
+    feature_rsq_se_ : ndarray of shape (n_features,)
+        Standard errors of ``feature_rsq_`` (with ``uncertainty``).
+    bootstrap_rsq_ : ndarray of shape (n_bootstrap, n_features)
+        Shares of each bootstrap replicate (with ``uncertainty="bootstrap"``).
+    screen_rsq_ : ndarray of shape (n_features,)
+        First-round shares, on all features (with ``screen``).
+    screen_support_ : ndarray of bool of shape (n_features,)
+        Features kept by the first round (with ``screen``).
+    threshold_ : float
+        The cut-off applied to ``feature_rsq_``.
+    max_features_ : int
+        ``max_features``, or its value on ``X`` for a callable (when it is set).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features,)
+        Column names seen in ``fit``, when they are all strings.
+
+    See Also
+    --------
+    sklearn.feature_selection.SelectFromModel : The same selection from impurity or coefficients.
+    shap_rsq.RSquaredExplainer : The decomposition itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> from shap_rsq import RSquaredSelector
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 6))
+    >>> y = 2 * X[:, 0] + X[:, 1] + rng.normal(scale=0.3, size=200)
+    >>> selector = RSquaredSelector(DecisionTreeRegressor(max_depth=4), max_features=2, threshold=-np.inf)
+    >>> selector.fit(X, y).get_support(indices=True)
+    array([0, 1])
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "estimator": [HasMethods("fit")],
+        "threshold": [Interval(Real, None, None, closed="both"), str, None],
+        "max_features": [Interval(Integral, 0, None, closed="left"), callable, None],
+        "prefit": ["boolean"],
+        "cv": ["cv_object"],
+        "n_jobs": [Integral, None],
+        "screen": [Interval(Integral, 1, None, closed="left"), None],
+        "uncertainty": [StrOptions({"se", "bootstrap"}), None],
+        "n_bootstrap": [Interval(Integral, 2, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        estimator: Any,
+        *,
+        threshold: float | str | None = None,
+        max_features: int | Callable[[Any], int] | None = None,
+        prefit: bool = False,
+        cv: Any = None,
+        n_jobs: int | None = None,
+        screen: int | None = None,
+        uncertainty: str | None = None,
+        n_bootstrap: int = 100,
+        random_state: Any = None,
+    ) -> None:
+        self.estimator = estimator
+        self.threshold = threshold
+        self.max_features = max_features
+        self.prefit = prefit
+        self.cv = cv
+        self.n_jobs = n_jobs
+        self.screen = screen
+        self.uncertainty = uncertainty
+        self.n_bootstrap = n_bootstrap
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=False)  # the estimator's own parameters are validated by its fit
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> RSquaredSelector:
+        """Fit the estimator (unless ``prefit``) and compute each feature's share of R^2.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Training rows.  A DataFrame is passed on as is, so the estimator keeps its column names.
+        y : array-like of shape (n_samples,)
+            Target; it must not be constant (R^2 is undefined).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights, passed to the estimator's ``fit`` and used for a weighted R^2.
+        **fit_params : dict
+            Other parameters of the estimator's ``fit``; row-aligned ones are subset with the folds.
+
+        Returns
+        -------
+        self : RSquaredSelector
+            The fitted selector.
+        """
+        self._check_options()
+        self._forget_fit()
+        threshold_rule(self.threshold)  # a malformed threshold fails here, not at the first transform
+        allow_nan = get_tags(self).input_tags.allow_nan
+        array, y = validate_data(
+            self,
+            X,
+            y,
+            dtype=(np.float64, np.float32),
+            ensure_all_finite="allow-nan" if allow_nan else True,
+            ensure_min_samples=2,
+            y_numeric=True,
+        )
+        X = X if isinstance(X, pd.DataFrame) else array
+        y = np.asarray(y, dtype=np.float64)
+        w = None if sample_weight is None else _check_sample_weight(sample_weight, array, ensure_non_negative=True)
+        max_features = check_max_features(self.max_features, X)
+        if max_features is not None:  # as in SelectFromModel, only defined when max_features is set
+            self.max_features_ = max_features
+        if self.prefit:
+            self._fit_prefit(X, y, w)
+        else:
+            self._fit_estimator(X, y, w, fit_params)
+        if self.uncertainty == "bootstrap":
+            self.bootstrap_rsq_ = bootstrap_shares(
+                self.estimator,
+                X,
+                y,
+                w,
+                fit_params,
+                screen=self.screen,
+                out_of_bag=self.cv is not None,
+                n_bootstrap=self.n_bootstrap,
+                random_state=check_random_state(self.random_state),
+                n_jobs=self.n_jobs,
+            )
+            self.feature_rsq_se_ = self.bootstrap_rsq_.std(axis=0, ddof=1)
+        return self
+
+    def _check_options(self) -> None:
+        if not self.prefit:
+            return
+        refitting = {"cv": self.cv is not None, "screen": self.screen is not None}
+        refitting["uncertainty='bootstrap'"] = self.uncertainty == "bootstrap"
+        clashes = [name for name, used in refitting.items() if used]
+        if clashes:
+            raise ValueError(
+                f"prefit=True uses the fitted estimator as is, but {', '.join(clashes)} needs to refit it; "
+                "pass an unfitted estimator with prefit=False."
+            )
+
+    def _forget_fit(self) -> None:
+        # a refit with other options must not leave attributes of the previous fit behind
+        for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("_")]:
+            delattr(self, name)
+
+    def _fit_prefit(self, X, y, w) -> None:
+        try:
+            check_is_fitted(self.estimator)
+        except NotFittedError as exc:
+            raise NotFittedError("When `prefit=True`, `estimator` is expected to be a fitted estimator.") from exc
+        self.estimator_ = deepcopy(self.estimator)
+        moments = evaluate(self.estimator_, X, y, _weights(w, y), per_row=self.uncertainty == "se", n_jobs=self.n_jobs)
+        self.feature_rsq_ = moments.shares
+        if self.uncertainty == "se":
+            self.feature_rsq_se_ = moments.standard_errors()
+
+    def _fit_estimator(self, X, y, w, fit_params) -> None:
+        columns, first_shares, self.estimator_ = screen_and_fit(
+            self.estimator, X, y, w, fit_params, self.screen, n_jobs=self.n_jobs
+        )
+        if first_shares is not None:
+            self.screen_rsq_ = first_shares
+            self.screen_support_ = np.isin(np.arange(self.n_features_in_), columns)
+        Xk = X if len(columns) == self.n_features_in_ else _safe_indexing(X, columns, axis=1)
+        per_row = self.uncertainty == "se"
+        if self.cv is None:
+            moments = evaluate(self.estimator_, Xk, y, _weights(w, y), per_row=per_row, n_jobs=self.n_jobs)
+        else:
+            splits = list(check_cv(self.cv, y, classifier=False).split(X, y))
+            moments = out_of_fold(self.estimator, Xk, y, w, fit_params, splits, per_row=per_row, n_jobs=self.n_jobs)
+        self.feature_rsq_ = _embed(moments.shares, columns, self.n_features_in_)
+        if per_row:
+            self.feature_rsq_se_ = _embed(moments.standard_errors(), columns, self.n_features_in_)
+
+    def _get_support_mask(self) -> np.ndarray:
+        check_is_fitted(self)
+        return support_mask(self.feature_rsq_, threshold_rule(self.threshold), getattr(self, "max_features_", None))
+
+    @property
+    def threshold_(self) -> float:
+        """The cut-off applied to ``feature_rsq_`` (recomputed, so ``set_params(threshold=...)`` applies)."""
+        check_is_fitted(self)
+        return threshold_rule(self.threshold)(self.feature_rsq_)
+
+    @property
+    def selection_frequency_(self) -> np.ndarray:
+        """Fraction of bootstrap replicates in which each feature is selected by the same rule."""
+        if not hasattr(self, "bootstrap_rsq_"):
+            raise AttributeError("selection_frequency_ is only available after fitting with uncertainty='bootstrap'.")
+        rule, limit = threshold_rule(self.threshold), getattr(self, "max_features_", None)
+        return np.mean([support_mask(shares, rule, limit) for shares in self.bootstrap_rsq_], axis=0)
+
+    def summary(self, input_features: Any = None) -> pd.DataFrame:
+        """One row per feature, largest share first.
+
+        Parameters
+        ----------
+        input_features : array-like of str, optional
+            Names for the features, as in :meth:`get_feature_names_out`; by default the column
+            names seen in ``fit``, or ``x0, x1, ...`` for arrays.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``rsq``, ``se`` (with ``uncertainty``), ``selection_frequency`` (with the bootstrap),
+            ``screen_rsq`` (with ``screen``) and ``selected``, indexed by feature name.
+        """
+        check_is_fitted(self)
+        table = {"rsq": self.feature_rsq_}
+        if hasattr(self, "feature_rsq_se_"):
+            table["se"] = self.feature_rsq_se_
+        if hasattr(self, "bootstrap_rsq_"):
+            table["selection_frequency"] = self.selection_frequency_
+        if hasattr(self, "screen_rsq_"):
+            table["screen_rsq"] = self.screen_rsq_
+        table["selected"] = self.get_support()
+        names = _check_feature_names_in(self, input_features)
+        frame = pd.DataFrame(table, index=pd.Index(names, name="feature"))
+        return frame.sort_values("rsq", ascending=False, kind="mergesort")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True  # R^2 needs y
+        tags.input_tags.sparse = False  # the explainer reads dense rows
+        tags.input_tags.allow_nan = get_tags(self.estimator).input_tags.allow_nan
+        return tags
+
+
+def _weights(w: np.ndarray | None, y: np.ndarray) -> np.ndarray:
+    return np.ones(len(y)) if w is None else w
+
+
+def _embed(values: np.ndarray, columns: np.ndarray, n_features: int) -> np.ndarray:
+    full = np.zeros(n_features)
+    full[columns] = values
+    return full

@@ -1,0 +1,265 @@
+"""RSquaredSelector as a scikit-learn selector: SelectFromModel semantics, pipelines, names, prefit, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.feature_selection import SelectFromModel
+from sklearn.linear_model import LinearRegression
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.pipeline import Pipeline
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+from sklearn.utils._param_validation import InvalidParameterError
+
+from shap_rsq import RSquaredExplainer, RSquaredSelector, UnsupportedModelError
+from shap_rsq._screening import support_mask, threshold_rule
+
+
+def linear_data(n: int = 200, p: int = 8, n_signal: int = 3, seed: int = 0):
+    """``y`` depends on the first ``n_signal`` columns with decreasing weights; the others are noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    y = X[:, :n_signal] @ np.linspace(2.0, 1.0, n_signal) + rng.normal(scale=0.3, size=n)
+    return X, y
+
+
+def tree(depth: int = 5) -> DecisionTreeRegressor:
+    return DecisionTreeRegressor(max_depth=depth, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return linear_data()
+
+
+def test_shares_are_the_explainers_and_fit_clones(data):
+    X, y = data
+    estimator = tree()
+    selector = RSquaredSelector(estimator).fit(X, y)
+    assert selector.estimator_ is not estimator
+    assert not hasattr(estimator, "tree_"), "the caller's estimator must not be fitted"
+    np.testing.assert_allclose(selector.feature_rsq_, RSquaredExplainer(selector.estimator_).rsq(X, y), atol=1e-12)
+    assert selector.n_features_in_ == X.shape[1]
+
+
+@pytest.mark.parametrize("threshold", [None, "mean", "median", "1.5*mean", "0.5 * median", 0.01, -np.inf])
+@pytest.mark.parametrize("max_features", [None, 2, 5])
+def test_support_matches_select_from_model(data, threshold, max_features):
+    """Same importances, same rule: the masks of SelectFromModel and RSquaredSelector agree."""
+    X, y = data
+    selector = RSquaredSelector(tree(), threshold=threshold, max_features=max_features).fit(X, y)
+    assert np.all(selector.feature_rsq_ >= 0)  # SelectFromModel ranks |importance|; equal for these shares
+    reference = SelectFromModel(
+        selector.estimator_,
+        threshold=threshold,
+        max_features=max_features,
+        prefit=True,
+        importance_getter=lambda _: selector.feature_rsq_,
+    ).fit(X, y)
+    np.testing.assert_array_equal(selector.get_support(), reference.get_support())
+    assert selector.threshold_ == pytest.approx(reference.threshold_)
+
+
+def test_threshold_forms_on_known_shares():
+    shares = np.array([0.1, 0.4, -0.05, 0.0, 0.2, 0.3])
+    assert threshold_rule("mean")(shares) == pytest.approx(shares.mean())
+    assert threshold_rule("2*median")(shares) == pytest.approx(2 * np.median(shares))
+    assert threshold_rule(" 1.5 * mean ")(shares) == pytest.approx(1.5 * shares.mean())
+    assert threshold_rule(0.25)(shares) == 0.25
+    # positive sum 1.0: 0.4 + 0.3 = 0.7 reaches 0.7 exactly; 0.71 needs the 0.2 too; 1.0 needs all positives
+    assert list(np.flatnonzero(support_mask(shares, threshold_rule("cumulative:0.7"), None))) == [1, 5]
+    assert list(np.flatnonzero(support_mask(shares, threshold_rule("cumulative:0.71"), None))) == [1, 4, 5]
+    assert list(np.flatnonzero(support_mask(shares, threshold_rule("cumulative:1"), None))) == [0, 1, 4, 5]
+    assert not support_mask(-np.abs(shares), threshold_rule("cumulative:0.5"), None).any()
+
+
+def test_cumulative_threshold_is_the_smallest_set(data):
+    X, y = data
+    X = np.hstack([X, np.random.default_rng(1).normal(size=(len(y), 8))])
+    for fraction in (0.5, 0.8, 0.95, 0.99, 1.0):
+        selector = RSquaredSelector(tree(8), threshold=f"cumulative:{fraction}").fit(X, y)
+        shares = selector.feature_rsq_
+        kept = selector.get_support()
+        positive = shares[shares > 0].sum()
+        assert shares[kept].sum() >= fraction * positive * (1 - 1e-12)
+        ranked = np.sort(shares)[::-1]
+        smallest = int(np.argmax(np.cumsum(ranked) >= fraction * positive * (1 - 1e-12))) + 1
+        assert kept.sum() == smallest, fraction  # no smaller set of features reaches the fraction
+        assert np.all(shares[kept] >= shares[~kept].max(initial=-np.inf))
+
+
+def test_max_features_callable(data):
+    X, y = data
+    selector = RSquaredSelector(tree(), max_features=lambda X: X.shape[1] // 4, threshold=-np.inf).fit(X, y)
+    assert selector.max_features_ == 2
+    assert selector.transform(X).shape == (len(y), 2)
+    np.testing.assert_array_equal(selector.get_support(indices=True), [0, 1])
+
+
+def test_set_params_after_fit_applies_without_refit(data):
+    X, y = data
+    selector = RSquaredSelector(tree(), threshold=-np.inf).fit(X, y)
+    estimator = selector.estimator_
+    assert selector.get_support().sum() == X.shape[1]
+    selector.set_params(threshold="cumulative:0.9")
+    assert selector.get_support().sum() < X.shape[1]
+    assert selector.estimator_ is estimator
+
+
+def test_pipeline_and_grid_search_over_max_features():
+    X, y = linear_data(n=150, p=30, n_signal=3, seed=2)
+    pipeline = Pipeline([("select", RSquaredSelector(tree(), threshold=-np.inf)), ("ols", LinearRegression())])
+    pipeline.fit(X, y)
+    assert pipeline.score(X, y) > 0.5
+    search = GridSearchCV(
+        pipeline, {"select__max_features": [1, 3, 25]}, cv=KFold(3, shuffle=True, random_state=0)
+    ).fit(X, y)
+    results = search.cv_results_
+    scores = dict(zip(results["param_select__max_features"], results["mean_test_score"], strict=True))
+    assert search.best_params_ == {"select__max_features": 3}, scores
+    assert scores[3] > scores[1] + 0.1 and scores[3] > scores[25]
+    best_selector = search.best_estimator_.named_steps["select"]
+    np.testing.assert_array_equal(best_selector.get_support(indices=True), [0, 1, 2])
+
+
+def test_pandas_output_keeps_names(data):
+    X, y = data
+    names = [f"gene_{j}" for j in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    selector = RSquaredSelector(tree(), max_features=3, threshold=-np.inf).set_output(transform="pandas")
+    out = selector.fit_transform(frame, y)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == ["gene_0", "gene_1", "gene_2"]
+    assert list(selector.get_feature_names_out()) == list(out.columns)
+    assert list(selector.feature_names_in_) == names
+    assert list(selector.estimator_.feature_names_in_) == names  # the estimator saw the DataFrame
+    pd.testing.assert_frame_equal(out, frame[["gene_0", "gene_1", "gene_2"]])
+    back = selector.inverse_transform(out.to_numpy())
+    assert back.shape == X.shape and np.all(back[:, 3:] == 0)
+    table = selector.summary()
+    assert list(table.index[:3]) == ["gene_0", "gene_1", "gene_2"] and table["selected"].sum() == 3
+    with pytest.raises(ValueError, match="feature names"):
+        selector.transform(frame.rename(columns={"gene_0": "other"}))
+
+
+def test_prefit_uses_the_fitted_model_as_is(data):
+    X, y = data
+    model = tree().fit(X[:100], y[:100])
+    before = model.tree_.value.copy()
+    selector = RSquaredSelector(model, prefit=True).fit(X[100:], y[100:])
+    # not refitted: the copy predicts like the model fitted on the first half, and is decomposed on the second
+    np.testing.assert_array_equal(selector.estimator_.predict(X), model.predict(X))
+    np.testing.assert_allclose(selector.feature_rsq_, RSquaredExplainer(model).rsq(X[100:], y[100:]), atol=1e-12)
+    refitted = clone(model).fit(X[100:], y[100:])
+    assert not np.allclose(selector.estimator_.predict(X), refitted.predict(X))
+    np.testing.assert_array_equal(model.tree_.value, before)
+
+
+def test_sample_weight_weights_fit_and_rsq(data):
+    X, y = data
+    w = np.random.default_rng(3).uniform(0.1, 3.0, size=len(y))
+    selector = RSquaredSelector(tree()).fit(X, y, sample_weight=w)
+    reference = tree().fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(selector.estimator_.predict(X), reference.predict(X))
+    np.testing.assert_allclose(selector.feature_rsq_, RSquaredExplainer(reference).rsq(X, y, w), atol=1e-12)
+    # for a fixed model, integer weights are repeated rows (refits may break split ties differently)
+    counts = np.random.default_rng(4).integers(0, 4, size=len(y))
+    repeated = np.repeat(np.arange(len(y)), counts)
+    weighted = RSquaredSelector(reference, prefit=True).fit(X, y, sample_weight=counts).feature_rsq_
+    expected = RSquaredSelector(reference, prefit=True).fit(X[repeated], y[repeated]).feature_rsq_
+    np.testing.assert_allclose(weighted, expected, atol=1e-12)
+
+
+def test_inputs_are_not_mutated(data):
+    X, y = data
+    X_copy, y_copy = X.copy(), y.copy()
+    estimator = tree()
+    params = estimator.get_params()
+    RSquaredSelector(estimator, cv=3, screen=4, uncertainty="se").fit(X, y)
+    np.testing.assert_array_equal(X, X_copy)
+    np.testing.assert_array_equal(y, y_copy)
+    assert estimator.get_params() == params and not hasattr(estimator, "tree_")
+
+
+def test_refit_forgets_previous_options(data):
+    X, y = data
+    selector = RSquaredSelector(tree(), screen=3, uncertainty="se", max_features=2).fit(X, y)
+    selector.set_params(screen=None, uncertainty=None, max_features=None).fit(X, y)
+    for name in ("screen_rsq_", "screen_support_", "feature_rsq_se_", "max_features_"):
+        assert not hasattr(selector, name), name
+
+
+@pytest.mark.parametrize(
+    ("params", "error", "message"),
+    [
+        ({"threshold": "mode"}, ValueError, "cumulative:<fraction>"),
+        ({"threshold": "2*max"}, ValueError, "'1.5\\*mean'"),
+        ({"threshold": "cumulative:1.5"}, ValueError, r"must be in \(0, 1\]"),
+        ({"threshold": "cumulative:x"}, ValueError, "threshold must be"),
+        ({"max_features": -1}, InvalidParameterError, "max_features"),
+        ({"max_features": lambda X: -1}, ValueError, "non-negative integer"),
+        ({"max_features": lambda X: 1.5}, ValueError, "non-negative integer"),
+        ({"screen": 0}, InvalidParameterError, "screen"),
+        ({"uncertainty": "jackknife"}, InvalidParameterError, "uncertainty"),
+        ({"n_bootstrap": 1}, InvalidParameterError, "n_bootstrap"),
+        ({"cv": "five"}, InvalidParameterError, "cv"),
+    ],
+)
+def test_bad_parameters_fail_in_fit_with_clear_messages(data, params, error, message):
+    X, y = data
+    with pytest.raises(error, match=message):
+        RSquaredSelector(tree(), **params).fit(X, y)
+
+
+def test_prefit_errors(data):
+    X, y = data
+    with pytest.raises(NotFittedError, match="prefit=True"):
+        RSquaredSelector(tree(), prefit=True).fit(X, y)
+    model = tree().fit(X, y)
+    with pytest.raises(ValueError, match="cv, screen needs to refit"):
+        RSquaredSelector(model, prefit=True, cv=3, screen=2).fit(X, y)
+    with pytest.raises(ValueError, match="uncertainty='bootstrap'"):
+        RSquaredSelector(model, prefit=True, uncertainty="bootstrap").fit(X, y)
+    with pytest.raises(ValueError, match="fitted with 8 features"):
+        RSquaredSelector(model, prefit=True).fit(X[:, :5], y)
+
+
+def test_unsupported_models_and_targets(data):
+    X, y = data
+    with pytest.raises(UnsupportedModelError):
+        RSquaredSelector(LinearRegression()).fit(X, y)
+    with pytest.raises(UnsupportedModelError):
+        RSquaredSelector(DecisionTreeClassifier()).fit(X, (y > 0).astype(int))
+    with pytest.raises(ValueError, match="constant"):
+        RSquaredSelector(tree()).fit(X, np.full(len(y), 2.0))
+    with pytest.raises(ValueError, match="every held-out fold"):
+        RSquaredSelector(tree(), cv=2).fit(X, np.repeat([0.0, 1.0], len(y) // 2))
+    with pytest.raises(NotFittedError):
+        RSquaredSelector(tree()).transform(X)
+
+
+def _boosters():
+    xgboost = pytest.importorskip("xgboost")
+    lightgbm = pytest.importorskip("lightgbm")
+    catboost = pytest.importorskip("catboost")
+    return {
+        "xgboost": xgboost.XGBRegressor(n_estimators=20, max_depth=3, n_jobs=1, random_state=0),
+        "lightgbm": lightgbm.LGBMRegressor(n_estimators=20, num_leaves=8, verbose=-1, n_jobs=1, random_state=0),
+        "catboost": catboost.CatBoostRegressor(
+            iterations=20, depth=3, verbose=0, allow_writing_files=False, thread_count=1, random_seed=0
+        ),
+    }
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm", "catboost"])
+def test_other_libraries_with_dataframes_and_missing_values(library):
+    X, y = linear_data(n=150, p=6, seed=5)
+    X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    frame = pd.DataFrame(X, columns=list("abcdef"))
+    selector = RSquaredSelector(_boosters()[library], cv=3, uncertainty="se", max_features=3, threshold=-np.inf)
+    out = selector.set_output(transform="pandas").fit(frame, y).transform(frame)
+    assert list(out.columns) == ["a", "b", "c"]
+    assert np.all(np.isfinite(selector.feature_rsq_se_)) and np.all(selector.feature_rsq_se_[:3] > 0)
