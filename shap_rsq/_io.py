@@ -1,0 +1,357 @@
+"""Reading model and data files for the command line, and writing its outputs atomically.
+
+Every failure is raised as :class:`InputError` with a one-line message that
+names the file and what is wrong with it, so the command line can print it
+without a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = [
+    "InputError",
+    "ModelInputs",
+    "first_line",
+    "load_data",
+    "load_model",
+    "missing_pyarrow",
+    "model_format",
+    "model_inputs",
+    "preview",
+    "write_atomic",
+]
+
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".sav")
+NATIVE_FORMATS = "XGBoost JSON/UBJ, LightGBM text or CatBoost .cbm"
+
+
+class InputError(Exception):
+    """A file cannot be read or written, or its contents do not fit the command."""
+
+
+# ---------------------------------------------------------------- models
+
+
+def model_format(path: Path) -> str:
+    """``'xgboost'``, ``'lightgbm'``, ``'catboost'`` or ``'pickle'``, from the file's first bytes.
+
+    The content decides rather than the suffix, so a model saved under an
+    unusual name is still read by the right library.
+    """
+    head = _head(path, 8)
+    if head.startswith(b"{"):  # XGBoost JSON and UBJSON both open an object
+        return "xgboost"
+    if head.startswith(b"tree"):
+        return "lightgbm"
+    if head.startswith(b"CBM1"):
+        return "catboost"
+    if path.suffix.lower() in PICKLE_SUFFIXES or head.startswith(b"\x80"):
+        return "pickle"
+    raise InputError(f"cannot tell what kind of model {path} is; expected {NATIVE_FORMATS}, or a pickle/joblib file.")
+
+
+def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
+    """Load a fitted model from ``path`` with the library that wrote it.
+
+    Pickle and joblib files are loaded only when ``trust_pickle`` is true:
+    unpickling runs whatever code the file contains.
+    """
+    path = Path(path)
+    kind = model_format(path)
+    if kind == "pickle":
+        if not trust_pickle:
+            raise InputError(
+                f"{path} is a pickle/joblib file, and loading one runs any code it contains: pass --trust-pickle "
+                f"if you trust it, or save the model as {NATIVE_FORMATS}."
+            )
+        return _guarded(path, "a pickle/joblib file", lambda: _load_pickle(path))
+    loader, library, what = _NATIVE[kind]
+    module = _import(library, f"reading {path}")
+    return _guarded(path, what, lambda: loader(module, str(path)))
+
+
+def _load_xgboost(xgboost: Any, path: str) -> Any:
+    return xgboost.Booster(model_file=path)
+
+
+def _load_lightgbm(lightgbm: Any, path: str) -> Any:
+    return lightgbm.Booster(model_file=path)
+
+
+def _load_catboost(catboost: Any, path: str) -> Any:
+    # the regressor class reads any CatBoost model; a classifier's loss is refused later by the explainer
+    return catboost.CatBoostRegressor().load_model(path)
+
+
+def _load_pickle(path: Path) -> Any:
+    import joblib
+
+    return joblib.load(path)  # reads plain pickles too
+
+
+# format -> (loader, module to import, what the file is called in messages)
+_NATIVE: dict[str, tuple[Callable[[Any, str], Any], str, str]] = {
+    "xgboost": (_load_xgboost, "xgboost", "an XGBoost model"),
+    "lightgbm": (_load_lightgbm, "lightgbm", "a LightGBM model"),
+    "catboost": (_load_catboost, "catboost", "a CatBoost model"),
+}
+
+
+def _import(library: str, purpose: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(library)
+    except ImportError:
+        raise InputError(
+            f"{purpose} needs {library}, which is not installed: pip install 'shap-rsq[{library}]'"
+        ) from None
+
+
+def _guarded(path: Path, what: str, load: Callable[[], Any]) -> Any:
+    """Run ``load``; turn whatever the library raises into a one-line :class:`InputError`."""
+    try:
+        with _quiet_native_output():
+            return load()
+    except InputError:
+        raise
+    except Exception as error:  # libraries raise their own error types for corrupt files
+        raise InputError(f"cannot read {path} as {what}: {first_line(error)}") from None
+
+
+@contextlib.contextmanager
+def _quiet_native_output() -> Iterator[None]:
+    """Silence what C++ libraries print straight to the terminal while they parse a file.
+
+    LightGBM and XGBoost write their own copy of a parse error on file
+    descriptors 1 and 2; the error that reaches Python is reported instead.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = []
+    try:
+        with open(os.devnull, "w") as sink:
+            for fd in (1, 2):
+                saved.append((fd, os.dup(fd)))
+                os.dup2(sink.fileno(), fd)
+            yield
+    finally:
+        for fd, copy in saved:
+            os.dup2(copy, fd)
+            os.close(copy)
+
+
+# ---------------------------------------------------------------- data
+
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zip", ".zst")
+
+
+def load_data(path: str | os.PathLike) -> pd.DataFrame:
+    """A table from a CSV/TSV file (optionally compressed) or a Parquet file."""
+    path = Path(path)
+    _head(path, 4)  # a missing or unreadable file fails here, before pandas guesses at it
+    kind = _data_format(path)
+    try:
+        if kind == "parquet":
+            return _read_parquet(path)
+        return pd.read_csv(path, sep="\t" if kind == "tsv" else ",")
+    except InputError:
+        raise
+    except Exception as error:  # pandas and pyarrow raise many types for malformed files
+        raise InputError(f"cannot read {path} as {kind.upper()}: {first_line(error)}") from None
+
+
+def _data_format(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in _COMPRESSION_SUFFIXES:
+        suffixes = suffixes[:-1]
+    last = suffixes[-1] if suffixes else ""
+    if last in _PARQUET_SUFFIXES or _head(path, 4) == b"PAR1":
+        return "parquet"
+    if last == ".csv":
+        return "csv"
+    if last in (".tsv", ".tab"):
+        return "tsv"
+    raise InputError(f"cannot tell the format of {path} from its name; use a .csv, .tsv or .parquet file.")
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(path)
+    except ImportError:
+        raise missing_pyarrow(path) from None
+
+
+def missing_pyarrow(path: str | os.PathLike) -> InputError:
+    """The error for a Parquet file when no Parquet engine is installed."""
+    return InputError(f"{path} is Parquet, which needs pyarrow (not installed): pip install 'shap-rsq[parquet]'")
+
+
+def _head(path: Path, size: int) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(size)
+    except IsADirectoryError:
+        raise InputError(f"{path} is a directory, not a file.") from None
+    except FileNotFoundError:
+        raise InputError(f"{path} does not exist.") from None
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror or error}.") from None
+
+
+# ---------------------------------------------------------------- matching a table to a model
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    """The columns of a table that a model reads, its target and optional row weights."""
+
+    X: pd.DataFrame
+    y: pd.Series
+    weight: pd.Series | None
+    ignored: list[str]
+    by_name: bool
+
+
+def model_inputs(
+    frame: pd.DataFrame,
+    source: str | os.PathLike,
+    target: str,
+    model_names: list[str] | None,
+    n_features: int,
+    weight: str | None = None,
+) -> ModelInputs:
+    """Select the model's feature columns from ``frame`` (read from ``source``) by name, or by position.
+
+    Columns are matched by name when the model recorded real feature names
+    (other columns are ignored), and by position otherwise; missing features,
+    a wrong number of columns and non-numeric columns are refused.
+    """
+    frame = frame.set_axis([str(c) for c in frame.columns], axis=1)  # a copy: the caller's table is untouched
+    reserved = [c for c in (target, weight) if c is not None]
+    absent = [c for c in reserved if c not in frame.columns]
+    if absent:
+        raise InputError(f"{source} has no column {absent[0]!r}; its columns are {preview(list(frame.columns))}.")
+    others = [c for c in frame.columns if c not in reserved]
+    by_name = bool(model_names) and not _generic(model_names)
+    if by_name:
+        missing = [n for n in model_names if n not in frame.columns]
+        if missing:
+            raise InputError(
+                f"{source} lacks {len(missing)} feature(s) the model was fitted with: {preview(missing)}; "
+                f"its columns are {preview(list(frame.columns))}."
+            )
+        features = list(model_names)  # type: ignore[arg-type]
+    else:
+        if len(others) != n_features:
+            raise InputError(
+                f"{source} has {len(others)} columns besides the target, but the model expects {n_features} "
+                "features (it records no feature names, so columns are matched by position)."
+            )
+        features = others
+    _require_numeric(frame, features, source)
+    for role, column in (("target", target), ("weight", weight)):
+        _check_column(frame, column, role, source)
+    return ModelInputs(
+        X=frame[features].astype(float),
+        y=frame[target].astype(float),
+        weight=frame[weight].astype(float) if weight is not None else None,
+        ignored=[c for c in others if c not in features],
+        by_name=by_name,
+    )
+
+
+def _generic(names: list[str]) -> bool:
+    # models fitted on arrays make up names such as 'f0', 'Column_0' or '0': no names to match by
+    return all(n in (f"f{i}", f"Column_{i}", str(i)) for i, n in enumerate(names))
+
+
+def _require_numeric(frame: pd.DataFrame, columns: list[str], source: str | os.PathLike) -> None:
+    bad = [c for c in columns if not _numeric(frame[c])]
+    if bad:
+        raise InputError(
+            f"{source} has non-numeric feature column(s) {preview(bad)}; tree models read numbers: encode them first."
+        )
+
+
+def _check_column(frame: pd.DataFrame, column: str | None, role: str, source: str | os.PathLike) -> None:
+    if column is None:
+        return
+    if not _numeric(frame[column]):
+        raise InputError(f"the {role} column {column!r} of {source} is not numeric.")
+    missing = int(frame[column].isna().sum())
+    if missing:
+        raise InputError(f"the {role} column {column!r} of {source} has {missing} missing value(s).")
+
+
+def _numeric(column: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)
+
+
+def preview(names: list[str], limit: int = 8) -> str:
+    """``['a', 'b', ...] (12 columns)``: a list short enough for a one-line message."""
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)} column{'s' if len(names) != 1 else ''})"
+
+
+# ---------------------------------------------------------------- outputs
+
+
+def write_atomic(path: str | os.PathLike, write: Callable[[str], None]) -> None:
+    """Call ``write(temporary_path)``, then move the result onto ``path`` in one step.
+
+    The temporary file sits in the destination's folder, so ``os.replace`` is
+    an atomic rename: readers see the old file or the complete new one, and a
+    failure part-way leaves ``path`` untouched.
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"cannot write {path}: folder {folder} does not exist.")
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=folder)
+        os.close(handle)
+    except OSError as error:
+        raise InputError(f"cannot write {path}: {error.strerror or error}.") from None
+    try:
+        write(temporary)
+        os.chmod(temporary, _mode_for(path))  # mkstemp makes the file private (0600)
+        os.replace(temporary, path)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        if isinstance(error, OSError):
+            raise InputError(f"cannot write {path}: {error.strerror or error}.") from None
+        raise
+
+
+_NATIVE_PREFIX = re.compile(r"^\[\d{2}:\d{2}:\d{2}\] \S+:\d+: ")  # XGBoost's "[12:00:00] file.cc:409: "
+
+
+def _mode_for(path: Path) -> int:
+    """The permissions a new file gets from ``open`` (or those of the file being replaced)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def first_line(error: BaseException) -> str:
+    """The first non-empty line of an error's message (native libraries append stack traces)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return _NATIVE_PREFIX.sub("", lines[0]) if lines else type(error).__name__

@@ -1,0 +1,92 @@
+"""R^2 shares as a printed table and as CSV, JSON or Parquet files."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._io import InputError, missing_pyarrow, write_atomic
+
+__all__ = ["format_table", "sorted_shares", "top_shares", "write_local", "write_shares"]
+
+SHARE_SUFFIXES = (".csv", ".json")
+LOCAL_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+def sorted_shares(shares: pd.Series) -> pd.Series:
+    """Shares from largest to smallest; ties keep the column order."""
+    return shares.sort_values(ascending=False, kind="stable")
+
+
+def top_shares(shares: pd.Series, max_display: int) -> pd.Series:
+    """The largest ``max_display - 1`` shares and one entry adding up the rest (as in the paper's tables).
+
+    With ``max_display`` features or fewer, all of them are kept as they are.
+    """
+    ordered = sorted_shares(shares)
+    if max_display < 1:
+        raise ValueError(f"max_display must be at least 1, got {max_display}.")
+    if len(ordered) <= max_display:
+        return ordered
+    keep = max_display - 1
+    rest = ordered.iloc[keep:]
+    others = pd.Series([rest.sum()], index=[f"{len(rest)} other features"])
+    return pd.concat([ordered.iloc[:keep], others]).rename(shares.name)
+
+
+def format_table(shares: pd.Series, *, model_r2: float, seconds: float, max_display: int, title: str) -> str:
+    """The shares as text: one line a feature (top-k and the rest), their sum, the model's R^2 and the run time."""
+    shown = top_shares(shares, max_display)
+    width = max(len("sum of shares"), *(len(str(name)) for name in shown.index))
+    scale = max(float(shown.abs().max()), 1e-12)
+    lines = [title, "", f"  {'feature':<{width}}  {'R^2 share':>10}"]
+    for name, value in shown.items():
+        bar = "#" * round(30 * abs(value) / scale)
+        lines.append(f"  {name!s:<{width}}  {value:>10.4f}  {bar if value >= 0 else '-' * len(bar)}")
+    lines += [
+        "",
+        f"  {'sum of shares':<{width}}  {shares.sum():>10.4f}",
+        f"  {'model R^2':<{width}}  {model_r2:>10.4f}",
+        f"  computed in {seconds:.2f} s",
+    ]
+    return "\n".join(lines)
+
+
+def check_suffix(path: str | os.PathLike | None, allowed: tuple[str, ...], option: str) -> None:
+    """Refuse an output name whose type is unknown before any work is done."""
+    if path is not None and Path(path).suffix.lower() not in allowed:
+        raise InputError(f"{option} {path}: the file name must end with {' or '.join(allowed)}.")
+
+
+def write_shares(path: str | os.PathLike, shares: pd.Series, summary: dict[str, Any]) -> None:
+    """Write the shares, largest first, as CSV (``feature,r2``) or JSON (``summary`` plus ``r2``)."""
+    ordered = sorted_shares(shares)
+    if Path(path).suffix.lower() == ".json":
+        document = {**summary, "r2": {str(k): float(v) for k, v in ordered.items()}}
+        text = json.dumps(document, indent=2, allow_nan=False) + "\n"
+        write_atomic(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
+    else:
+        table = pd.DataFrame({"feature": ordered.index.astype(str), "r2": ordered.to_numpy()})
+        write_atomic(path, lambda temporary: table.to_csv(temporary, index=False))
+
+
+def write_local(path: str | os.PathLike, values: np.ndarray, base_values: np.ndarray, names: list[str]) -> None:
+    """Write per-row shares (one column a feature, then ``base_value``) as CSV or Parquet."""
+    table = pd.DataFrame(values, columns=names)
+    table["base_value" if "base_value" not in names else "base_value_"] = base_values
+    if Path(path).suffix.lower() == ".csv":
+        write_atomic(path, lambda temporary: table.to_csv(temporary, index=False))
+    else:
+        write_atomic(path, lambda temporary: _to_parquet(table, temporary, path))
+
+
+def _to_parquet(table: pd.DataFrame, temporary: str, path: str | os.PathLike) -> None:
+    try:
+        table.to_parquet(temporary, index=False)
+    except ImportError:
+        raise missing_pyarrow(path) from None

@@ -1,0 +1,389 @@
+"""The ``shap-rsq`` command line: the demo, every model and data format, outputs, and every input error."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import joblib
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import make_data
+from sklearn.ensemble import RandomForestRegressor
+from sklearn.tree import DecisionTreeClassifier
+
+from shap_rsq import RSquaredExplainer
+from shap_rsq._io import InputError, first_line, write_atomic
+from shap_rsq.cli import build_parser, main
+
+matplotlib.use("Agg")
+
+NAMES = ["age", "bmi", "bp", "s1", "s2", "noise"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    """Features under real names, a target ``y``, a weight column and an identifier the models never see."""
+    X, y, w = make_data(seed=41)
+    frame = pd.DataFrame(X, columns=NAMES)
+    return frame.assign(y=y, w=w, row_id=np.arange(len(y)))
+
+
+def _fit_xgboost(frame, y):
+    xgboost = pytest.importorskip("xgboost")
+    return xgboost.XGBRegressor(n_estimators=15, max_depth=3, random_state=0).fit(frame, y)
+
+
+def _fit_lightgbm(frame, y):
+    lightgbm = pytest.importorskip("lightgbm")
+    return lightgbm.LGBMRegressor(n_estimators=15, num_leaves=8, min_child_samples=5, verbose=-1).fit(frame, y)
+
+
+def _fit_catboost(frame, y):
+    catboost = pytest.importorskip("catboost")
+    model = catboost.CatBoostRegressor(iterations=15, depth=3, verbose=0, allow_writing_files=False, thread_count=1)
+    return model.fit(frame, y)
+
+
+def _save(kind: str, folder: Path, frame: pd.DataFrame, y: np.ndarray) -> tuple[Path, object]:
+    """Fit a small model, save it as ``kind`` and return the file and the in-memory model."""
+    if kind in ("xgboost.json", "xgboost.ubj"):
+        model = _fit_xgboost(frame, y)
+        path = folder / f"model.{kind.split('.')[1]}"
+        model.save_model(path)
+    elif kind == "lightgbm.txt":
+        model = _fit_lightgbm(frame, y)
+        path = folder / "model.txt"
+        model.booster_.save_model(path)
+    elif kind == "catboost.cbm":
+        model = _fit_catboost(frame, y)
+        path = folder / "model.cbm"
+        model.save_model(str(path))
+    elif kind == "sklearn.joblib":
+        model = RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0).fit(frame, y)
+        path = folder / "model.joblib"
+        joblib.dump(model, path)
+    else:
+        model = RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0).fit(frame, y)
+        path = folder / "model.pkl"
+        path.write_bytes(pickle.dumps(model))
+    return path, model
+
+
+FORMATS = ["xgboost.json", "xgboost.ubj", "lightgbm.txt", "catboost.cbm", "sklearn.joblib", "sklearn.pkl"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, table):
+    """A folder holding the data as CSV and Parquet, and one saved model per format (fitted lazily)."""
+    folder = tmp_path_factory.mktemp("cli")
+    table.to_csv(folder / "data.csv", index=False)
+    cache: dict[str, tuple[Path, object]] = {}
+
+    def get(kind: str):
+        if kind not in cache:
+            cache[kind] = _save(kind, folder, table[NAMES], table["y"].to_numpy())
+        return cache[kind]
+
+    get.folder = folder
+    return get
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def expected_shares(model, table: pd.DataFrame, weight: bool = False) -> pd.Series:
+    return RSquaredExplainer(model).rsq(table[NAMES], table["y"], sample_weight=table["w"] if weight else None)
+
+
+# ---------------------------------------------------------------- demo
+
+
+def test_demo_prints_the_sorted_table_and_writes_a_png(tmp_path, capsys):
+    plot = tmp_path / "demo.png"
+    code, out, err = run(["demo", "--plot", plot], capsys)
+    assert code == 0, err
+    rows = re.findall(r"^  (\w+)\s+(-?\d\.\d{4})  #*$", out, flags=re.MULTILINE)
+    assert [name for name, _ in rows][:2] == ["s5", "bmi"]
+    values = [float(v) for _, v in rows]
+    assert len(values) == 10 and values == sorted(values, reverse=True)
+    total = float(re.search(r"sum of shares\s+(\S+)", out).group(1))
+    model_r2 = float(re.search(r"model R\^2\s+(\S+)", out).group(1))
+    assert total == pytest.approx(sum(values), abs=1e-3) and total == pytest.approx(model_r2, abs=1e-3)
+    assert re.search(r"computed in \d+\.\d\d s", out)
+    assert plot.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_demo_writes_its_default_png_in_the_current_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run(["demo"], capsys)[0] == 0
+    assert (tmp_path / "shap-rsq-demo.png").read_bytes()[:8] == PNG_MAGIC
+
+
+# ---------------------------------------------------------------- explain: success paths
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+def test_each_model_format_gives_the_explainers_shares(kind, files, table, tmp_path, capsys):
+    path, model = files(kind)
+    out_csv = tmp_path / "shares.csv"
+    argv = ["explain", "--model", path, "--data", files.folder / "data.csv", "--target", "y", "--out", out_csv]
+    if kind.startswith("sklearn"):
+        argv.append("--trust-pickle")
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+    written = pd.read_csv(out_csv)
+    assert list(written.columns) == ["feature", "r2"]
+    assert list(written["r2"]) == sorted(written["r2"], reverse=True)
+    expected = expected_shares(model, table)
+    np.testing.assert_allclose(written.set_index("feature")["r2"][NAMES], expected[NAMES], rtol=1e-9, atol=1e-12)
+    assert "'row_id'" in err and "'w'" in err  # columns the model does not read are named, not silently used
+
+
+def test_json_output_local_shares_and_plot(files, table, tmp_path, capsys):
+    path, model = files("xgboost.json")
+    pytest.importorskip("pyarrow")
+    data = tmp_path / "data.parquet"
+    table.to_parquet(data)
+    out, local, plot = tmp_path / "r2.json", tmp_path / "local.parquet", tmp_path / "bar.png"
+    argv = ["explain", "--model", path, "--data", data, "--target", "y", "--out", out, "--local", local, "--plot", plot]
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+    document = json.loads(out.read_text())
+    expected = expected_shares(model, table)
+    assert list(document["r2"]) == list(expected.sort_values(ascending=False).index)
+    np.testing.assert_allclose(pd.Series(document["r2"])[NAMES], expected[NAMES], rtol=1e-9, atol=1e-12)
+    assert document["n_rows"] == len(table) and document["target"] == "y"
+    assert document["sum_of_shares"] == pytest.approx(expected.sum(), abs=1e-12)
+    assert document["model_r2"] == pytest.approx(expected.sum(), abs=1e-4)
+    rows = pd.read_parquet(local)
+    assert list(rows.columns) == [*NAMES, "base_value"] and len(rows) == len(table)
+    np.testing.assert_allclose(rows[NAMES].sum(), expected[NAMES], atol=1e-10)
+    assert rows.to_numpy().sum() == pytest.approx(document["model_r2"], abs=1e-6)  # predict rounds to float32
+    assert plot.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_weights_columns_in_another_order_and_csv_local_output(files, table, tmp_path, capsys):
+    path, model = files("lightgbm.txt")
+    shuffled = tmp_path / "shuffled.csv"
+    table[["w", "y", *NAMES[::-1], "row_id"]].to_csv(shuffled, index=False)
+    local = tmp_path / "local.csv"
+    argv = ["explain", "--model", path, "--data", shuffled, "--target", "y", "--weight", "w", "--local", local]
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+    expected = expected_shares(model, table, weight=True)
+    rows = pd.read_csv(local)
+    np.testing.assert_allclose(rows[NAMES].sum(), expected[NAMES], atol=1e-10)
+    assert "'w'" not in err  # the weight column is used, not ignored
+
+
+def test_models_without_feature_names_match_columns_by_position(table, tmp_path, capsys):
+    xgboost = pytest.importorskip("xgboost")
+    X, y = table[NAMES].to_numpy(), table["y"].to_numpy()
+    model = xgboost.XGBRegressor(n_estimators=10, max_depth=3).fit(X, y)
+    model.save_model(tmp_path / "bare.json")
+    data = tmp_path / "data.tsv"
+    table[[*NAMES, "y"]].to_csv(data, sep="\t", index=False)
+    out = tmp_path / "r2.csv"
+    code, _, err = run(
+        ["explain", "--model", tmp_path / "bare.json", "--data", data, "--target", "y", "--out", out], capsys
+    )
+    assert code == 0, err
+    expected = RSquaredExplainer(model).rsq(X, y)
+    np.testing.assert_allclose(pd.read_csv(out).set_index("feature")["r2"][NAMES], expected, rtol=1e-9, atol=1e-12)
+
+
+def test_many_features_are_listed_top_k_plus_the_rest(files, tmp_path, capsys):
+    path, _ = files("xgboost.json")
+    argv = ["explain", "--model", path, "--data", files.folder / "data.csv", "--target", "y", "--max-display", "3"]
+    code, out, _ = run(argv, capsys)
+    assert code == 0
+    assert re.search(r"^  4 other features\s+-?\d\.\d{4}", out, flags=re.MULTILINE)
+
+
+def test_outputs_are_replaced_atomically_and_leave_no_temporary_files(files, tmp_path, capsys):
+    path, _ = files("xgboost.json")
+    out = tmp_path / "r2.csv"
+    out.write_text("old contents\n")
+    for target, status in (("absent", 1), ("y", 0)):
+        argv = ["explain", "--model", path, "--data", files.folder / "data.csv", "--target", target, "--out", out]
+        assert run(argv, capsys)[0] == status
+        if status:  # a failed run leaves the old file as it was
+            assert out.read_text() == "old contents\n"
+    assert out.read_text().startswith("feature,r2")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r2.csv"]
+
+
+def test_write_atomic_keeps_the_old_file_when_writing_fails(tmp_path):
+    target = tmp_path / "out.csv"
+    target.write_text("old")
+
+    def broken(temporary: str) -> None:
+        Path(temporary).write_text("half")
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(RuntimeError):
+        write_atomic(target, broken)
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]
+
+
+def test_written_files_get_ordinary_permissions(tmp_path):
+    umask = os.umask(0o022)
+    try:
+        fresh = tmp_path / "fresh.csv"
+        write_atomic(fresh, lambda temporary: Path(temporary).write_text("new"))
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o644  # not mkstemp's private 0600
+        kept = tmp_path / "kept.csv"
+        kept.write_text("old")
+        kept.chmod(0o640)
+        write_atomic(kept, lambda temporary: Path(temporary).write_text("new"))
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+    finally:
+        os.umask(umask)
+
+
+# ---------------------------------------------------------------- explain: errors
+
+
+# name -> (options changed from the defaults, fragment of the expected message)
+ERROR_CASES = {
+    "missing target": ([("--target", "outcome")], "has no column 'outcome'"),
+    "missing weight": ([("--weight", "weights")], "has no column 'weights'"),
+    "text feature": ([("--data", "text_feature.csv")], "non-numeric feature column(s) ['bmi']"),
+    "text target": ([("--data", "text_target.csv")], "target column 'y' of"),
+    "nan target": ([("--data", "nan_target.csv")], "has 1 missing value(s)"),
+    "names differ": ([("--data", "renamed.csv")], "lacks 1 feature(s) the model was fitted with: ['bmi']"),
+    "no model file": ([("--model", "absent.json")], "absent.json does not exist"),
+    "corrupt xgboost": ([("--model", "corrupt.json")], "as an XGBoost model"),
+    "corrupt lightgbm": ([("--model", "corrupt.txt")], "as a LightGBM model"),
+    "corrupt catboost": ([("--model", "corrupt.cbm")], "as a CatBoost model"),
+    "unknown model": ([("--model", "model.onnx")], "cannot tell what kind of model"),
+    "pickle refused": ([("--model", "classifier.joblib")], "--trust-pickle"),
+    "classifier": ([("--model", "classifier.joblib"), ("--trust-pickle",)], "is a classifier"),
+    "model is a folder": ([("--model", ".")], "is a directory"),
+    "no data file": ([("--data", "absent.csv")], "absent.csv does not exist"),
+    "corrupt parquet": ([("--data", "corrupt.parquet")], "cannot read"),
+    "empty csv": ([("--data", "empty.csv")], "cannot read"),
+    "unknown data": ([("--data", "data.xlsx")], "use a .csv, .tsv or .parquet file"),
+    "out suffix": ([("--out", "r2.txt")], "must end with .csv or .json"),
+    "out folder": ([("--out", "nowhere/r2.csv")], "does not exist"),
+    "local suffix": ([("--local", "rows.json")], "must end with .csv or .parquet"),
+    "plot suffix": ([("--plot", "bar.docx")], "image type"),
+}
+
+
+@pytest.fixture(scope="module")
+def bad_files(files, table) -> Path:
+    """Broken models and tables beside the good ones."""
+    folder = files.folder
+    table.assign(bmi=table["bmi"].astype(str) + "kg").to_csv(folder / "text_feature.csv", index=False)
+    table.assign(y=table["y"].astype(str) + "!").to_csv(folder / "text_target.csv", index=False)
+    table.assign(y=table["y"].where(table.index != 3)).to_csv(folder / "nan_target.csv", index=False)
+    table.rename(columns={"bmi": "BMI"}).to_csv(folder / "renamed.csv", index=False)
+    (folder / "corrupt.json").write_text('{"learner": ')
+    (folder / "corrupt.txt").write_text("tree\nversion=v4\n")
+    (folder / "corrupt.cbm").write_bytes(b"CBM1 truncated")
+    (folder / "model.onnx").write_bytes(b"\x08\x07\x12\x04onnx")
+    (folder / "corrupt.parquet").write_bytes(b"PAR1 not really")
+    (folder / "empty.csv").write_text("")
+    (folder / "data.xlsx").write_bytes(b"PK\x03\x04")
+    classifier = DecisionTreeClassifier(max_depth=2).fit(table[NAMES], table["y"] > table["y"].median())
+    joblib.dump(classifier, folder / "classifier.joblib")
+    return folder
+
+
+@pytest.mark.parametrize("case", list(ERROR_CASES))
+def test_each_input_error_is_one_line_with_exit_status_1(case, bad_files, files, capsys, monkeypatch):
+    model_path, _ = files("xgboost.json")
+    monkeypatch.chdir(bad_files)
+    options = {"--model": model_path.name, "--data": "data.csv", "--target": "y"}
+    changes, fragment = ERROR_CASES[case]
+    flags = [change[0] for change in changes if len(change) == 1]
+    options.update(change for change in changes if len(change) == 2)
+    argv = ["explain", *[item for pair in options.items() for item in pair], *flags]
+    code, _, err = run(argv, capsys)
+    assert code == 1
+    assert err.startswith("shap-rsq: error: ") and err.endswith("\n")
+    assert len(err.strip().splitlines()) == 1, err  # one line: no traceback, no native-library noise
+    assert fragment in err
+
+
+def test_pickle_refusal_says_why(files, capsys):
+    path, _ = files("sklearn.joblib")
+    code, _, err = run(["explain", "--model", path, "--data", files.folder / "data.csv", "--target", "y"], capsys)
+    assert code == 1 and "runs any code it contains" in err
+
+
+def test_a_missing_library_is_named_with_the_extra_to_install(files, capsys, monkeypatch):
+    path, _ = files("xgboost.json")
+    monkeypatch.setitem(sys.modules, "xgboost", None)  # makes `import xgboost` fail
+    code, _, err = run(["explain", "--model", path, "--data", files.folder / "data.csv", "--target", "y"], capsys)
+    assert code == 1 and "pip install 'shap-rsq[xgboost]'" in err
+
+
+def test_parquet_without_pyarrow_names_the_extra(files, table, capsys, monkeypatch):
+    path, _ = files("xgboost.json")
+    data = files.folder / "fake.parquet"
+    data.write_bytes(b"PAR1")
+
+    def no_engine(*args, **kwargs):
+        raise ImportError("Unable to find a usable engine")
+
+    monkeypatch.setattr(pd, "read_parquet", no_engine)
+    code, _, err = run(["explain", "--model", path, "--data", data, "--target", "y"], capsys)
+    assert code == 1 and "pip install 'shap-rsq[parquet]'" in err
+
+
+def test_command_line_mistakes_exit_with_status_2(capsys):
+    for argv in ([], ["explain", "--model", "m.json"], ["explain", "--max-display", "0"], ["frobnicate"]):
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code == 2
+    capsys.readouterr()
+
+
+def test_first_line_drops_native_prefixes_and_stack_traces():
+    error = InputError("[02:51:59] /src/json.cc:409: Expecting: ','\nStack trace:\n  [bt] (0) libxgboost.so")
+    assert first_line(error) == "Expecting: ','"
+
+
+def test_python_dash_m_runs_the_command_without_a_traceback(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "shap_rsq", "explain", "--model", "absent.json", "--data", "x.csv", "--target", "y"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == "shap-rsq: error: absent.json does not exist."
+
+
+def test_every_option_is_documented():
+    page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # argparse keeps subcommands here
+    for name, command in commands.items():
+        assert f"shap-rsq {name}" in page
+        for action in command._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert option in page, f"{option} of `shap-rsq {name}` is not in docs/cli.md"
