@@ -1,0 +1,223 @@
+"""Pictures of R^2 shares: a sorted bar chart of the global shares and a heatmap of the per-row shares.
+
+Both take what :class:`~shap_rsq.RSquaredExplainer` returns and draw on
+matplotlib Axes, which they return.  The :class:`shap.Explanation` from
+``explainer(X, y)`` also works with several of ``shap.plots``; the
+documentation's plotting page says which ones make sense for R^2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import shap
+from matplotlib.axes import Axes
+
+from ._report import top_shares
+
+__all__ = ["bar", "heatmap"]
+
+POSITIVE = "#1f6fb4"
+NEGATIVE = "#d6404e"
+OTHERS = "#9a9a9a"
+
+
+def bar(
+    shares: pd.Series | Mapping[str, float] | np.ndarray | shap.Explanation,
+    max_display: int = 10,
+    *,
+    feature_names: Sequence[str] | None = None,
+    model_r2: float | None = None,
+    title: str | None = "Shapley shares of R\u00b2",
+    ax: Axes | None = None,
+    show: bool = True,
+) -> Axes:
+    """Bar chart of each feature's share of R^2, largest first, with the total annotated.
+
+    Parameters
+    ----------
+    shares : Series, mapping, 1-d array or shap.Explanation
+        The output of :meth:`RSquaredExplainer.rsq <shap_rsq.RSquaredExplainer.rsq>`
+        or of the explainer's call (per-row shares are summed over rows).
+    max_display : int, default=10
+        Number of bars.  With more features than that, the largest
+        ``max_display - 1`` are drawn and one grey bar adds up the others.
+    feature_names : sequence of str, optional
+        Names for an array of shares (default ``Feature 0``, ``Feature 1``, ...).
+    model_r2 : float, optional
+        The model's R^2, annotated next to the sum of the shares.  Taken from an
+        Explanation's ``base_values`` when not given.
+    title : str or None
+        Title of the Axes.
+    ax : matplotlib Axes, optional
+        Where to draw; a new figure is made when not given.
+    show : bool, default=True
+        Call :func:`matplotlib.pyplot.show` before returning.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The Axes drawn on.
+
+    Examples
+    --------
+    >>> from shap_rsq import plots
+    >>> ax = plots.bar(explainer.rsq(X, y), max_display=8, show=False)  # doctest: +SKIP
+    >>> ax.figure.savefig("r2.png", bbox_inches="tight")  # doctest: +SKIP
+    """
+    series, total = _global(shares, feature_names)
+    model_r2 = total if model_r2 is None else model_r2
+    shown = top_shares(series, max_display).iloc[::-1]  # barh draws bottom-up; the largest goes on top
+    grouped = len(series) > max_display
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.0, 1.2 + 0.38 * len(shown)))
+    colors = [POSITIVE if v >= 0 else NEGATIVE for v in shown.to_numpy()]
+    if grouped:
+        colors[0] = OTHERS
+    positions = np.arange(len(shown))
+    ax.barh(positions, shown.to_numpy(), color=colors, height=0.7)
+    ax.set_yticks(positions, [str(name) for name in shown.index])
+    _label_bars(ax, shown.to_numpy())
+    ax.axvline(0.0, color="#444444", linewidth=0.8)
+    ax.set_xlabel("share of R\u00b2", loc="left")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    # under the axis, right-aligned: no bar can run into it
+    ax.annotate(
+        _total_text(series.sum(), model_r2),
+        xy=(1.0, 0.0),
+        xycoords="axes fraction",
+        xytext=(0, -22),
+        textcoords="offset points",
+        ha="right",
+        va="top",
+    )
+    if title:
+        ax.set_title(title)
+    if show:
+        plt.show()
+    return ax
+
+
+def heatmap(
+    explanation: shap.Explanation,
+    max_display: int = 10,
+    *,
+    order: Sequence[int] | np.ndarray | None = None,
+    cmap: str = "RdBu_r",
+    title: str | None = "Per-row shares of R\u00b2",
+    ax: Axes | None = None,
+    show: bool = True,
+) -> Axes:
+    """Heatmap of per-row shares: features (largest global share first) against rows.
+
+    A row's share of a feature is its part of that feature's R^2 share; the
+    colours are centred on zero, as rows the model fits worse than the mean
+    take shares away.
+
+    Parameters
+    ----------
+    explanation : shap.Explanation
+        Per-row shares, as returned by ``RSquaredExplainer(model)(X, y)``.
+    max_display : int, default=10
+        Number of feature rows; past that the last row adds up the other features.
+    order : sequence of int, optional
+        Order of the data rows (columns of the image).  Default: by each row's
+        total share (its shares plus its base value), largest first.
+    cmap : str, default="RdBu_r"
+        A diverging matplotlib colormap.
+    title : str or None
+        Title of the Axes.
+    ax : matplotlib Axes, optional
+        Where to draw; a new figure is made when not given.
+    show : bool, default=True
+        Call :func:`matplotlib.pyplot.show` before returning.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The Axes holding the image (its figure also holds a colour bar).
+    """
+    values = np.asarray(explanation.values, dtype=float)
+    if values.ndim != 2:
+        raise ValueError(f"heatmap needs per-row shares of shape (n_rows, n_features), got shape {values.shape}.")
+    names = _names(explanation.feature_names, values.shape[1])
+    by_total = order is None
+    if order is None:
+        totals = values.sum(axis=1) + np.broadcast_to(np.asarray(explanation.base_values, float), len(values))
+        order = np.argsort(-totals, kind="stable")
+    image, labels = _feature_rows(values[np.asarray(order)], names, max_display)
+    limit = float(np.quantile(np.abs(image), 0.99)) or float(np.abs(image).max()) or 1.0
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8.0, 1.5 + 0.4 * len(labels)))
+    picture = ax.imshow(image, aspect="auto", cmap=cmap, vmin=-limit, vmax=limit, interpolation="nearest")
+    ax.set_yticks(np.arange(len(labels)), labels)
+    ax.set_xlabel("rows, by their total share of R\u00b2" if by_total else "rows")
+    ax.figure.colorbar(picture, ax=ax, label="row's share of R\u00b2", extend="both")
+    if title:
+        ax.set_title(title)
+    if show:
+        plt.show()
+    return ax
+
+
+def _global(shares: Any, feature_names: Sequence[str] | None) -> tuple[pd.Series, float | None]:
+    """Global shares as a Series, and the model's R^2 when the input carries it."""
+    if isinstance(shares, shap.Explanation):
+        values = np.asarray(shares.values, dtype=float)
+        base = np.asarray(shares.base_values, dtype=float)
+        total = float(values.sum() + base.sum())
+        if values.ndim == 2:
+            values = values.sum(axis=0)
+        names = shares.feature_names if shares.feature_names is not None else feature_names
+        return pd.Series(values, index=_names(names, len(values))), total
+    if isinstance(shares, pd.Series):
+        return shares.astype(float), None
+    if isinstance(shares, Mapping):
+        return pd.Series({str(k): float(v) for k, v in shares.items()}), None
+    values = np.asarray(shares, dtype=float)
+    if values.ndim != 1:
+        raise ValueError(f"bar needs one share per feature, got an array of shape {values.shape}.")
+    return pd.Series(values, index=_names(feature_names, len(values))), None
+
+
+def _names(names: Sequence[str] | None, count: int) -> list[str]:
+    if names is None:
+        return [f"Feature {j}" for j in range(count)]
+    if len(names) != count:
+        raise ValueError(f"{len(names)} feature names for {count} features.")
+    return [str(name) for name in names]
+
+
+def _feature_rows(values: np.ndarray, names: list[str], max_display: int) -> tuple[np.ndarray, list[str]]:
+    """Image rows: features by global share, the last adding up the features past ``max_display``."""
+    shown = top_shares(pd.Series(values.sum(axis=0), index=range(len(names))), max_display)
+    kept = [j for j in shown.index if isinstance(j, (int, np.integer))]
+    rows = [values[:, kept].T]
+    labels = [names[j] for j in kept]
+    if len(kept) < len(names):
+        rest = np.setdiff1d(np.arange(len(names)), kept)
+        rows.append(values[:, rest].sum(axis=1)[None, :])
+        labels.append(f"{len(rest)} other features")
+    return np.vstack(rows), labels
+
+
+def _label_bars(ax: Axes, values: np.ndarray) -> None:
+    span = float(np.ptp(np.append(values, 0.0))) or 1.0
+    for position, value in enumerate(values):
+        offset = 0.01 * span if value >= 0 else -0.01 * span
+        ax.text(value + offset, position, f"{value:.3f}", va="center", ha="left" if value >= 0 else "right")
+    low, high = min(values.min(), 0.0), max(values.max(), 0.0)
+    # room for the labels on the side(s) where bars are, and none on the side where there are none
+    ax.set_xlim(low - (0.15 * span if low < 0 else 0.0), high + (0.15 * span if high > 0 else 0.0))
+
+
+def _total_text(total: float, model_r2: float | None) -> str:
+    text = f"sum of shares = {total:.3f}"
+    if model_r2 is not None:
+        text += f",  model R\u00b2 = {model_r2:.3f}"
+    return text
