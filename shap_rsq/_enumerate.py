@@ -71,19 +71,27 @@ def heap_positions(nodes: NodeArrays) -> np.ndarray:
     return heap
 
 
+# Symmetric trees deeper than this go through the LCA kernel anyway (enumeration costs 2^(depth + players)).
+MAX_OBLIVIOUS_DEPTH = 15
+
+
 def oblivious_trees(nodes: NodeArrays) -> np.ndarray:
     """``(T,)`` whether each tree is full and splits every level on one (feature, threshold, default)."""
     depth = nodes.tree_depth
     leaves = nodes.is_leaf & (nodes.depth >= 0)
-    full = np.all(~leaves | (nodes.depth == depth[:, None]), axis=1)
-    layout = heap_layout(nodes, np.arange(len(depth)), max(1, int(depth.max())))
-    same = np.ones(len(depth), dtype=bool)
-    for level in range(int(depth.max())):
-        first, stop = (1 << level) - 1, (1 << (level + 1)) - 1
-        inside = level < depth
-        for field in (layout.feature, layout.threshold, layout.default_left):
-            same &= ~inside | np.all(field[:, first:stop] == field[:, first : first + 1], axis=1)
-    return full & same & (depth > 0)
+    full = (leaves.sum(axis=1) == np.left_shift(1, np.minimum(depth, 62))) & (depth > 0)
+    result = np.zeros(len(depth), dtype=bool)
+    # only full trees of moderate depth can qualify; lay each depth out separately, without padding
+    for d in np.unique(depth[full & (depth <= MAX_OBLIVIOUS_DEPTH)]):
+        trees = np.flatnonzero(full & (depth == d))
+        layout = heap_layout(nodes, trees, int(d))
+        same = np.ones(len(trees), dtype=bool)
+        for level in range(int(d)):
+            first, stop = (1 << level) - 1, (1 << (level + 1)) - 1
+            for field in (layout.feature, layout.threshold, layout.default_left):
+                same &= np.all(field[:, first:stop] == field[:, first : first + 1], axis=1)
+        result[trees] = same
+    return result
 
 
 def heap_layout(nodes: NodeArrays, trees: np.ndarray, depth: int, oblivious: bool = False) -> HeapBatch:

@@ -66,7 +66,7 @@ def trees(draw, n_features: int) -> TreeTable:
 @st.composite
 def problems(draw):
     p = draw(st.integers(1, 5))
-    forest = Forest(
+    forest = Forest.from_trees(
         tuple(draw(st.lists(trees(p), min_size=1, max_size=3))), draw(st.floats(-2, 2)), np.dtype(np.float64), p
     )
     n = draw(st.integers(2, 12))
@@ -104,7 +104,7 @@ def test_random_trees_match_enumeration_and_are_efficient(strategy, problem):
 @given(trees(n_features=12))
 def test_deep_trees_on_many_features_stay_efficient(tree):
     # 12 features is beyond the oracle; check finiteness and the efficiency identity only
-    forest = Forest((tree,), 0.0, np.dtype(np.float64), 12)
+    forest = Forest.from_trees((tree,), 0.0, np.dtype(np.float64), 12)
     rng = np.random.default_rng(0)
     X = rng.choice(np.concatenate([THRESHOLDS + 0.05, [np.nan]]), size=(40, 12))
     y = rng.normal(size=40)
@@ -151,7 +151,7 @@ def test_sixteen_distinct_features_on_one_path_match_enumeration():
 
     grow(0)
     tree = TreeTable(*(np.array(c) for c in (left, right, default, feature, threshold, value, cover)))
-    forest = Forest((tree,), 0.0, np.dtype(np.float64), n_features)
+    forest = Forest.from_trees((tree,), 0.0, np.dtype(np.float64), n_features)
     X = rng.choice(np.concatenate([THRESHOLDS + 0.05, [np.nan]]), size=(5, n_features))
     X[0] = THRESHOLDS.max() + 1.0  # one row that passes far down the spine
     y = rng.normal(size=5)
@@ -162,3 +162,40 @@ def test_sixteen_distinct_features_on_one_path_match_enumeration():
     expected_global, expected_local = rsq_oracle(forest, X, y, w)
     np.testing.assert_allclose(decompose(forest, plans, X, y, w).values / sst, expected_global, atol=1e-9)
     np.testing.assert_allclose(decompose(forest, plans, X, y, w, local=True).values / sst, expected_local, atol=1e-9)
+
+
+def test_a_forty_deep_chain_tree_next_to_shallow_ones():
+    # leaf-wise boosters grow long chains; nothing may scale with 2^depth
+    depth = 40
+    n_nodes = 2 * depth + 1
+    chain = np.arange(0, 2 * depth, 2)  # chain node k is 2k: left child 2k + 2 (next chain node), right 2k + 1
+    left, right = np.full(n_nodes, -1), np.full(n_nodes, -1)
+    left[chain], right[chain] = chain + 2, chain + 1
+    feature = np.zeros(n_nodes, dtype=int)
+    feature[chain] = np.arange(depth) % 3
+    threshold = np.zeros(n_nodes)
+    threshold[chain] = 0.1 * np.arange(depth)
+    value = np.where(left < 0, (np.arange(n_nodes) % 5) - 2.0, 0.0)
+    cover = np.ones(n_nodes)
+    cover[chain] = depth - np.arange(depth) + 1.0
+    deep = TreeTable(left, right, left.copy(), feature, threshold, value, cover)
+    shallow = TreeTable(
+        np.array([1, -1, -1]),
+        np.array([2, -1, -1]),
+        np.array([1, -1, -1]),
+        np.array([1, 0, 0]),
+        np.array([0.5, 0, 0]),
+        np.array([0.0, -1.0, 1.0]),
+        np.array([4.0, 2.0, 2.0]),
+    )
+    forest = Forest.from_trees((shallow, deep, shallow), 0.5, np.dtype(np.float64), 3)
+    assert forest.nodes.tree_depth.tolist() == [1, depth, 1]
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-0.5, 4.5, size=(30, 3))
+    y = rng.normal(size=30)
+    w = np.ones(30)
+    sst = np.sum((y - y.mean()) ** 2)
+    expected_global, _ = rsq_oracle(forest, X, y, w)
+    result = decompose(forest, UnitCache(forest).units(), X, y, w)
+    np.testing.assert_allclose(result.values / sst, expected_global, atol=1e-9)
+    np.testing.assert_allclose(result.prediction, forest.predict(X), atol=1e-12)
