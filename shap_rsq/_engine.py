@@ -117,7 +117,7 @@ def _run_block(units, X, y, w, f, forest, local, progress):
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(forest.trees), desc="trees", unit="tree")
+        bar = tqdm(total=forest.n_trees, desc="trees", unit="tree")
     for unit in units:
         step = unit.chunk_rows() or X.shape[0]
         for start in range(0, X.shape[0], step):

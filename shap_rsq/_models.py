@@ -354,11 +354,11 @@ def _catboost_json(model: Any) -> dict:
 
 def _fix_catboost_forest(forest: Forest, scale: float, bias: float, nan_right: dict[int, bool]) -> Forest:
     """shap's symmetric trees with CatBoost's scale and bias, float32 comparisons and ``nan_mode`` routing."""
-    trees = []
-    for tree in forest.trees:
-        go_right = np.array([nan_right.get(int(k), False) for k in tree.feature]) & ~tree.is_leaf
-        trees.append(replace(tree, value=tree.value * scale, default=np.where(go_right, tree.right, tree.left)))
-    return replace(forest, trees=tuple(trees), base_offset=forest.base_offset + bias, input_dtype=np.dtype(np.float32))
+    nodes = forest.nodes
+    right_features = np.array(sorted(k for k, right in nan_right.items() if right), dtype=np.int64)
+    go_right = np.isin(nodes.feature, right_features) & (nodes.left >= 0)
+    fixed = replace(nodes, value=nodes.value * scale, default=np.where(go_right, nodes.right, nodes.left))
+    return replace(forest, nodes=fixed, base_offset=forest.base_offset + bias, input_dtype=np.dtype(np.float32))
 
 
 def _nonsymmetric_trees(document: dict, scale: float, bias: float, nan_right: dict[int, bool]) -> dict:

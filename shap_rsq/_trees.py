@@ -75,7 +75,8 @@ class Forest:
 
     Attributes
     ----------
-    trees : tuple of TreeTable
+    nodes : NodeArrays
+        All trees' node arrays, padded to one width.
     base_offset : float
     input_dtype : numpy dtype
         Feature values are cast to this dtype before comparing with thresholds,
@@ -83,40 +84,49 @@ class Forest:
     n_features : int
     """
 
-    trees: tuple[TreeTable, ...]
+    nodes: NodeArrays
     base_offset: float
     input_dtype: np.dtype
     n_features: int
 
     @classmethod
+    def from_trees(cls, trees: tuple[TreeTable, ...], base_offset: float, input_dtype, n_features: int) -> Forest:
+        return cls(NodeArrays.stack(tuple(trees)), float(base_offset), np.dtype(input_dtype), int(n_features))
+
+    @classmethod
     def from_ensemble(cls, ensemble, n_features: int, tree_limit: int | None = None) -> Forest:
-        """Read the padded arrays of a ``shap.explainers._tree.TreeEnsemble``."""
+        """Read the padded arrays of a ``shap.explainers._tree.TreeEnsemble`` (no per-tree loop)."""
         n_trees = ensemble.children_left.shape[0]
         if tree_limit is not None and 0 <= tree_limit < n_trees:
             n_trees = tree_limit
-        trees = []
-        for t in range(n_trees):
-            size = int(ensemble.num_nodes[t])
-            left = ensemble.children_left[t, :size].astype(np.int64)
-            is_leaf = left < 0
-            trees.append(
-                TreeTable(
-                    left=left,
-                    right=ensemble.children_right[t, :size].astype(np.int64),
-                    default=ensemble.children_default[t, :size].astype(np.int64),
-                    feature=np.where(is_leaf, 0, ensemble.features[t, :size]).astype(np.int64),
-                    threshold=ensemble.thresholds[t, :size].astype(np.float64),
-                    value=np.where(is_leaf, ensemble.values[t, :size, 0], 0.0).astype(np.float64),
-                    cover=ensemble.node_sample_weight[t, :size].astype(np.float64),
-                )
-            )
+        rows = slice(0, n_trees)
+        left = ensemble.children_left[rows].astype(np.int64)
+        leaf = left < 0
+        nodes = NodeArrays.from_padded(
+            left=left,
+            right=ensemble.children_right[rows].astype(np.int64),
+            default=ensemble.children_default[rows].astype(np.int64),
+            feature=np.where(leaf, 0, ensemble.features[rows]).astype(np.int64),
+            threshold=ensemble.thresholds[rows].astype(np.float64),
+            value=np.where(leaf, ensemble.values[rows, :, 0], 0.0).astype(np.float64),
+            cover=ensemble.node_sample_weight[rows].astype(np.float64),
+            n_nodes=np.asarray(ensemble.num_nodes[rows], dtype=np.int64),
+        )
         base = float(np.asarray(ensemble.base_offset, dtype=np.float64).reshape(-1)[0])
-        return cls(tuple(trees), base, np.dtype(ensemble.input_dtype), int(n_features))
+        return cls(nodes, base, np.dtype(ensemble.input_dtype), int(n_features))
+
+    @property
+    def n_trees(self) -> int:
+        return self.nodes.left.shape[0]
 
     @cached_property
-    def nodes(self) -> NodeArrays:
-        """All trees' node arrays padded to ``(T, N)`` (padding nodes are unreachable leaves)."""
-        return NodeArrays.stack(self.trees)
+    def trees(self) -> tuple[TreeTable, ...]:
+        """Each tree's own arrays (views of :attr:`nodes` trimmed to its node count)."""
+        n = self.nodes
+        return tuple(
+            TreeTable(*(getattr(n, name)[t, : n.n_nodes[t]] for name in TreeTable.__dataclass_fields__))
+            for t in range(self.n_trees)
+        )
 
     def cast(self, X: np.ndarray) -> np.ndarray:
         """Rows in the dtype the model compares thresholds in (a copy unless already there)."""
@@ -145,8 +155,14 @@ class NodeArrays:
     threshold: np.ndarray
     value: np.ndarray
     cover: np.ndarray
+    n_nodes: np.ndarray  # (T,) real nodes of each tree
     depth: np.ndarray
     mass: np.ndarray
+
+    @classmethod
+    def from_padded(cls, **fields: np.ndarray) -> NodeArrays:
+        depth, mass = _reach(fields["left"], fields["right"], fields["cover"])
+        return cls(**fields, depth=depth, mass=mass)
 
     @classmethod
     def stack(cls, trees: tuple[TreeTable, ...]) -> NodeArrays:
@@ -158,8 +174,7 @@ class NodeArrays:
         for t, tree in enumerate(trees):
             for name, array in fields.items():
                 array[t, : tree.n_nodes] = getattr(tree, name)
-        depth, mass = _reach(fields["left"], fields["right"], fields["cover"])
-        return cls(**fields, depth=depth, mass=mass)
+        return cls.from_padded(**fields, n_nodes=np.array([tree.n_nodes for tree in trees], dtype=np.int64))
 
     @property
     def is_leaf(self) -> np.ndarray:
