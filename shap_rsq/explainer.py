@@ -81,6 +81,7 @@ class RSquaredExplainer(shap.TreeExplainer):
         if info.adjust is not None:
             self.forest = info.adjust(self.forest)
         self._units = UnitCache(self.forest)
+        self._verified = self._verified_missing = False
 
     def rsq(self, X: Any, y: Any, sample_weight: Any = None) -> np.ndarray | pd.Series:
         """Each feature's share of R^2 on ``(X, y)``.
@@ -188,18 +189,27 @@ class RSquaredExplainer(shap.TreeExplainer):
             n_jobs=self.n_jobs,
             progress=self.progress,
         )
-        self._check_predictions(X, result.prediction)
+        self._check_predictions(X, rows, result.prediction)
         return result
 
-    def _check_predictions(self, X, prediction: np.ndarray) -> None:
+    def _check_predictions(self, X, rows: np.ndarray, prediction: np.ndarray) -> None:
         """The trees as read must reproduce the model's own predictions (up to float32 rounding).
 
-        Checked on at most 32 evenly spread rows, so the model's ``predict``
-        never copies a wide ``X``.
+        Misread trees are a property of the model, so this runs on the first call, and again the
+        first time rows with missing values are seen (their routing is checked too).  At most 32
+        rows are predicted, rows with NaN first, so the model's ``predict`` never copies a wide ``X``.
         """
-        index = np.unique(np.linspace(0, len(prediction) - 1, num=min(32, len(prediction))).astype(int))
+        if self._verified_missing:
+            return
+        missing = _rows_with_nan(rows, limit=16)
+        if self._verified and missing.size == 0:
+            return
+        spread = np.linspace(0, len(prediction) - 1, num=min(16, len(prediction))).astype(int)
+        index = np.unique(np.concatenate([missing, spread]))
         sample = X.iloc[index] if hasattr(X, "iloc") else np.asarray(X)[index]
         self._check_sample(sample, prediction[index])
+        self._verified = True
+        self._verified_missing = missing.size > 0
 
     def _check_sample(self, sample, prediction: np.ndarray) -> None:
         expected = np.asarray(self.model_info.predict(sample), dtype=np.float64).reshape(-1)
@@ -215,3 +225,15 @@ class RSquaredExplainer(shap.TreeExplainer):
         if self.feature_names is not None and len(self.feature_names) == n_features:
             return list(self.feature_names)
         return [f"Feature {j}" for j in range(n_features)]
+
+
+def _rows_with_nan(rows: np.ndarray, limit: int) -> np.ndarray:
+    """Indices of up to ``limit`` rows holding a NaN, scanning row blocks (no ``(n, p)`` temporary)."""
+    step = max(1, (1 << 20) // max(1, rows.shape[1]))
+    found: list[np.ndarray] = []
+    for start in range(0, rows.shape[0], step):
+        hit = np.flatnonzero(np.isnan(rows[start : start + step]).any(axis=1)) + start
+        found.append(hit)
+        if sum(len(f) for f in found) >= limit:
+            break
+    return np.concatenate(found)[:limit] if found else np.zeros(0, dtype=np.int64)

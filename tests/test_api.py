@@ -11,7 +11,7 @@ import shap
 from conftest import make_data
 from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor
 
-from shap_rsq import RSquaredExplainer
+from shap_rsq import RSquaredExplainer, UnsupportedModelError
 
 xgboost = pytest.importorskip("xgboost")
 
@@ -132,3 +132,38 @@ def test_loss_reduction_is_the_numerator_and_allows_a_constant_target(frame_mode
         )
     )
     assert explainer.loss_reduction(frame, constant, sample_weight=w).sum() == pytest.approx(expected, rel=1e-9)
+
+
+def test_misread_trees_are_caught_by_the_prediction_check():
+    from dataclasses import replace
+
+    X, y, _ = make_data(seed=35)
+    explainer = RSquaredExplainer(HistGradientBoostingRegressor(max_iter=5, random_state=0).fit(X, y))
+    nodes = explainer.forest.nodes
+    explainer.forest = replace(explainer.forest, nodes=replace(nodes, value=nodes.value * 1.5))
+    explainer._units = type(explainer._units)(explainer.forest)
+    with pytest.raises(UnsupportedModelError, match="do not reproduce its predictions"):
+        explainer.rsq(X, y)
+
+
+def test_prediction_check_runs_once_and_again_for_the_first_missing_values():
+    X, y, _ = make_data(seed=36)
+    model = HistGradientBoostingRegressor(max_iter=5, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)
+    calls = []
+    original = explainer.model_info.predict
+    explainer.model_info = replace_predict(explainer.model_info, lambda rows: calls.append(len(rows)) or original(rows))
+    explainer.rsq(X, y)
+    explainer.rsq(X, y)
+    assert len(calls) == 1 and calls[0] <= 32
+    with_nan = X.copy()
+    with_nan[::9, 1] = np.nan
+    explainer.rsq(with_nan, y)
+    explainer.rsq(with_nan, y)
+    assert len(calls) == 2
+
+
+def replace_predict(info, predict):
+    from dataclasses import replace
+
+    return replace(info, predict=predict)
