@@ -102,7 +102,8 @@ class HeapUnit:
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
         left = _enumerate.heap_decisions(self.batch, X, dtype)  # (n, T, N)
         n_splits = left.shape[2]
-        key = left @ (np.int64(1) << np.arange(n_splits, dtype=np.int64))  # (n, T) < 2^N
+        packed = np.packbits(left, axis=2, bitorder="little").astype(np.int64)  # bytes of the pattern, low first
+        key = (packed << (8 * np.arange(packed.shape[2]))).sum(axis=2)  # (n, T) < 2^N
         slots = np.arange(len(self.trees), dtype=np.int64) << n_splits
         seen = np.zeros(len(self.trees) << n_splits, dtype=bool)
         seen[key + slots] = True
@@ -114,7 +115,10 @@ class HeapUnit:
         tree_index, pattern_key = np.nonzero(present)
         decisions = np.zeros((len(self.trees), max(1, int(n_patterns.max())), n_splits), dtype=bool)
         decisions[tree_index, rank[tree_index, pattern_key]] = (pattern_key[:, None] >> np.arange(n_splits)) & 1 == 1
-        prediction = self.batch.leaf_value[np.arange(len(self.trees)), _enumerate.heap_leaf(self.batch, left)]
+        # route the distinct patterns, not the rows, to their leaves
+        trees = np.arange(len(self.trees))
+        leaf = _enumerate.heap_leaf(self.batch, np.swapaxes(decisions, 0, 1)).T  # (T, U)
+        prediction = self.batch.leaf_value[trees, leaf[trees, pattern]]
         return (pattern, decisions, n_patterns), prediction
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
