@@ -142,19 +142,17 @@ def _sklearn_common(model: Any) -> None:
         )
 
 
+def _sklearn_info(model: Any, shap_model: Any = None) -> ModelInfo:
+    """scikit-learn models: shap reads the trees (from ``shap_model`` when given), predict checks them."""
+    names = _names(getattr(model, "feature_names_in_", None))
+    return ModelInfo(shap_model or model, None, model.n_features_in_, names, None, model.predict, "sklearn")
+
+
 def _sklearn_tree(model: Any) -> ModelInfo:
     _sklearn_common(model)
     if model.criterion not in _SQUARED_CRITERIA:
         _refuse(type(model).__name__, "criterion", model.criterion)
-    return ModelInfo(
-        model,
-        None,
-        model.n_features_in_,
-        _names(getattr(model, "feature_names_in_", None)),
-        None,
-        model.predict,
-        "sklearn",
-    )
+    return _sklearn_info(model)
 
 
 def _sklearn_gradient_boosting(model: Any) -> ModelInfo:
@@ -174,15 +172,7 @@ def _sklearn_gradient_boosting(model: Any) -> ModelInfo:
             f"GradientBoostingRegressor with init={type(model.init_).__name__} is not supported: "
             "its starting prediction must be a constant (init=None, 'zero' or a DummyRegressor)."
         )
-    return ModelInfo(
-        shap_model,
-        None,
-        model.n_features_in_,
-        _names(getattr(model, "feature_names_in_", None)),
-        None,
-        model.predict,
-        "sklearn",
-    )
+    return _sklearn_info(model, shap_model)
 
 
 def _sklearn_tree_dict(tree: Any, scaling: float) -> dict:
@@ -209,15 +199,7 @@ def _sklearn_hist_gradient_boosting(model: Any) -> ModelInfo:
             "HistGradientBoostingRegressor with categorical features is not supported: categorical splits "
             f"(features {np.flatnonzero(categorical).tolist()}) have no threshold order."
         )
-    return ModelInfo(
-        model,
-        None,
-        model.n_features_in_,
-        _names(getattr(model, "feature_names_in_", None)),
-        None,
-        model.predict,
-        "sklearn",
-    )
+    return _sklearn_info(model)
 
 
 # ---------------------------------------------------------------- XGBoost
@@ -324,24 +306,26 @@ def _catboost(model: Any) -> ModelInfo:
             f"CatBoost model with categorical features {model.get_cat_feature_indices()} is not supported: "
             "categorical splits have no threshold order."
         )
+    for kind in ("text", "embedding"):
+        indices = getattr(model, f"get_{kind}_feature_indices", lambda: [])()
+        if indices:
+            raise UnsupportedModelError(f"CatBoost model with {kind} features {indices} is not supported.")
+    scale, bias = model.get_scale_and_bias()
+    bias = float(np.ravel(bias)[0]) if np.size(bias) else 0.0
+    names = _names(model.feature_names_)
+    if params.get("grow_policy", "SymmetricTree") == "SymmetricTree":
+        # shap reads symmetric trees (and explains predictions natively); fix what its loader drops.
+        # nan_mode is global: 'Max' sends NaN above every border, i.e. right.
+        nan_right = params.get("nan_mode", "Min") == "Max"
+        adjust = partial(_fix_catboost_forest, scale=scale, bias=bias, nan_right=nan_right)
+        return ModelInfo(model, None, len(names), names, None, model.predict, "catboost", adjust)
     document = _catboost_json(model)
-    n_features = len(document["features_info"].get("float_features", []))
-    scale, biases = document.get("scale_and_bias", [1.0, [0.0]])
-    bias = float(np.ravel(biases)[0]) if np.size(biases) else 0.0
-    nan_right = {
+    nan_right_by_feature = {
         f["flat_feature_index"]: f.get("nan_value_treatment") == "AsTrue"
         for f in document["features_info"].get("float_features", [])
     }
-    for split in (s for tree in document.get("oblivious_trees", []) for s in tree.get("splits", [])):
-        _split_feature(split)
-    if "oblivious_trees" in document:
-        # shap reads symmetric trees (and explains predictions natively); fix what its loader drops
-        trees, adjust = None, partial(_fix_catboost_forest, scale=scale, bias=bias, nan_right=nan_right)
-    else:
-        trees = _nonsymmetric_trees(document, scale, bias, nan_right)
-        adjust = None
-    names = _names(model.feature_names_)
-    return ModelInfo(model, trees, n_features, names, None, model.predict, "catboost", adjust)
+    trees = _nonsymmetric_trees(document, scale, bias, nan_right_by_feature)
+    return ModelInfo(model, trees, len(names), names, None, model.predict, "catboost")
 
 
 def _catboost_json(model: Any) -> dict:
@@ -352,11 +336,10 @@ def _catboost_json(model: Any) -> dict:
             return json.load(handle)
 
 
-def _fix_catboost_forest(forest: Forest, scale: float, bias: float, nan_right: dict[int, bool]) -> Forest:
+def _fix_catboost_forest(forest: Forest, scale: float, bias: float, nan_right: bool) -> Forest:
     """shap's symmetric trees with CatBoost's scale and bias, float32 comparisons and ``nan_mode`` routing."""
     nodes = forest.nodes
-    right_features = np.array(sorted(k for k, right in nan_right.items() if right), dtype=np.int64)
-    go_right = np.isin(nodes.feature, right_features) & (nodes.left >= 0)
+    go_right = (nodes.left >= 0) & nan_right
     fixed = replace(nodes, value=nodes.value * scale, default=np.where(go_right, nodes.right, nodes.left))
     return replace(forest, nodes=fixed, base_offset=forest.base_offset + bias, input_dtype=np.dtype(np.float32))
 
