@@ -22,6 +22,9 @@ __all__ = ["build_units"]
 _HEAP_DEPTH = 3
 _BATCH_TREES = 256
 _CHUNK_ELEMENTS = 1 << 22
+# Distinct patterns per LCA kernel call: (patterns x items) index arrays of up to 2^24 entries (128 MB) keep
+# the cell tables of a tree computed once for typical data sizes.
+_PATTERN_ELEMENTS = 1 << 24
 
 
 @dataclass
@@ -62,7 +65,7 @@ class LcaUnit:
         if local:
             g_quad = np.empty((n_patterns, self.plan.n_features))
             g_lin = np.empty_like(g_quad)
-        step = max(64, _CHUNK_ELEMENTS // max(len(self.plan.item_leaf), 1))
+        step = max(64, _PATTERN_ELEMENTS // max(len(self.plan.item_leaf), 1))
         for start in range(0, n_patterns, step):
             block = slice(start, min(n_patterns, start + step))
             left = _kernel.split_decisions(self.plan, X, dtype, rows=first[block])
@@ -170,7 +173,9 @@ class ObliviousUnit:
         left = _enumerate.goes_left(
             X, batch.feature[:, level], batch.threshold[:, level], batch.default_left[:, level], dtype
         )
-        pattern = (~left).astype(np.int64) @ (np.int64(1) << np.arange(depth - 1, -1, -1, dtype=np.int64))
+        # pattern bits, level 0 most significant: pack them big-endian and drop the padding bits
+        packed = np.packbits(~left, axis=2, bitorder="big").astype(np.int64)
+        pattern = (packed << (8 * np.arange(packed.shape[2] - 1, -1, -1))).sum(axis=2) >> (8 * packed.shape[2] - depth)
         prediction = batch.leaf_value[np.arange(len(self.trees)), pattern]
         return (pattern,), prediction
 
