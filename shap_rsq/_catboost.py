@@ -1,0 +1,161 @@
+"""CatBoost, where shap's loader falls short: scale and bias, ``nan_mode``, and non-symmetric trees.
+
+shap 0.51 reads CatBoost's symmetric trees but drops the model's scale and
+bias and sends missing values left whatever ``nan_mode`` says; it cannot read
+``Depthwise`` / ``Lossguide`` trees at all, which are read here from CatBoost's
+JSON export.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+import numpy as np
+from sklearn.exceptions import NotFittedError
+
+from ._model_info import ModelInfo, UnsupportedModelError, as_names, refuse
+from ._trees import Forest
+
+__all__ = ["catboost_info"]
+
+
+def catboost_info(model: Any) -> ModelInfo:
+    if not model.is_fitted():
+        raise NotFittedError(f"This {type(model).__name__} instance is not fitted yet. Call 'fit' first.")
+    params = model.get_all_params()
+    loss = str(params.get("loss_function", "RMSE")).split(":")[0]
+    if loss == "MultiRMSE":
+        raise UnsupportedModelError(
+            "CatBoost model with loss_function='MultiRMSE' has several outputs; "
+            "only single-output models are supported."
+        )
+    if loss != "RMSE":
+        refuse("CatBoost model", "loss_function", loss)
+    if model.get_cat_feature_indices():
+        raise UnsupportedModelError(
+            f"CatBoost model with categorical features {model.get_cat_feature_indices()} is not supported: "
+            "categorical splits have no threshold order."
+        )
+    for kind in ("text", "embedding"):
+        indices = getattr(model, f"get_{kind}_feature_indices", lambda: [])()
+        if indices:
+            raise UnsupportedModelError(f"CatBoost model with {kind} features {indices} is not supported.")
+    scale, bias = model.get_scale_and_bias()
+    bias = float(np.ravel(bias)[0]) if np.size(bias) else 0.0
+    names = as_names(model.feature_names_)
+    if params.get("grow_policy", "SymmetricTree") == "SymmetricTree":
+        # shap reads symmetric trees (and explains predictions natively); fix what its loader drops.
+        # nan_mode is global: 'Max' sends NaN above every border, i.e. right.
+        nan_right = params.get("nan_mode", "Min") == "Max"
+        adjust = partial(_fix_catboost_forest, scale=scale, bias=bias, nan_right=nan_right)
+        return ModelInfo(model, None, len(names), names, None, model.predict, "catboost", adjust)
+    document = _catboost_json(model)
+    nan_right_by_feature = {
+        f["flat_feature_index"]: f.get("nan_value_treatment") == "AsTrue"
+        for f in document["features_info"].get("float_features", [])
+    }
+    trees = _nonsymmetric_trees(document, scale, bias, nan_right_by_feature)
+    return ModelInfo(model, trees, len(names), names, None, model.predict, "catboost")
+
+
+def _catboost_json(model: Any) -> dict:
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.json")
+        model.save_model(path, format="json")
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+
+
+def _fix_catboost_forest(forest: Forest, scale: float, bias: float, nan_right: bool) -> Forest:
+    """shap's symmetric trees with CatBoost's scale and bias, float32 comparisons and ``nan_mode`` routing."""
+    nodes = forest.nodes
+    go_right = (nodes.left >= 0) & nan_right
+    fixed = replace(nodes, value=nodes.value * scale, default=np.where(go_right, nodes.right, nodes.left))
+    return replace(forest, nodes=fixed, base_offset=forest.base_offset + bias, input_dtype=np.dtype(np.float32))
+
+
+def _nonsymmetric_trees(document: dict, scale: float, bias: float, nan_right: dict[int, bool]) -> dict:
+    """Depthwise / Lossguide trees of a CatBoost JSON export as shap's dict model."""
+    return {
+        "trees": [_nonsymmetric_tree(tree, scale, nan_right) for tree in document["trees"]],
+        "base_offset": bias,
+        "input_dtype": np.float32,
+        "tree_output": "raw_value",
+        "objective": "squared_error",
+    }
+
+
+def _split_feature(split: dict) -> int:
+    if split.get("split_type") != "FloatFeature":
+        raise UnsupportedModelError(
+            f"CatBoost split of type {split.get('split_type')!r} is not supported: only numeric splits are."
+        )
+    return int(split["float_feature_index"])
+
+
+class _TreeBuilder:
+    """Nodes appended one at a time; ``x > border`` goes right as in CatBoost."""
+
+    def __init__(self, nan_right: dict[int, bool], scale: float):
+        self.left: list[int] = []
+        self.right: list[int] = []
+        self.default: list[int] = []
+        self.feature: list[int] = []
+        self.threshold: list[float] = []
+        self.value: list[float] = []
+        self.cover: list[float] = []
+        self.nan_right = nan_right
+        self.scale = scale
+
+    def node(self) -> int:
+        for column in (self.left, self.right, self.default, self.feature):
+            column.append(-1)
+        self.threshold.append(0.0)
+        self.value.append(0.0)
+        self.cover.append(0.0)
+        return len(self.left) - 1
+
+    def leaf(self, index: int, value: float, weight: float) -> None:
+        self.value[index] = value * self.scale
+        self.cover[index] = weight
+
+    def split(self, index: int, split: dict, left: int, right: int) -> None:
+        feature = _split_feature(split)
+        self.feature[index] = feature
+        self.threshold[index] = float(split["border"])
+        self.left[index], self.right[index] = left, right
+        self.default[index] = right if self.nan_right.get(feature, False) else left
+        self.cover[index] = self.cover[left] + self.cover[right]
+
+    def as_dict(self) -> dict:
+        return {
+            "children_left": np.array(self.left, dtype=np.int32),
+            "children_right": np.array(self.right, dtype=np.int32),
+            "children_default": np.array(self.default, dtype=np.int32),
+            "features": np.array(self.feature, dtype=np.int32),
+            "thresholds": np.array(self.threshold, dtype=np.float64),
+            "values": np.array(self.value, dtype=np.float64).reshape(-1, 1),
+            "node_sample_weight": np.array(self.cover, dtype=np.float64),
+        }
+
+
+def _nonsymmetric_tree(tree: dict, scale: float, nan_right: dict[int, bool]) -> dict:
+    builder = _TreeBuilder(nan_right, scale)
+
+    def build(node_json: dict) -> int:
+        node = builder.node()
+        if "split" not in node_json:
+            builder.leaf(node, node_json["value"], node_json.get("weight", 0.0))
+            return node
+        left = build(node_json["left"])
+        right = build(node_json["right"])
+        builder.split(node, node_json["split"], left, right)
+        return node
+
+    build(tree)
+    return builder.as_dict()

@@ -1,0 +1,62 @@
+"""What the rest of the library is told about a model, and the error for models it cannot decompose."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._trees import Forest
+
+__all__ = ["ModelInfo", "UnsupportedModelError", "as_names", "refuse"]
+
+
+class UnsupportedModelError(ValueError):
+    """The model cannot be decomposed exactly (wrong task, objective, split type or output shape)."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the explainer needs to know about a model.
+
+    Attributes
+    ----------
+    shap_model : object
+        Passed to ``shap.TreeExplainer``: the model itself unless shap cannot load it at all.
+    trees : object
+        What the trees are read from through shap's ``TreeEnsemble``: ``None`` for
+        the ensemble shap built for ``shap_model``, or a dict of trees where shap's
+        loader cannot read the model.
+    n_features : int
+    feature_names : list of str or None
+        Names the model was fitted with, if it recorded them.
+    tree_limit : int or None
+        Number of leading trees the model's ``predict`` uses (early stopping).
+    predict : callable
+        ``predict(X)`` as the model computes it, used to check the trees were read right.
+    family : str
+    adjust : callable or None
+        Fixes applied to the forest read by shap, where its loader is wrong.
+    """
+
+    shap_model: Any
+    trees: Any
+    n_features: int
+    feature_names: list[str] | None
+    tree_limit: int | None
+    predict: Callable[[Any], np.ndarray]
+    family: str
+    adjust: Callable[[Forest], Forest] | None = None
+
+
+def as_names(values) -> list[str] | None:
+    return None if values is None else [str(v) for v in values]
+
+
+def refuse(family: str, what: str, value: Any) -> None:
+    raise UnsupportedModelError(
+        f"{family} with {what}={value!r} is not supported: the R^2 decomposition needs a "
+        "single-output regressor fitted with squared error."
+    )
