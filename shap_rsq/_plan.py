@@ -50,11 +50,14 @@ class TreePlan:
     ``path_left`` the direction taken, ``path_pow`` the code bit of its feature.
 
     Items: items ``[0, n_single)`` are linear or diagonal; the rest are cross
-    items ordered by ``(group, side)`` so each side of a group is a contiguous
+    items ordered by ``(side, group)`` so each side of a group is a contiguous
     segment.  Factor ``f`` of item ``i`` is
     ``fac_a{b}[i, f] + q * fac_b{b}[i, f]`` where ``b`` is bit ``fac_pos[i, f]``
     of the item's leaf code, and is attributed to local feature ``fac_feat[i, f]``
-    (``K`` marks padding).
+    (``K`` marks padding).  The first ``item_n_var[i]`` factors depend on their bit,
+    the next ones up to ``item_n_fac[i]`` do not, and the rest are ones.  Items on
+    the same leaf whose bit-dependent factors read the same bits share a *view*
+    (``view_leaf``, ``view_mask``).
     """
 
     features: np.ndarray
@@ -78,6 +81,11 @@ class TreePlan:
     fac_b0: np.ndarray
     fac_a1: np.ndarray
     fac_b1: np.ndarray
+    item_n_var: np.ndarray
+    item_n_fac: np.ndarray
+    item_view: np.ndarray
+    view_leaf: np.ndarray
+    view_mask: np.ndarray
     n_single: int
     item_group: np.ndarray
     item_side: np.ndarray
@@ -243,12 +251,39 @@ def compile_tree(tree: TreeTable) -> TreePlan | None:
         expected_value=float(np.sum(value * np.prod(paths.ratio, axis=1))),
         n_q=_quadrature_nodes(tree, paths),
         n_single=2 * len(paths.leaf),
-        **{name: np.concatenate([single[name], cross[name]]) for name in single},
+        **_factor_layout({name: np.concatenate([single[name], cross[name]]) for name in single}, len(feature_ids)),
         item_group=cross["group"],
         item_side=cross["side"],
         seg_starts=cross["seg_starts"],
         group_T=cross["group_T"],
     )
+
+
+def _factor_layout(items: dict, n_features: int) -> dict:
+    """Each item's factors reordered: those that depend on their pass bit, then those that do
+    not, then factors equal to one; with the counts and the *view* of each item.
+
+    A row enters an item only through the bits of its first ``item_n_var`` factors, so the
+    kernel tabulates an item on its leaf code masked to those bits (its view's mask): rows that
+    differ elsewhere share one cell.  The bit-free factors are the same for every cell.
+    """
+    a0, b0, a1, b1 = (items[name] for name in ("fac_a0", "fac_b0", "fac_a1", "fac_b1"))
+    varying = (a0 != a1) | (b0 != b1)
+    one = ~varying & (a0 == 1.0) & (b0 == 0.0)
+    rank = np.where(varying, 0, np.where(one, 2, 1))
+    order = np.argsort(rank, axis=1, kind="stable")
+    out = dict(items)
+    for name in ("fac_pos", "fac_feat", "fac_a0", "fac_b0", "fac_a1", "fac_b1"):
+        out[name] = np.take_along_axis(items[name], order, axis=1)
+    rank = np.take_along_axis(rank, order, axis=1)
+    out["fac_feat"] = np.where(rank == 2, n_features, out["fac_feat"])
+    out["item_n_var"] = (rank == 0).sum(axis=1)
+    out["item_n_fac"] = (rank < 2).sum(axis=1)
+    mask = np.sum(np.where(rank == 0, np.left_shift(np.int64(1), out["fac_pos"]), 0), axis=1)
+    views, out["item_view"] = np.unique(np.stack([items["item_leaf"], mask], axis=1), axis=0, return_inverse=True)
+    out["item_view"] = out["item_view"].ravel()
+    out["view_leaf"], out["view_mask"] = views[:, 0], views[:, 1]
+    return out
 
 
 def _quadrature_nodes(tree: TreeTable, paths: _Paths) -> int:
@@ -351,7 +386,8 @@ def _cross_items(tree: TreeTable, paths: _Paths, feature_ids: np.ndarray, leaf_f
     keep = sides.all(axis=1)
     renumber = np.cumsum(keep) - 1
     kept = keep[group]
-    order = np.lexsort((item_side[kept], renumber[group[kept]]))
+    # side-major order: the kernel's per-row side sums then come out as two contiguous (group, q) blocks
+    order = np.lexsort((renumber[group[kept]], item_side[kept]))
     items = np.flatnonzero(kept)[order]
     group = renumber[group[items]]
     item_side = item_side[items]
@@ -367,7 +403,8 @@ def _cross_items(tree: TreeTable, paths: _Paths, feature_ids: np.ndarray, leaf_f
     )
     arrays["group"] = group
     arrays["side"] = item_side
-    arrays["seg_starts"] = np.searchsorted(group * 2 + item_side, np.arange(2 * int(keep.sum())))
+    n_groups = int(keep.sum())
+    arrays["seg_starts"] = np.searchsorted(item_side * n_groups + group, np.arange(2 * n_groups))
     arrays["group_T"] = _group_features(keys[keep], width, coupled_at, u, n_feat)
     return arrays
 
