@@ -71,7 +71,7 @@ def decompose(
 ) -> Decomposition:
     """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing)."""
     mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
-    blocks = _unit_blocks(units, n_jobs)
+    blocks = _unit_blocks(units, n_jobs, local)
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
     tasks = [
         delayed(_run_block)([units[u] for u in block], X, y, w, start, forest, local, progress and i == 0)
@@ -81,14 +81,21 @@ def decompose(
         function, args, kwargs = tasks[0]
         results = [function(*args, **kwargs)]
     else:
-        results = Parallel(n_jobs=n_jobs)(tasks)
+        # NumPy and SciPy release the GIL in the kernel's array passes, so threads share the
+        # compiled units and rows without copying them; a configured backend (dask) still wins
+        results = Parallel(n_jobs=n_jobs, prefer="threads")(tasks)
     values = sum(r[0] for r in results)
     return Decomposition(values, results[-1][1], mean_prediction)
 
 
-def _unit_blocks(units: Sequence, n_jobs: int | None) -> list[np.ndarray]:
-    """Contiguous blocks of units of about equal work, one per job."""
-    n_blocks = 1 if n_jobs in (None, 1) else min(len(units), max(1, effective_n_jobs(n_jobs)))
+def _unit_blocks(units: Sequence, n_jobs: int | None, local: bool) -> list[np.ndarray]:
+    """Contiguous blocks of units of about equal estimated work.
+
+    Global values use a few blocks per job, so that a job that drew the cheaper trees takes
+    another block; local values use one block per job, each holding an ``(n, p)`` array.
+    """
+    jobs = max(1, effective_n_jobs(n_jobs))
+    n_blocks = min(len(units), jobs if local or jobs == 1 else 4 * jobs)
     work = np.array([unit.work for unit in units], dtype=float)
     if n_blocks <= 1 or work.sum() == 0:
         return [np.arange(len(units))]

@@ -42,7 +42,7 @@ class LcaUnit:
 
     @property
     def work(self) -> float:
-        return float(len(self.plan.item_leaf))
+        return float(len(self.plan.item_leaf) * self.plan.n_q)
 
     def chunk_rows(self) -> int | None:
         return None  # all rows at once: routing is blocked inside
