@@ -1,4 +1,4 @@
-"""Where shap's model loading falls short, and that the thin layer in ``_models`` fixes it."""
+"""Where shap's model loading falls short, and that the thin layer in ``_models`` and ``_catboost`` fixes it."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 import shap
 from conftest import make_data
+from oracle import rsq_oracle
+from sklearn.metrics import r2_score
 
 from shap_rsq import RSquaredExplainer
 
@@ -58,3 +60,36 @@ def test_catboost_model_scale_is_applied():
     model = _fit(X, y)
     model.set_scale_and_bias(2.5, model.get_scale_and_bias()[1])
     np.testing.assert_allclose(RSquaredExplainer(model).forest.predict(X), model.predict(X), atol=1e-9)
+
+
+def test_shap_routes_nan_by_default_left_where_lightgbm_reads_it_as_zero():
+    # a LightGBM split that saw no NaN in training (missing_type 'None') compares 0.0 with its threshold
+    lightgbm = pytest.importorskip("lightgbm")
+    X, y, _ = make_data(seed=26)
+    model = lightgbm.LGBMRegressor(n_estimators=15, num_leaves=8, verbose=-1, random_state=0).fit(X, y)
+    missing = X.copy()
+    missing[np.random.default_rng(0).random(X.shape) < 0.15] = np.nan
+
+    shap_gap = model.predict(missing) - shap.TreeExplainer(model).model.predict(missing)
+    assert np.abs(shap_gap).max() > 0.1  # the gap
+
+    explainer = RSquaredExplainer(model)
+    np.testing.assert_allclose(explainer.forest.predict(missing), model.predict(missing), atol=1e-9)
+    expected, _ = rsq_oracle(explainer.forest, missing, y)
+    np.testing.assert_allclose(explainer.rsq(missing, y), expected, atol=1e-9, rtol=0)
+
+
+def test_shap_sums_the_trees_of_a_lightgbm_random_forest_which_averages_them():
+    lightgbm = pytest.importorskip("lightgbm")
+    X, y, _ = make_data(seed=27, nan=True)
+    model = lightgbm.LGBMRegressor(
+        n_estimators=6, boosting_type="rf", bagging_freq=1, bagging_fraction=0.7, verbose=-1, random_state=0
+    ).fit(X, y)
+
+    shap_gap = shap.TreeExplainer(model).model.predict(X) - model.predict(X)
+    np.testing.assert_allclose(shap_gap, 5 * model.predict(X), rtol=1e-6)  # the gap: six trees summed, not averaged
+
+    explanation = RSquaredExplainer(model)(X, y)
+    assert explanation.values.sum() + explanation.base_values.sum() == pytest.approx(
+        r2_score(y, model.predict(X)), abs=1e-9
+    )

@@ -75,6 +75,8 @@ def test_classifiers_are_refused(data, make, message):
         (lambda: lightgbm.LGBMRegressor(objective="quantile", n_estimators=2, verbose=-1), "objective='quantile'"),
         (lambda: _catboost(loss_function="MAE"), "loss_function='MAE'"),
         (lambda: xgboost.XGBRegressor(booster="gblinear", n_estimators=2), "booster='gblinear'"),
+        (lambda: lightgbm.LGBMRegressor(objective=_squared_error_gradient, n_estimators=2, verbose=-1), "custom"),
+        (lambda: lightgbm.LGBMRegressor(reg_sqrt=True, n_estimators=2, verbose=-1), "reg_sqrt=True"),
     ],
 )
 def test_objectives_other_than_squared_error_are_named(data, make, message):
@@ -82,6 +84,25 @@ def test_objectives_other_than_squared_error_are_named(data, make, message):
     model = make().fit(X, np.abs(y) + 0.1)
     with pytest.raises(UnsupportedModelError, match=message.replace("(", r"\(")):
         RSquaredExplainer(model)
+
+
+def _squared_error_gradient(y_true, y_pred):
+    # a custom objective: even when it is squared error the model cannot tell
+    return y_pred - y_true, np.ones_like(y_pred)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: lightgbm.LGBMRegressor(n_estimators=3, zero_as_missing=True, verbose=-1), "zero_as_missing=True"),
+    ],
+)
+def test_missing_value_markers_other_than_nan_are_refused(data, make, message):
+    # zeros sent to the default child cannot be expressed by a threshold
+    X, y, _ = data
+    X = np.where(np.arange(X.size).reshape(X.shape) % 5 == 0, 0.0, X)
+    with pytest.raises(UnsupportedModelError, match=message):
+        RSquaredExplainer(make().fit(X, y))
 
 
 def test_gradient_boosting_with_model_init_is_refused(data):
