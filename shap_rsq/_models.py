@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from shap.utils import safe_isinstance
 from sklearn.base import is_classifier
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from ._catboost import catboost_info
@@ -159,16 +160,8 @@ def _xgboost(model: Any) -> ModelInfo:
 
     is_booster = isinstance(model, xgboost.Booster)
     booster = model if is_booster else model.get_booster()  # raises NotFittedError when unfitted
-    config = json.loads(booster.save_config())["learner"]
-    objective = config["objective"]["name"]
-    if objective not in ("reg:squarederror", "reg:linear"):
-        refuse("XGBoost model", "objective", objective)
-    name = config["gradient_booster"]["name"]
-    if name != "gbtree":
-        refuse("XGBoost model", "booster", name)
-    targets = max(int(config["learner_model_param"].get("num_target", "1")), 1)
-    if targets > 1:
-        raise UnsupportedModelError(f"XGBoost model has {targets} targets; only single-output models are supported.")
+    config = _xgboost_config(booster)
+    _check_xgboost_settings(model, is_booster, config)
     if booster.feature_types is not None and "c" in booster.feature_types:
         categorical = [i for i, t in enumerate(booster.feature_types) if t == "c"]
         raise UnsupportedModelError(
@@ -179,7 +172,9 @@ def _xgboost(model: Any) -> ModelInfo:
     if is_booster:
 
         def predict(X):
-            return booster.predict(xgboost.DMatrix(X, missing=np.nan))
+            # rows given as an array take the names the booster was trained with
+            names = None if hasattr(X, "columns") else booster.feature_names
+            return booster.predict(xgboost.DMatrix(X, missing=np.nan, feature_names=names))
 
         # Booster.predict uses every tree; shap would stop at best_iteration
         tree_limit = len(booster.get_dump())
@@ -187,6 +182,39 @@ def _xgboost(model: Any) -> ModelInfo:
         predict = model.predict
         tree_limit = None
     return ModelInfo(model, None, n_features, as_names(booster.feature_names), tree_limit, predict, "xgboost")
+
+
+def _xgboost_config(booster: Any) -> dict:
+    import xgboost
+
+    try:
+        return json.loads(booster.save_config())["learner"]
+    except xgboost.core.XGBoostError as error:
+        # a Booster() that was never trained nor loaded fails every query with a C++ stack trace
+        raise NotFittedError(
+            "This xgboost.Booster has no model: train it (xgboost.train) or load one (load_model) first."
+        ) from error
+
+
+def _check_xgboost_settings(model: Any, is_booster: bool, config: dict) -> None:
+    objective = config["objective"]["name"]
+    if not is_booster and callable(getattr(model, "objective", None)):
+        # a custom objective leaves the default name in the booster: it may not be squared error
+        refuse("XGBoost model", "objective", f"custom function {getattr(model.objective, '__name__', '?')}")
+    if objective not in ("reg:squarederror", "reg:linear"):
+        refuse("XGBoost model", "objective", objective)
+    name = config["gradient_booster"]["name"]
+    if name != "gbtree":
+        refuse("XGBoost model", "booster", name)
+    targets = max(int(config["learner_model_param"].get("num_target", "1")), 1)
+    if targets > 1:
+        raise UnsupportedModelError(f"XGBoost model has {targets} targets; only single-output models are supported.")
+    missing = getattr(model, "missing", np.nan)
+    if not is_booster and missing is not None and not np.isnan(missing):
+        # its predict sends this value to the default child, which no threshold can express
+        raise UnsupportedModelError(
+            f"XGBoost model with missing={missing!r} is not supported: use NaN for missing values (the default)."
+        )
 
 
 # ---------------------------------------------------------------- LightGBM

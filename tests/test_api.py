@@ -55,6 +55,16 @@ def test_array_names_come_from_the_argument_then_the_model(frame_model):
     assert RSquaredExplainer(bare)(frame.to_numpy(), y).feature_names == [f"Feature {j}" for j in range(6)]
 
 
+def test_a_booster_trained_on_a_frame_explains_arrays(frame_model):
+    model, frame, y, _ = frame_model
+    booster = model.get_booster()
+    assert booster.feature_names == list(frame.columns)
+    explainer = RSquaredExplainer(booster)
+    from_array = explainer.rsq(frame.to_numpy(), y)
+    np.testing.assert_allclose(from_array, explainer.rsq(frame, y).to_numpy(), atol=1e-15)
+    assert from_array.sum() > 0.5
+
+
 def test_integer_weights_equal_repeated_rows():
     X, y, _ = make_data(seed=32)
     model = HistGradientBoostingRegressor(max_iter=10, random_state=0).fit(X, y)

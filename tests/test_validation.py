@@ -75,6 +75,7 @@ def test_classifiers_are_refused(data, make, message):
         (lambda: lightgbm.LGBMRegressor(objective="quantile", n_estimators=2, verbose=-1), "objective='quantile'"),
         (lambda: _catboost(loss_function="MAE"), "loss_function='MAE'"),
         (lambda: xgboost.XGBRegressor(booster="gblinear", n_estimators=2), "booster='gblinear'"),
+        (lambda: xgboost.XGBRegressor(objective=_squared_error_gradient, n_estimators=2), "custom function"),
         (lambda: lightgbm.LGBMRegressor(objective=_squared_error_gradient, n_estimators=2, verbose=-1), "custom"),
         (lambda: lightgbm.LGBMRegressor(reg_sqrt=True, n_estimators=2, verbose=-1), "reg_sqrt=True"),
     ],
@@ -94,6 +95,7 @@ def _squared_error_gradient(y_true, y_pred):
 @pytest.mark.parametrize(
     ("make", "message"),
     [
+        (lambda: xgboost.XGBRegressor(n_estimators=3, missing=0.0), "missing=0.0"),
         (lambda: lightgbm.LGBMRegressor(n_estimators=3, zero_as_missing=True, verbose=-1), "zero_as_missing=True"),
     ],
 )
@@ -166,6 +168,11 @@ def test_categorical_splits_are_refused(data, make):
 def test_unfitted_models_are_refused(model):
     with pytest.raises(NotFittedError):
         RSquaredExplainer(model)
+
+
+def test_an_empty_xgboost_booster_is_refused_as_unfitted():
+    with pytest.raises(NotFittedError, match=r"xgboost\.Booster has no model"):
+        RSquaredExplainer(xgboost.Booster())
 
 
 @pytest.mark.parametrize(
