@@ -50,17 +50,28 @@ def catboost_info(model: Any) -> ModelInfo:
     names = as_names(model.feature_names_)
     if params.get("grow_policy", "SymmetricTree") == "SymmetricTree":
         # shap reads symmetric trees (and explains predictions natively); fix what its loader drops.
-        # nan_mode is global: 'Max' sends NaN above every border, i.e. right.
-        nan_right = params.get("nan_mode", "Min") == "Max"
-        adjust = partial(_fix_catboost_forest, scale=scale, bias=bias, nan_right=nan_right)
+        # NaN goes left except under nan_mode='Max', and even then only on features that had NaN in
+        # training: only the JSON export says which, so it is read only in that case.
+        nan_right = _nan_right_features(_catboost_json(model)) if params.get("nan_mode", "Min") == "Max" else set()
+        adjust = partial(_fix_catboost_forest, scale=scale, bias=bias, nan_right=frozenset(nan_right))
         return ModelInfo(model, None, len(names), names, None, model.predict, "catboost", adjust)
     document = _catboost_json(model)
-    nan_right_by_feature = {
-        f["flat_feature_index"]: f.get("nan_value_treatment") == "AsTrue"
-        for f in document["features_info"].get("float_features", [])
-    }
-    trees = _nonsymmetric_trees(document, scale, bias, nan_right_by_feature)
+    trees = _nonsymmetric_trees(document, scale, bias, _nan_right_features(document))
     return ModelInfo(model, trees, len(names), names, None, model.predict, "catboost")
+
+
+def _nan_right_features(document: dict) -> set[int]:
+    """Features whose NaN CatBoost sends right (``x > border`` true).
+
+    ``AsTrue`` (nan_mode='Max' on a feature with NaN in training) reads NaN as
+    above every border; ``AsFalse`` (nan_mode='Min') and ``AsIs`` (no NaN seen in
+    training, where the comparison with NaN is false) send it left.
+    """
+    return {
+        int(f["flat_feature_index"])
+        for f in document["features_info"].get("float_features", [])
+        if f.get("nan_value_treatment") == "AsTrue"
+    }
 
 
 def _catboost_json(model: Any) -> dict:
@@ -71,15 +82,15 @@ def _catboost_json(model: Any) -> dict:
             return json.load(handle)
 
 
-def _fix_catboost_forest(forest: Forest, scale: float, bias: float, nan_right: bool) -> Forest:
-    """shap's symmetric trees with CatBoost's scale and bias, float32 comparisons and ``nan_mode`` routing."""
+def _fix_catboost_forest(forest: Forest, scale: float, bias: float, nan_right: frozenset[int]) -> Forest:
+    """shap's symmetric trees with CatBoost's scale and bias, float32 comparisons and NaN routing."""
     nodes = forest.nodes
-    go_right = (nodes.left >= 0) & nan_right
+    go_right = (nodes.left >= 0) & np.isin(nodes.feature, list(nan_right))
     fixed = replace(nodes, value=nodes.value * scale, default=np.where(go_right, nodes.right, nodes.left))
     return replace(forest, nodes=fixed, base_offset=forest.base_offset + bias, input_dtype=np.dtype(np.float32))
 
 
-def _nonsymmetric_trees(document: dict, scale: float, bias: float, nan_right: dict[int, bool]) -> dict:
+def _nonsymmetric_trees(document: dict, scale: float, bias: float, nan_right: set[int]) -> dict:
     """Depthwise / Lossguide trees of a CatBoost JSON export as shap's dict model."""
     return {
         "trees": [_nonsymmetric_tree(tree, scale, nan_right) for tree in document["trees"]],
@@ -101,7 +112,7 @@ def _split_feature(split: dict) -> int:
 class _TreeBuilder:
     """Nodes appended one at a time; ``x > border`` goes right as in CatBoost."""
 
-    def __init__(self, nan_right: dict[int, bool], scale: float):
+    def __init__(self, nan_right: set[int], scale: float):
         self.left: list[int] = []
         self.right: list[int] = []
         self.default: list[int] = []
@@ -129,7 +140,7 @@ class _TreeBuilder:
         self.feature[index] = feature
         self.threshold[index] = float(split["border"])
         self.left[index], self.right[index] = left, right
-        self.default[index] = right if self.nan_right.get(feature, False) else left
+        self.default[index] = right if feature in self.nan_right else left
         self.cover[index] = self.cover[left] + self.cover[right]
 
     def as_dict(self) -> dict:
@@ -144,7 +155,7 @@ class _TreeBuilder:
         }
 
 
-def _nonsymmetric_tree(tree: dict, scale: float, nan_right: dict[int, bool]) -> dict:
+def _nonsymmetric_tree(tree: dict, scale: float, nan_right: set[int]) -> dict:
     builder = _TreeBuilder(nan_right, scale)
 
     def build(node_json: dict) -> int:

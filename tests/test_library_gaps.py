@@ -62,6 +62,20 @@ def test_catboost_model_scale_is_applied():
     np.testing.assert_allclose(RSquaredExplainer(model).forest.predict(X), model.predict(X), atol=1e-9)
 
 
+def test_catboost_nan_mode_max_sends_missing_values_left_on_features_without_nan_in_training():
+    # CatBoost treats NaN as 'above every border' only on features that had NaN when it was fitted
+    X, y, _ = make_data(seed=25)
+    X[::4, 1] = np.nan
+    for policy in ("SymmetricTree", "Depthwise"):
+        model = _fit(X, y, nan_mode="Max", grow_policy=policy)
+        missing = X.copy()
+        missing[::3, 0] = np.nan  # feature 0 had no NaN in training
+        explainer = RSquaredExplainer(model)
+        np.testing.assert_allclose(explainer.forest.predict(missing), model.predict(missing), atol=1e-9)
+        expected, _ = rsq_oracle(explainer.forest, missing, y)
+        np.testing.assert_allclose(explainer.rsq(missing, y), expected, atol=1e-9, rtol=0)
+
+
 def test_shap_routes_nan_by_default_left_where_lightgbm_reads_it_as_zero():
     # a LightGBM split that saw no NaN in training (missing_type 'None') compares 0.0 with its threshold
     lightgbm = pytest.importorskip("lightgbm")
