@@ -73,7 +73,7 @@ class RSquaredExplainer(shap.TreeExplainer):
         if np.any((ensemble.threshold_types > 0) & (ensemble.children_left >= 0)):
             raise UnsupportedModelError("Models with categorical splits are not supported.")
         self.model_info: ModelInfo = info
-        self.feature_names = list(feature_names) if feature_names is not None else info.feature_names
+        self.feature_names = _checked_names(feature_names, info)
         self.n_jobs = n_jobs
         self.progress = progress
         tree_limit = info.tree_limit if info.tree_limit is not None else ensemble.tree_limit
@@ -225,6 +225,16 @@ class RSquaredExplainer(shap.TreeExplainer):
         if self.feature_names is not None and len(self.feature_names) == n_features:
             return list(self.feature_names)
         return [f"Feature {j}" for j in range(n_features)]
+
+
+def _checked_names(feature_names: list[str] | None, info: ModelInfo) -> list[str] | None:
+    """The names given, one per model feature, else those the model was fitted with."""
+    if feature_names is None:
+        return info.feature_names
+    names = [str(name) for name in feature_names]
+    if len(names) != info.n_features:
+        raise ValueError(f"feature_names has {len(names)} names, but the model has {info.n_features} features.")
+    return names
 
 
 def _rows_with_nan(rows: np.ndarray, limit: int) -> np.ndarray:

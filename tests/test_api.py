@@ -55,6 +55,12 @@ def test_array_names_come_from_the_argument_then_the_model(frame_model):
     assert RSquaredExplainer(bare)(frame.to_numpy(), y).feature_names == [f"Feature {j}" for j in range(6)]
 
 
+def test_feature_names_of_the_wrong_length_are_refused(frame_model):
+    model, _, _, _ = frame_model
+    with pytest.raises(ValueError, match="feature_names has 2 names, but the model has 6 features"):
+        RSquaredExplainer(model, feature_names=["a", "b"])
+
+
 def test_a_booster_trained_on_a_frame_explains_arrays(frame_model):
     model, frame, y, _ = frame_model
     booster = model.get_booster()
