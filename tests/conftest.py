@@ -76,8 +76,8 @@ FAMILIES = [
     "CatBoost-Depthwise",
     "CatBoost-Lossguide",
 ]
-# scikit-learn's gradient boosting and extra trees do not route NaN
-NO_NAN = {"GradientBoostingRegressor", "ExtraTreeRegressor", "ExtraTreesRegressor"}
+# scikit-learn's GradientBoostingRegressor refuses NaN (extra trees route it since scikit-learn 1.6)
+NO_NAN = {"GradientBoostingRegressor"}
 BOOSTED = {
     "GradientBoostingRegressor",
     "HistGradientBoostingRegressor",
