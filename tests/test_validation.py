@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import make_data
+from conftest import FAMILIES, NO_NAN, make_data
 from sklearn.ensemble import (
     GradientBoostingRegressor,
     HistGradientBoostingRegressor,
@@ -269,3 +269,19 @@ def test_nothing_the_caller_passes_is_mutated(data):
         np.testing.assert_array_equal(original, now)
     pd.testing.assert_frame_equal(before[1], frame)
     assert pickle.dumps(model) == before[2]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_no_model_family_is_mutated_and_rows_stay_as_given(fitted, family):
+    model, X, y, w = fitted(family, family not in NO_NAN)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    before = X.copy(), y.copy(), w.copy(), frame.copy(), pickle.dumps(model)
+    explainer = RSquaredExplainer(model)
+    explainer.rsq(X, y, sample_weight=w)
+    explainer(X, y, sample_weight=w)
+    explainer.loss_reduction(X, y, sample_weight=w, local=True)
+    explainer.rsq(frame, y, sample_weight=w)
+    for original, now in zip(before[:3], (X, y, w), strict=True):
+        np.testing.assert_array_equal(original, now)
+    pd.testing.assert_frame_equal(before[3], frame)
+    assert pickle.dumps(model) == before[4]
