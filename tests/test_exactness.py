@@ -100,3 +100,16 @@ def test_each_kernel_matches_subset_enumeration(fitted, family, nan, strategy):
     expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
     np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
     np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, atol=1e-9, rtol=0)
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f not in NO_NAN])
+def test_models_trained_without_nan_route_it_as_their_predict_does(fitted, family):
+    # the common case: fitted on complete rows, explained on rows with holes
+    model, X, y, w = fitted(family)
+    holes = X.copy()
+    holes[np.random.default_rng(1).random(X.shape) < 0.15] = np.nan
+    explainer = RSquaredExplainer(model)
+    tol = 1e-5 if "xgboost" in family.lower() or "XGB" in family else 1e-9  # XGBoost predicts in float32
+    np.testing.assert_allclose(explainer.forest.predict(holes), predict(model, holes), atol=tol, rtol=0)
+    expected_global, _ = rsq_oracle(explainer.forest, holes, y, w)
+    np.testing.assert_allclose(explainer.rsq(holes, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
