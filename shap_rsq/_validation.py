@@ -22,7 +22,7 @@ def check_rows(
     columns = _frame_columns(X)
     if columns is not None:
         _check_numeric_columns(X)
-        if model_names is not None and not _generic_names(model_names) and columns != model_names:
+        if model_names is not None and not _generic_names(model_names) and not _same_names(columns, model_names):
             raise ValueError(
                 "X has columns that do not match the features the model was fitted with: "
                 f"expected {_preview(model_names)}, got {_preview(columns)}."
@@ -73,6 +73,11 @@ def _check_numeric_columns(X: Any) -> None:
     ]
     if bad:
         raise ValueError(f"X has non-numeric columns {_preview(bad)}; encode them as numbers first.")
+
+
+def _same_names(columns: list[str], model_names: list[str]) -> bool:
+    # LightGBM stores the column 'a b' as 'a_b'; the frame it was fitted on must still be accepted
+    return [c.replace(" ", "_") for c in columns] == [m.replace(" ", "_") for m in model_names]
 
 
 def _generic_names(names: list[str]) -> bool:

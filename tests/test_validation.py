@@ -237,6 +237,17 @@ def test_columns_must_match_the_names_the_model_was_fitted_with(data):
     assert list(explainer.rsq(frame, y).index) == list(frame.columns)
 
 
+def test_lightgbm_accepts_the_frame_whose_spaces_it_renamed(data):
+    X, y, _ = data
+    frame = pd.DataFrame(X, columns=[f"x {j}" for j in range(6)])
+    model = lightgbm.LGBMRegressor(n_estimators=5, verbose=-1).fit(frame, y)
+    assert model.booster_.feature_name()[0] == "x_0"
+    shares = RSquaredExplainer(model).rsq(frame, y)
+    assert list(shares.index) == list(frame.columns)
+    with pytest.raises(ValueError, match="do not match the features the model was fitted with"):
+        RSquaredExplainer(model).rsq(frame[frame.columns[::-1]], y)
+
+
 def test_weight_problems_are_named(data, explainer):
     X, y, w = data
     with pytest.raises(ValueError, match="Negative values"):
