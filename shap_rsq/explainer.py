@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -212,7 +213,11 @@ class RSquaredExplainer(shap.TreeExplainer):
         self._verified_missing = missing.size > 0
 
     def _check_sample(self, sample, prediction: np.ndarray) -> None:
-        expected = np.asarray(self.model_info.predict(sample), dtype=np.float64).reshape(-1)
+        with warnings.catch_warnings():
+            # columns were already matched to the model by name or position; the model's own
+            # complaint about a frame versus an array would point at a call the user never made
+            warnings.filterwarnings("ignore", message=".*feature names", category=UserWarning)
+            expected = np.asarray(self.model_info.predict(sample), dtype=np.float64).reshape(-1)
         scale = 1.0 + np.max(np.abs(expected))
         gap = np.max(np.abs(prediction - expected))
         if gap > 1e-5 * scale:

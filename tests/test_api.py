@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -183,3 +184,17 @@ def replace_predict(info, predict):
     from dataclasses import replace
 
     return replace(info, predict=predict)
+
+
+@pytest.mark.parametrize("fitted_on_frame", [True, False])
+def test_the_internal_prediction_check_raises_no_feature_name_warning(fitted_on_frame):
+    # scikit-learn warns when a model fitted on a frame predicts an array (and the reverse); the
+    # explainer predicts a few rows itself to check the trees, which must not surface that warning
+    X, y, _ = make_data(seed=33)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    model = GradientBoostingRegressor(n_estimators=5, random_state=0).fit(frame if fitted_on_frame else X, y)
+    rows = X if fitted_on_frame else frame
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*feature names")
+        shares = RSquaredExplainer(model).rsq(rows, y)
+    assert np.sum(shares) > 0.5
