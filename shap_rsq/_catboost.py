@@ -27,7 +27,7 @@ __all__ = ["catboost_info"]
 def catboost_info(model: Any) -> ModelInfo:
     if not model.is_fitted():
         raise NotFittedError(f"This {type(model).__name__} instance is not fitted yet. Call 'fit' first.")
-    params = model.get_all_params()
+    params = _training_params(model)
     loss = str(params.get("loss_function", "RMSE")).split(":")[0]
     if loss == "MultiRMSE":
         raise UnsupportedModelError(
@@ -45,6 +45,8 @@ def catboost_info(model: Any) -> ModelInfo:
         indices = getattr(model, f"get_{kind}_feature_indices", lambda: [])()
         if indices:
             raise UnsupportedModelError(f"CatBoost model with {kind} features {indices} is not supported.")
+    if type(model).__name__ == "CatBoost":
+        model = _as_regressor(model)
     scale, bias = model.get_scale_and_bias()
     bias = float(np.ravel(bias)[0]) if np.size(bias) else 0.0
     names = as_names(model.feature_names_)
@@ -58,6 +60,34 @@ def catboost_info(model: Any) -> ModelInfo:
     document = _catboost_json(model)
     trees = _nonsymmetric_trees(document, scale, bias, _nan_right_features(document))
     return ModelInfo(model, trees, len(names), names, None, model.predict, "catboost")
+
+
+def _training_params(model: Any) -> dict:
+    from catboost import CatBoostError
+
+    try:
+        return model.get_all_params()
+    except CatBoostError as error:  # e.g. a model built by catboost.sum_models keeps no training parameters
+        raise UnsupportedModelError(
+            f"This {type(model).__name__} model carries no training parameters (models built by "
+            "catboost.sum_models do not), so its loss function cannot be checked to be RMSE."
+        ) from error
+
+
+def _as_regressor(model: Any) -> Any:
+    """A CatBoostRegressor copy of a base-class ``catboost.CatBoost`` regression model.
+
+    shap reads the trees of ``CatBoostRegressor`` but not of the base class, which
+    ``catboost.CatBoost({"loss_function": "RMSE"})`` creates; the saved model is the same.
+    """
+    from catboost import CatBoostRegressor
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.cbm")
+        model.save_model(path)
+        regressor = CatBoostRegressor()
+        regressor.load_model(path)
+    return regressor
 
 
 def _nan_right_features(document: dict) -> set[int]:

@@ -42,6 +42,25 @@ def test_shap_cannot_read_depthwise_or_lossguide_trees_and_the_explainer_can():
         assert explainer.rsq(X, y).sum() > 0.3
 
 
+def test_shap_cannot_read_a_base_class_catboost_regression_and_the_explainer_can():
+    X, y, w = make_data(seed=23)
+    params = {"loss_function": "RMSE", "iterations": 8, "depth": 3, "verbose": 0, "allow_writing_files": False}
+    model = catboost.CatBoost(params).fit(X, y)
+    assert shap.TreeExplainer(model).model.trees is None  # the gap
+    explainer = RSquaredExplainer(model)
+    np.testing.assert_allclose(explainer.forest.predict(X), model.predict(X), atol=1e-9)
+    expected, _ = rsq_oracle(explainer.forest, X, y, w)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected, rtol=0, atol=1e-9)
+    assert type(model) is catboost.CatBoost  # the caller's model is left as it was
+
+
+def test_a_catboost_model_without_training_parameters_is_refused_by_name():
+    X, y, _ = make_data(seed=24)
+    summed = catboost.sum_models([_fit(X, y), _fit(X, y, random_seed=1)])
+    with pytest.raises(ValueError, match="carries no training parameters"):
+        RSquaredExplainer(summed)
+
+
 def test_catboost_nan_mode_max_routes_missing_values_right():
     X, y, _ = make_data(seed=23)
     X[::5, 0] = np.nan
