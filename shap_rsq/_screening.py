@@ -302,11 +302,22 @@ def _replicate(estimator, X, y, w, fit_params, rows, screen, out_of_bag) -> np.n
     weights = _ones(w, y)
     Xb, yb, wb = _safe_indexing(X, rows), y[rows], None if w is None else w[rows]
     columns, _, model = screen_and_fit(estimator, Xb, yb, wb, _subset_params(fit_params, rows, n), screen)
-    held = np.setdiff1d(np.arange(n), rows) if out_of_bag else rows
-    Xe = _safe_indexing(_safe_indexing(X, held), columns, axis=1)
+    if out_of_bag:
+        del Xb  # as large as X: drop it before the out-of-bag rows are copied
+        held = np.setdiff1d(np.arange(n), rows)
+        Xe, ye, we = _take(X, held, columns), y[held], weights[held]
+    else:  # in sample: the resample already holds the rows
+        Xe, ye, we = _take(Xb, None, columns), yb, weights[rows]
     shares = np.zeros(X.shape[1])
-    shares[columns] = evaluate(model, Xe, y[held], weights[held], per_row=False).shares
+    shares[columns] = evaluate(model, Xe, ye, we, per_row=False).shares
     return shares
+
+
+def _take(X: Any, rows: np.ndarray | None, columns: np.ndarray) -> Any:
+    """``X[rows][:, columns]`` copying no more than the result (``rows=None``: all rows, ``columns`` sorted)."""
+    if columns.size < X.shape[1]:  # columns first: with a screen they are few, and all of them need no copy
+        X = _safe_indexing(X, columns, axis=1)
+    return X if rows is None else _safe_indexing(X, rows)
 
 
 def check_max_features(value: Any, X: Any) -> int | None:

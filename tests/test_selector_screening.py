@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -199,3 +201,39 @@ def test_out_of_bag_bootstrap_does_not_credit_noise():
     held_out = RSquaredSelector(deep_tree(), cv=3, **params).fit(X, y).bootstrap_rsq_
     assert inside[:, 2:].sum(axis=1).mean() > 0.05
     assert held_out[:, 2:].sum(axis=1).mean() < 0.0
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+def test_bootstrap_replicates_are_the_procedure_on_the_drawn_rows(cv):
+    """Each replicate screens and refits on its draw, then is decomposed on the draw (or its out-of-bag rows)."""
+    X, y = noisy_data(80, p=8, seed=9)
+    params = dict(screen=4, uncertainty="bootstrap", n_bootstrap=3, random_state=0, cv=cv)
+    selector = RSquaredSelector(deep_tree(), **params).fit(X, y)
+    draws = np.random.RandomState(0)
+    for replicate in selector.bootstrap_rsq_:
+        rows = draws.randint(0, len(y), size=len(y))
+        first = deep_tree().fit(X[rows], y[rows])
+        kept = np.sort(np.argsort(-RSquaredExplainer(first).rsq(X[rows], y[rows]), kind="mergesort")[:4])
+        model = deep_tree().fit(X[rows][:, kept], y[rows])
+        held = rows if cv is None else np.setdiff1d(np.arange(len(y)), rows)
+        expected = np.zeros(X.shape[1])
+        expected[kept] = RSquaredExplainer(model).rsq(X[held][:, kept], y[held])
+        np.testing.assert_allclose(replicate, expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+def test_bootstrap_holds_one_resample_of_wide_data_at_a_time(cv):
+    """A replicate copies X's rows once (the resample); the rows it is decomposed on add no second copy."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3000)).astype(np.float32)  # float32: the tree fits on it without a copy of its own
+    y = X[:, 0] + rng.normal(size=200)
+    selector = RSquaredSelector(
+        DecisionTreeRegressor(max_depth=2, random_state=0), uncertainty="bootstrap", n_bootstrap=2, cv=cv
+    )
+    tracemalloc.start()
+    try:
+        selector.fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * X.nbytes, peak / X.nbytes
