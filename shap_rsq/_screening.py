@@ -204,30 +204,27 @@ def _contributions(explainer: RSquaredExplainer, X: Any, y: np.ndarray, w: np.nd
 
 
 def screen_and_fit(
-    estimator: Any, X: Any, y: np.ndarray, w: np.ndarray | None, fit_params: dict, screen: int | None, n_jobs=None
+    estimator: Any, X: Any, y: np.ndarray, w: np.ndarray, fit_params: dict, screen: int | None, n_jobs=None
 ) -> tuple[np.ndarray, np.ndarray | None, Any]:
     """Fit ``estimator`` on all columns or, with ``screen``, on the ``screen`` columns of largest in-sample share.
 
-    Returns the kept columns, the first round's shares (or None) and the fitted final model.
+    ``w`` weights the first round's R^2; ``fit_params`` (``sample_weight`` included, if the estimator is to
+    be weighted) go to every fit.  Returns the kept columns, the first round's shares (or None) and the
+    fitted final model.
     """
     p = X.shape[1]
     columns, first_shares = np.arange(p), None
     if screen is not None and screen < p:
-        first = _fit(estimator, X, y, w, fit_params)
-        first_shares = evaluate(first, X, y, _ones(w, y), per_row=False, n_jobs=n_jobs).shares
+        first = _fit(estimator, X, y, fit_params)
+        first_shares = evaluate(first, X, y, w, per_row=False, n_jobs=n_jobs).shares
         del first  # the first model of a wide screen can be large
         columns = np.sort(np.argsort(-first_shares, kind="mergesort")[:screen])
         X = _safe_indexing(X, columns, axis=1)
-    return columns, first_shares, _fit(estimator, X, y, w, fit_params)
+    return columns, first_shares, _fit(estimator, X, y, fit_params)
 
 
-def _fit(estimator: Any, X: Any, y: np.ndarray, w: np.ndarray | None, fit_params: dict) -> Any:
-    params = dict(fit_params) if w is None else {**fit_params, "sample_weight": w}
-    return clone(estimator).fit(X, y, **params)
-
-
-def _ones(w: np.ndarray | None, y: np.ndarray) -> np.ndarray:
-    return np.ones(len(y)) if w is None else w
+def _fit(estimator: Any, X: Any, y: np.ndarray, fit_params: dict) -> Any:
+    return clone(estimator).fit(X, y, **fit_params)
 
 
 def _subset_params(params: dict, rows: np.ndarray, n_rows: int) -> dict:
@@ -243,14 +240,17 @@ def out_of_fold(
     estimator: Any,
     X: Any,
     y: np.ndarray,
-    w: np.ndarray | None,
+    w: np.ndarray,
     fit_params: dict,
     splits: Sequence[tuple[np.ndarray, np.ndarray]],
     *,
     per_row: bool,
     n_jobs: int | None,
 ) -> Moments:
-    """Pooled held-out moments: each fold's model is fitted on the other folds and decomposed on its own rows."""
+    """Pooled held-out moments: each fold's model is fitted on the other folds and decomposed on its own rows.
+
+    ``w`` weights the held-out R^2; row-aligned ``fit_params`` (``sample_weight``) are subset with the folds.
+    """
     results = Parallel(n_jobs=n_jobs)(
         delayed(_fold)(estimator, X, y, w, fit_params, train, test, per_row) for train, test in splits
     )
@@ -258,22 +258,15 @@ def out_of_fold(
 
 
 def _fold(estimator, X, y, w, fit_params, train, test, per_row) -> Moments:
-    n = len(y)
-    model = _fit(
-        estimator,
-        _safe_indexing(X, train),
-        y[train],
-        None if w is None else w[train],
-        _subset_params(fit_params, train, n),
-    )
-    return evaluate(model, _safe_indexing(X, test), y[test], _ones(w, y)[test], per_row=per_row)
+    model = _fit(estimator, _safe_indexing(X, train), y[train], _subset_params(fit_params, train, len(y)))
+    return evaluate(model, _safe_indexing(X, test), y[test], w[test], per_row=per_row)
 
 
 def bootstrap_shares(
     estimator: Any,
     X: Any,
     y: np.ndarray,
-    w: np.ndarray | None,
+    w: np.ndarray,
     fit_params: dict,
     *,
     screen: int | None,
@@ -299,15 +292,14 @@ def bootstrap_shares(
 
 def _replicate(estimator, X, y, w, fit_params, rows, screen, out_of_bag) -> np.ndarray:
     n = len(y)
-    weights = _ones(w, y)
-    Xb, yb, wb = _safe_indexing(X, rows), y[rows], None if w is None else w[rows]
+    Xb, yb, wb = _safe_indexing(X, rows), y[rows], w[rows]
     columns, _, model = screen_and_fit(estimator, Xb, yb, wb, _subset_params(fit_params, rows, n), screen)
     if out_of_bag:
         del Xb  # as large as X: drop it before the out-of-bag rows are copied
         held = np.setdiff1d(np.arange(n), rows)
-        Xe, ye, we = _take(X, held, columns), y[held], weights[held]
+        Xe, ye, we = _take(X, held, columns), y[held], w[held]
     else:  # in sample: the resample already holds the rows
-        Xe, ye, we = _take(Xb, None, columns), yb, weights[rows]
+        Xe, ye, we = _take(Xb, None, columns), yb, wb
     shares = np.zeros(X.shape[1])
     shares[columns] = evaluate(model, Xe, ye, we, per_row=False).shares
     return shares

@@ -16,6 +16,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils._tags import get_tags
+from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, _routing_enabled, process_routing
 from sklearn.utils.validation import _check_feature_names_in, _check_sample_weight, check_is_fitted, validate_data
 
 from ._screening import (
@@ -170,9 +171,14 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Target; it must not be constant (R^2 is undefined).
         sample_weight : array-like of shape (n_samples,), default=None
-            Row weights, passed to the estimator's ``fit`` and used for a weighted R^2.
+            Row weights of the R^2 (and of its decomposition).  Without metadata routing they are also
+            passed to the estimator's ``fit``; with ``enable_metadata_routing=True`` the estimator gets
+            them only if it requests them (``estimator.set_fit_request(sample_weight=True)``).
         **fit_params : dict
-            Other parameters of the estimator's ``fit``; row-aligned ones are subset with the folds.
+            Without metadata routing: other parameters of the estimator's ``fit`` (ignored with
+            ``prefit=True``).  With routing: metadata routed to the estimator's ``fit`` and, with ``cv``,
+            to the splitter's ``split`` (e.g. ``groups`` for ``GroupKFold``).  Row-aligned parameters
+            of the estimator are subset with the folds and bootstrap draws.
 
         Returns
         -------
@@ -194,14 +200,15 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         )
         X = X if isinstance(X, pd.DataFrame) else array
         y = np.asarray(y, dtype=np.float64)
-        w = None if sample_weight is None else _check_sample_weight(sample_weight, array, ensure_non_negative=True)
+        w = _check_sample_weight(self._rsq_weights(sample_weight), array, dtype=np.float64, ensure_non_negative=True)
+        fit_params, split_params = self._route(sample_weight, w, fit_params)
         max_features = check_max_features(self.max_features, X)
         if max_features is not None:  # as in SelectFromModel, only defined when max_features is set
             self.max_features_ = max_features
         if self.prefit:
             self._fit_prefit(X, y, w)
         else:
-            self._fit_estimator(X, y, w, fit_params)
+            self._fit_estimator(X, y, w, fit_params, split_params)
         if self.uncertainty == "bootstrap":
             self.bootstrap_rsq_ = bootstrap_shares(
                 self.estimator,
@@ -230,6 +237,25 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
                 "pass an unfitted estimator with prefit=False."
             )
 
+    def _rsq_weights(self, sample_weight: Any) -> Any:
+        """The weights of the R^2: ``sample_weight``, unless routing was told to keep it from the selector."""
+        # a router passes sample_weight on when only the estimator requests it; the selector then
+        # receives it for routing, but set_fit_request(sample_weight=False) says not to use it
+        if sample_weight is not None and _routing_enabled():
+            if self._get_metadata_request().fit.requests.get("sample_weight") is False:
+                return None
+        return sample_weight
+
+    def _route(self, sample_weight: Any, w: np.ndarray, fit_params: dict) -> tuple[dict, dict]:
+        """Parameters of the estimator's ``fit`` and of the splitter's ``split``."""
+        if _routing_enabled():
+            routed = process_routing(self, "fit", sample_weight=sample_weight, **fit_params)
+            split_params = routed.splitter.split if "splitter" in routed else {}
+            return dict(routed.estimator.fit), dict(split_params)
+        # as SelectFromModel without routing: every parameter goes to the estimator, and the weights
+        # that weight the R^2 also weight the model
+        return (fit_params if sample_weight is None else {**fit_params, "sample_weight": w}), {}
+
     def _forget_fit(self) -> None:
         # a refit with other options must not leave attributes of the previous fit behind
         for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("_")]:
@@ -241,12 +267,12 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         except NotFittedError as exc:
             raise NotFittedError("When `prefit=True`, `estimator` is expected to be a fitted estimator.") from exc
         self.estimator_ = deepcopy(self.estimator)
-        moments = evaluate(self.estimator_, X, y, _weights(w, y), per_row=self.uncertainty == "se", n_jobs=self.n_jobs)
+        moments = evaluate(self.estimator_, X, y, w, per_row=self.uncertainty == "se", n_jobs=self.n_jobs)
         self.feature_rsq_ = moments.shares
         if self.uncertainty == "se":
             self.feature_rsq_se_ = moments.standard_errors()
 
-    def _fit_estimator(self, X, y, w, fit_params) -> None:
+    def _fit_estimator(self, X, y, w, fit_params, split_params) -> None:
         columns, first_shares, self.estimator_ = screen_and_fit(
             self.estimator, X, y, w, fit_params, self.screen, n_jobs=self.n_jobs
         )
@@ -256,9 +282,9 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         Xk = X if len(columns) == self.n_features_in_ else _safe_indexing(X, columns, axis=1)
         per_row = self.uncertainty == "se"
         if self.cv is None:
-            moments = evaluate(self.estimator_, Xk, y, _weights(w, y), per_row=per_row, n_jobs=self.n_jobs)
+            moments = evaluate(self.estimator_, Xk, y, w, per_row=per_row, n_jobs=self.n_jobs)
         else:
-            splits = list(check_cv(self.cv, y, classifier=False).split(X, y))
+            splits = list(check_cv(self.cv, y, classifier=False).split(X, y, **split_params))
             moments = out_of_fold(self.estimator, Xk, y, w, fit_params, splits, per_row=per_row, n_jobs=self.n_jobs)
         self.feature_rsq_ = _embed(moments.shares, columns, self.n_features_in_)
         if per_row:
@@ -310,16 +336,29 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         frame = pd.DataFrame(table, index=pd.Index(names, name="feature"))
         return frame.sort_values("rsq", ascending=False, kind="mergesort")
 
+    def get_metadata_routing(self) -> MetadataRouter:
+        """Metadata routing of this selector (used with ``sklearn.set_config(enable_metadata_routing=True)``).
+
+        The selector itself consumes ``sample_weight`` in ``fit`` (weighted R^2), routes ``fit``
+        metadata to the estimator's ``fit`` and, with ``cv``, to the splitter's ``split``.
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRouter
+            The routing information.
+        """
+        router = MetadataRouter(owner=self).add_self_request(self)
+        router.add(estimator=self.estimator, method_mapping=MethodMapping().add(caller="fit", callee="fit"))
+        if self.cv is not None:  # as given: check_cv would consume a generator of splits before fit
+            router.add(splitter=self.cv, method_mapping=MethodMapping().add(caller="fit", callee="split"))
+        return router
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True  # R^2 needs y
         tags.input_tags.sparse = False  # the explainer reads dense rows
         tags.input_tags.allow_nan = get_tags(self.estimator).input_tags.allow_nan
         return tags
-
-
-def _weights(w: np.ndarray | None, y: np.ndarray) -> np.ndarray:
-    return np.ones(len(y)) if w is None else w
 
 
 def _embed(values: np.ndarray, columns: np.ndarray, n_features: int) -> np.ndarray:

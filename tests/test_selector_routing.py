@@ -1,0 +1,89 @@
+"""RSquaredSelector with scikit-learn's metadata routing: weights for the R^2, the estimator and the splitter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn.exceptions import UnsetMetadataPassedError
+from sklearn.linear_model import LinearRegression
+from sklearn.metrics import make_scorer, r2_score
+from sklearn.model_selection import GroupKFold, KFold, cross_validate
+from sklearn.pipeline import Pipeline
+from sklearn.tree import DecisionTreeRegressor
+
+from shap_rsq import RSquaredExplainer, RSquaredSelector
+
+
+@pytest.fixture(autouse=True)
+def routing():
+    with sklearn.config_context(enable_metadata_routing=True):
+        yield
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 5))
+    y = 2 * X[:, 0] + X[:, 1] + rng.normal(scale=0.5, size=120)
+    w = rng.uniform(0.1, 3.0, size=120)
+    return X, y, w
+
+
+def tree(request: bool | None = None) -> DecisionTreeRegressor:
+    model = DecisionTreeRegressor(max_depth=4, random_state=0)
+    return model if request is None else model.set_fit_request(sample_weight=request)
+
+
+@pytest.mark.parametrize(("selector_wants", "estimator_wants"), [(True, True), (True, False), (False, True)])
+def test_sample_weight_goes_where_it_is_requested(data, selector_wants, estimator_wants):
+    """The selector's request decides the weighted R^2, the estimator's request its weighted fit."""
+    X, y, w = data
+    selector = RSquaredSelector(tree(estimator_wants)).set_fit_request(sample_weight=selector_wants)
+    pipeline = Pipeline([("select", selector), ("ols", LinearRegression().set_fit_request(sample_weight=True))])
+    fitted = pipeline.fit(X, y, sample_weight=w).named_steps["select"]
+    reference = tree().fit(X, y, sample_weight=w if estimator_wants else None)
+    np.testing.assert_array_equal(fitted.estimator_.predict(X), reference.predict(X))
+    expected = RSquaredExplainer(reference).rsq(X, y, w if selector_wants else None)
+    np.testing.assert_allclose(fitted.feature_rsq_, expected, atol=1e-12)
+
+
+def test_routed_weights_are_subset_with_the_folds(data):
+    X, y, w = data
+    folds = list(KFold(3, shuffle=True, random_state=0).split(X))
+    selector = RSquaredSelector(tree(True), cv=folds).set_fit_request(sample_weight=False)
+    shares = selector.fit(X, y, sample_weight=w).feature_rsq_
+    numerator, total = np.zeros(X.shape[1]), 0.0
+    for train, test in folds:  # weighted fits, unweighted held-out R^2
+        model = tree().fit(X[train], y[train], sample_weight=w[train])
+        sst = np.sum((y[test] - y[test].mean()) ** 2)
+        numerator += RSquaredExplainer(model).rsq(X[test], y[test]) * sst
+        total += sst
+    np.testing.assert_allclose(shares, numerator / total, atol=1e-12)
+
+
+def test_groups_are_routed_to_the_splitter(data):
+    X, y, w = data
+    groups = np.repeat(np.arange(12), 10)
+    routed = RSquaredSelector(tree(), cv=GroupKFold(3)).fit(X, y, groups=groups).feature_rsq_
+    given = RSquaredSelector(tree(), cv=list(GroupKFold(3).split(X, y, groups))).fit(X, y).feature_rsq_
+    np.testing.assert_allclose(routed, given, atol=1e-12)
+    with pytest.raises(ValueError, match="groups"):
+        RSquaredSelector(tree(), cv=GroupKFold(3)).fit(X, y)
+    # and through a cross-validated pipeline, groups and weights together
+    selector = RSquaredSelector(tree(True), cv=GroupKFold(3)).set_fit_request(sample_weight=True)
+    pipeline = Pipeline([("select", selector), ("ols", LinearRegression().set_fit_request(sample_weight=True))])
+    scorer = make_scorer(r2_score).set_score_request(sample_weight=True)
+    scores = cross_validate(
+        pipeline, X, y, params={"sample_weight": w, "groups": groups}, cv=GroupKFold(4), scoring=scorer
+    )["test_score"]
+    assert np.all(scores > 0.5), scores
+
+
+def test_unrequested_metadata_is_refused_by_name(data):
+    X, y, w = data
+    with pytest.raises(UnsetMetadataPassedError, match=r"DecisionTreeRegressor\.set_fit_request"):
+        RSquaredSelector(tree()).fit(X, y, sample_weight=w)
+    pipeline = Pipeline([("select", RSquaredSelector(tree(True))), ("ols", LinearRegression())])
+    with pytest.raises(UnsetMetadataPassedError, match="RSquaredSelector"):
+        pipeline.fit(X, y, sample_weight=w)
