@@ -53,7 +53,8 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         ``SelectFromModel``; to select on ``max_features`` alone, pass ``threshold=-np.inf``.
     max_features : int or callable, default=None
         At most this many features (the largest shares, ties broken by column order); a callable is
-        called as ``max_features(X)`` in ``fit``.
+        called as ``max_features(X)`` in ``fit``.  Like ``threshold``, an int set with ``set_params``
+        after ``fit`` applies at the next ``transform`` without a refit.
     prefit : bool, default=False
         Use the fitted ``estimator`` as is (it is deep-copied, never refitted); ``fit`` then only
         computes the shares on ``(X, y)``.  Not combinable with ``cv``, ``screen`` or the bootstrap.
@@ -292,7 +293,17 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     def _get_support_mask(self) -> np.ndarray:
         check_is_fitted(self)
-        return support_mask(self.feature_rsq_, threshold_rule(self.threshold), getattr(self, "max_features_", None))
+        return support_mask(self.feature_rsq_, threshold_rule(self.threshold), self._limit())
+
+    def _limit(self) -> int | None:
+        """The ``max_features`` in force: an int as set now (like ``threshold``), a callable's value in ``fit``."""
+        if self.max_features is None:
+            return None
+        if not callable(self.max_features):
+            return check_max_features(self.max_features, None)
+        if not hasattr(self, "max_features_"):
+            raise NotFittedError("max_features was set to a callable after fit; call fit to evaluate it on X.")
+        return self.max_features_
 
     @property
     def threshold_(self) -> float:
@@ -305,7 +316,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         """Fraction of bootstrap replicates in which each feature is selected by the same rule."""
         if not hasattr(self, "bootstrap_rsq_"):
             raise AttributeError("selection_frequency_ is only available after fitting with uncertainty='bootstrap'.")
-        rule, limit = threshold_rule(self.threshold), getattr(self, "max_features_", None)
+        rule, limit = threshold_rule(self.threshold), self._limit()
         return np.mean([support_mask(shares, rule, limit) for shares in self.bootstrap_rsq_], axis=0)
 
     def summary(self, input_features: Any = None) -> pd.DataFrame:

@@ -109,6 +109,23 @@ def test_set_params_after_fit_applies_without_refit(data):
     assert selector.estimator_ is estimator
 
 
+def test_max_features_set_after_fit_applies_like_select_from_model(data):
+    X, y = data
+    selector = RSquaredSelector(tree(), threshold=-np.inf).fit(X, y)
+    reference = SelectFromModel(
+        selector.estimator_, threshold=-np.inf, prefit=True, importance_getter=lambda _: selector.feature_rsq_
+    ).fit(X, y)
+    for limit in (2, None, 5, 0):  # SelectFromModel reads these too, after a fit without max_features
+        selector.set_params(max_features=limit)
+        reference.set_params(max_features=limit)
+        np.testing.assert_array_equal(selector.get_support(), reference.get_support())
+        assert selector.get_support().sum() == (X.shape[1] if limit is None else limit)
+    fitted_with_three = RSquaredSelector(tree(), threshold=-np.inf, max_features=3).fit(X, y)
+    assert fitted_with_three.set_params(max_features=5).get_support().sum() == 5  # not the 3 of the fit
+    with pytest.raises(NotFittedError, match="call fit"):
+        selector.set_params(max_features=lambda X: 2).transform(X)
+
+
 def test_pipeline_and_grid_search_over_max_features():
     X, y = linear_data(n=150, p=30, n_signal=3, seed=2)
     pipeline = Pipeline([("select", RSquaredSelector(tree(), threshold=-np.inf)), ("ols", LinearRegression())])
