@@ -199,9 +199,12 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             ensure_min_samples=2,
             y_numeric=True,
         )
-        X = X if isinstance(X, pd.DataFrame) else array
         y = np.asarray(y, dtype=np.float64)
         w = _check_sample_weight(self._rsq_weights(sample_weight), array, dtype=np.float64, ensure_non_negative=True)
+        # a DataFrame goes on as is (the estimator keeps its names); the array made from it to validate
+        # it is a copy of X when its columns are not one block, so it must not live through the fits
+        X = X if isinstance(X, pd.DataFrame) else array
+        del array
         fit_params, split_params = self._route(sample_weight, w, fit_params)
         max_features = check_max_features(self.max_features, X)
         if max_features is not None:  # as in SelectFromModel, only defined when max_features is set

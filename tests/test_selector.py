@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -160,6 +162,23 @@ def test_pandas_output_keeps_names(data):
     assert list(table.index[:3]) == ["gene_0", "gene_1", "gene_2"] and table["selected"].sum() == 3
     with pytest.raises(ValueError, match="feature names"):
         selector.transform(frame.rename(columns={"gene_0": "other"}))
+
+
+def test_a_wide_dataframe_is_not_held_twice():
+    """A DataFrame of several blocks is copied to be validated; that copy is gone before the model is fitted."""
+    rng = np.random.default_rng(0)
+    halves = [pd.DataFrame(rng.normal(size=(200, 1500)).astype(np.float32)).add_prefix(side) for side in "ab"]
+    frame = pd.concat(halves, axis=1)  # two blocks: np.asarray(frame) is a copy
+    y = frame["a0"].to_numpy() + rng.normal(size=200)
+    tracemalloc.start()
+    try:
+        RSquaredSelector(tree(2)).fit(frame, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # the tree's and the explainer's own conversions of the frame (each about 1.2x at their peak) are
+    # unavoidable, and come one after the other: 1.9x; with the validated copy held through them, 2.9x
+    assert peak < 2.3 * frame.size * 4, peak / (frame.size * 4)
 
 
 def test_prefit_uses_the_fitted_model_as_is(data):
