@@ -103,7 +103,8 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features,)
-        Column names seen in ``fit``, when they are all strings.
+        Column names seen in ``fit``, when they are all strings; with ``prefit=True`` and an array,
+        the names the estimator was fitted with, if any (as in ``SelectFromModel``).
 
     See Also
     --------
@@ -271,6 +272,11 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         except NotFittedError as exc:
             raise NotFittedError("When `prefit=True`, `estimator` is expected to be a fitted estimator.") from exc
         self.estimator_ = deepcopy(self.estimator)
+        names = getattr(self.estimator_, "feature_names_in_", None)
+        if names is not None and not hasattr(self, "feature_names_in_"):
+            # as SelectFromModel: a model fitted on a DataFrame names the columns of an array (the
+            # explainer below checks that their number matches)
+            self.feature_names_in_ = np.asarray(names, dtype=object)
         moments = evaluate(self.estimator_, X, y, w, per_row=self.uncertainty == "se", n_jobs=self.n_jobs)
         self.feature_rsq_ = moments.shares
         if self.uncertainty == "se":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -192,6 +193,22 @@ def test_prefit_uses_the_fitted_model_as_is(data):
     refitted = clone(model).fit(X[100:], y[100:])
     assert not np.allclose(selector.estimator_.predict(X), refitted.predict(X))
     np.testing.assert_array_equal(model.tree_.value, before)
+
+
+def test_prefit_model_names_the_columns_of_an_array(data):
+    X, y = data
+    names = [f"g{j}" for j in range(X.shape[1])]
+    model = tree().fit(pd.DataFrame(X, columns=names), y)
+    selector = RSquaredSelector(model, prefit=True, max_features=2, threshold=-np.inf).fit(X, y)
+    reference = SelectFromModel(
+        model, prefit=True, max_features=2, threshold=-np.inf, importance_getter=lambda _: selector.feature_rsq_
+    ).fit(X, y)
+    assert list(selector.feature_names_in_) == names == list(reference.feature_names_in_)
+    assert list(selector.get_feature_names_out()) == list(reference.get_feature_names_out()) == ["g0", "g1"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the frame's names are the ones the selector knows
+        out = selector.set_output(transform="pandas").transform(pd.DataFrame(X, columns=names))
+    assert list(out.columns) == ["g0", "g1"]
 
 
 def test_sample_weight_weights_fit_and_rsq(data):
