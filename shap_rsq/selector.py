@@ -356,6 +356,10 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         frame = pd.DataFrame(table, index=pd.Index(names, name="feature"))
         return frame.sort_values("rsq", ascending=False, kind="mergesort")
 
+    def __sklearn_is_fitted__(self) -> bool:
+        # n_features_in_ is set while X is validated, so a fit that failed later would otherwise look fitted
+        return hasattr(self, "feature_rsq_")
+
     def get_metadata_routing(self) -> MetadataRouter:
         """Metadata routing of this selector (used with ``sklearn.set_config(enable_metadata_routing=True)``).
 

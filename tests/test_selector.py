@@ -292,6 +292,11 @@ def test_unsupported_models_and_targets(data):
         RSquaredSelector(tree(), cv=2).fit(X, np.repeat([0.0, 1.0], len(y) // 2))
     with pytest.raises(NotFittedError):
         RSquaredSelector(tree()).transform(X)
+    failed = RSquaredSelector(LinearRegression())
+    with pytest.raises(UnsupportedModelError):
+        failed.fit(X, y)
+    with pytest.raises(NotFittedError):  # a failed fit leaves nothing to transform with
+        failed.transform(X)
 
 
 def _boosters():
