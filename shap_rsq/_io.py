@@ -20,6 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from ._validation import _generic_names as generic_names  # one rule for names made up for arrays
+
 __all__ = [
     "InputError",
     "ModelInputs",
@@ -128,7 +130,13 @@ def _guarded(path: Path, what: str, load: Callable[[], Any]) -> Any:
     except InputError:
         raise
     except Exception as error:  # libraries raise their own error types for corrupt files
-        raise InputError(f"cannot read {path} as {what}: {first_line(error)}") from None
+        raise InputError(f"cannot read {path} as {what}: {_described(error)}") from None
+
+
+def _described(error: BaseException) -> str:
+    """The error's first line, after its type when the message alone says nothing (unpickling: ``KeyError: 32``)."""
+    message = first_line(error)
+    return message if re.search(r"[A-Za-z]{3}", message) else f"{type(error).__name__}: {message}"
 
 
 @contextlib.contextmanager
@@ -156,6 +164,7 @@ def _quiet_native_output() -> Iterator[None]:
 # ---------------------------------------------------------------- data
 
 _PARQUET_SUFFIXES = (".parquet", ".pq")
+_DATA_KINDS = {"csv": "CSV", "tsv": "TSV", "parquet": "Parquet"}  # as the formats are written in messages
 _COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zip", ".zst")
 
 
@@ -171,7 +180,7 @@ def load_data(path: str | os.PathLike) -> pd.DataFrame:
     except InputError:
         raise
     except Exception as error:  # pandas and pyarrow raise many types for malformed files
-        raise InputError(f"cannot read {path} as {kind.upper()}: {first_line(error)}") from None
+        raise InputError(f"cannot read {path} as {_DATA_KINDS[kind]}: {first_line(error)}") from None
 
 
 def _data_format(path: Path) -> str:
@@ -241,20 +250,16 @@ def model_inputs(
     a wrong number of columns and non-numeric columns are refused.
     """
     frame = frame.set_axis([str(c) for c in frame.columns], axis=1)  # a copy: the caller's table is untouched
+    if len(frame) == 0:  # a header alone reads as columns of no type, which would be reported as non-numeric
+        raise InputError(f"{source} has a header but no rows of data.")
     reserved = [c for c in (target, weight) if c is not None]
     absent = [c for c in reserved if c not in frame.columns]
     if absent:
         raise InputError(f"{source} has no column {absent[0]!r}; its columns are {preview(list(frame.columns))}.")
     others = [c for c in frame.columns if c not in reserved]
-    by_name = bool(model_names) and not _generic(model_names)
+    by_name = bool(model_names) and not generic_names(model_names)
     if by_name:
-        missing = [n for n in model_names if n not in frame.columns]
-        if missing:
-            raise InputError(
-                f"{source} lacks {len(missing)} feature(s) the model was fitted with: {preview(missing)}; "
-                f"its columns are {preview(list(frame.columns))}."
-            )
-        features = list(model_names)  # type: ignore[arg-type]
+        features = _columns_named(model_names, list(frame.columns), source)  # type: ignore[arg-type]
     else:
         if len(others) != n_features:
             raise InputError(
@@ -274,9 +279,22 @@ def model_inputs(
     )
 
 
-def _generic(names: list[str]) -> bool:
-    # models fitted on arrays make up names such as 'f0', 'Column_0' or '0': no names to match by
-    return all(n in (f"f{i}", f"Column_{i}", str(i)) for i, n in enumerate(names))
+def _columns_named(model_names: list[str], columns: list[str], source: str | os.PathLike) -> list[str]:
+    """The column holding each of the model's features, in the model's order.
+
+    LightGBM stores the feature ``'body mass'`` as ``'body_mass'``, so a
+    column whose spaces read as underscores stands in for a missing name:
+    the table the model was fitted on is accepted as it is.
+    """
+    underscored = {c.replace(" ", "_"): c for c in columns if " " in c}
+    found = [name if name in columns else underscored.get(name) for name in model_names]
+    missing = [name for name, column in zip(model_names, found, strict=True) if column is None]
+    if missing:
+        raise InputError(
+            f"{source} lacks {len(missing)} feature(s) the model was fitted with: {preview(missing)}; "
+            f"its columns are {preview(columns)}."
+        )
+    return found  # type: ignore[return-value]
 
 
 def _require_numeric(frame: pd.DataFrame, columns: list[str], source: str | os.PathLike) -> None:

@@ -209,6 +209,23 @@ def test_models_without_feature_names_match_columns_by_position(table, tmp_path,
     np.testing.assert_allclose(pd.read_csv(out).set_index("feature")["r2"][NAMES], expected, rtol=1e-9, atol=1e-12)
 
 
+def test_lightgbm_model_reads_the_table_it_was_fitted_on_despite_renaming_spaces(table, tmp_path, capsys):
+    spaced = table[NAMES].rename(columns={"bmi": "body mass", "s1": "serum 1"})
+    model = _fit_lightgbm(spaced, table["y"])
+    assert model.booster_.feature_name()[1:4] == ["body_mass", "bp", "serum_1"]  # what the file records
+    model.booster_.save_model(tmp_path / "model.txt")
+    spaced.assign(y=table["y"]).to_csv(tmp_path / "data.csv", index=False)
+    out = tmp_path / "r2.csv"
+    argv = ["explain", "--model", tmp_path / "model.txt", "--data", tmp_path / "data.csv", "--target", "y"]
+    code, _, err = run([*argv, "--out", out], capsys)
+    assert code == 0, err
+    assert err == ""  # every column is used: none is reported as ignored
+    written = pd.read_csv(out).set_index("feature")["r2"]
+    expected = RSquaredExplainer(model).rsq(spaced, table["y"])
+    assert sorted(written.index) == sorted(spaced.columns)  # the table's names, as the user wrote them
+    np.testing.assert_allclose(written[expected.index], expected, rtol=1e-9, atol=1e-12)
+
+
 def test_many_features_are_listed_top_k_plus_the_rest(files, tmp_path, capsys):
     path, _ = files("xgboost.json")
     argv = ["explain", "--model", path, "--data", files.folder / "data.csv", "--target", "y", "--max-display", "3"]
@@ -262,30 +279,85 @@ def test_written_files_get_ordinary_permissions(tmp_path):
 # ---------------------------------------------------------------- explain: errors
 
 
-# name -> (options changed from the defaults, fragment of the expected message)
+# name -> (options changed from the defaults, the message after "shap-rsq: error: ").  A message ending in
+# "..." is followed by words of another library or module, which may change; the others are exact.
+COLUMNS = "['age', 'bmi', 'bp', 's1', 's2', 'noise', 'y', 'w', ...] (9 columns)"
 ERROR_CASES = {
-    "missing target": ([("--target", "outcome")], "has no column 'outcome'"),
-    "missing weight": ([("--weight", "weights")], "has no column 'weights'"),
-    "text feature": ([("--data", "text_feature.csv")], "non-numeric feature column(s) ['bmi']"),
-    "text target": ([("--data", "text_target.csv")], "target column 'y' of"),
-    "nan target": ([("--data", "nan_target.csv")], "has 1 missing value(s)"),
-    "names differ": ([("--data", "renamed.csv")], "lacks 1 feature(s) the model was fitted with: ['bmi']"),
-    "no model file": ([("--model", "absent.json")], "absent.json does not exist"),
-    "corrupt xgboost": ([("--model", "corrupt.json")], "as an XGBoost model"),
-    "corrupt lightgbm": ([("--model", "corrupt.txt")], "as a LightGBM model"),
-    "corrupt catboost": ([("--model", "corrupt.cbm")], "as a CatBoost model"),
-    "unknown model": ([("--model", "model.onnx")], "cannot tell what kind of model"),
-    "pickle refused": ([("--model", "classifier.joblib")], "--trust-pickle"),
-    "classifier": ([("--model", "classifier.joblib"), ("--trust-pickle",)], "is a classifier"),
-    "model is a folder": ([("--model", ".")], "is a directory"),
-    "no data file": ([("--data", "absent.csv")], "absent.csv does not exist"),
-    "corrupt parquet": ([("--data", "corrupt.parquet")], "cannot read"),
-    "empty csv": ([("--data", "empty.csv")], "cannot read"),
-    "unknown data": ([("--data", "data.xlsx")], "use a .csv, .tsv or .parquet file"),
-    "out suffix": ([("--out", "r2.txt")], "must end with .csv or .json"),
-    "out folder": ([("--out", "nowhere/r2.csv")], "does not exist"),
-    "local suffix": ([("--local", "rows.json")], "must end with .csv or .parquet"),
-    "plot suffix": ([("--plot", "bar.docx")], "image type"),
+    "missing target": ([("--target", "outcome")], f"data.csv has no column 'outcome'; its columns are {COLUMNS}."),
+    "missing weight": ([("--weight", "weights")], f"data.csv has no column 'weights'; its columns are {COLUMNS}."),
+    "text feature": (
+        [("--data", "text_feature.csv")],
+        "text_feature.csv has non-numeric feature column(s) ['bmi'] (1 column); tree models read numbers: "
+        "encode them first.",
+    ),
+    "text target": ([("--data", "text_target.csv")], "the target column 'y' of text_target.csv is not numeric."),
+    "text weight": (
+        [("--data", "text_weight.csv"), ("--weight", "w")],
+        "the weight column 'w' of text_weight.csv is not numeric.",
+    ),
+    "nan target": ([("--data", "nan_target.csv")], "the target column 'y' of nan_target.csv has 1 missing value(s)."),
+    "nan weight": (
+        [("--data", "nan_weight.csv"), ("--weight", "w")],
+        "the weight column 'w' of nan_weight.csv has 2 missing value(s).",
+    ),
+    "names differ": (
+        [("--data", "renamed.csv")],
+        "renamed.csv lacks 1 feature(s) the model was fitted with: ['bmi'] (1 column); its columns are "
+        "['age', 'BMI', 'bp', 's1', 's2', 'noise', 'y', 'w', ...] (9 columns).",
+    ),
+    "columns by position": (
+        [("--model", "bare.json")],
+        "data.csv has 8 columns besides the target, but the model expects 6 features (it records no feature "
+        "names, so columns are matched by position).",
+    ),
+    "no model file": ([("--model", "absent.json")], "absent.json does not exist."),
+    "corrupt xgboost json": ([("--model", "corrupt.json")], "cannot read corrupt.json as an XGBoost model: ..."),
+    "corrupt xgboost ubj": ([("--model", "corrupt.ubj")], "cannot read corrupt.ubj as an XGBoost model: ..."),
+    "corrupt lightgbm": ([("--model", "corrupt.txt")], "cannot read corrupt.txt as a LightGBM model: ..."),
+    "corrupt catboost": ([("--model", "corrupt.cbm")], "cannot read corrupt.cbm as a CatBoost model: ..."),
+    "corrupt pickle": (
+        [("--model", "corrupt.pkl"), ("--trust-pickle",)],
+        "cannot read corrupt.pkl as a pickle/joblib file: ...",
+    ),
+    "unknown model": (
+        [("--model", "model.onnx")],
+        "cannot tell what kind of model model.onnx is; expected XGBoost JSON/UBJ, LightGBM text or CatBoost .cbm, "
+        "or a pickle/joblib file.",
+    ),
+    "pickle refused": (
+        [("--model", "classifier.joblib")],
+        "classifier.joblib is a pickle/joblib file, and loading one runs any code it contains: pass --trust-pickle "
+        "if you trust it, or save the model as XGBoost JSON/UBJ, LightGBM text or CatBoost .cbm.",
+    ),
+    "classifier": (
+        [("--model", "classifier.joblib"), ("--trust-pickle",)],
+        "DecisionTreeClassifier is a classifier...",
+    ),
+    "not a model": (
+        [("--model", "dict.joblib"), ("--trust-pickle",)],
+        "dict is not a supported tree model. Supported: ...",
+    ),
+    "model is a folder": ([("--model", ".")], ". is a directory, not a file."),
+    "no data file": ([("--data", "absent.csv")], "absent.csv does not exist."),
+    "corrupt parquet": ([("--data", "corrupt.parquet")], "cannot read corrupt.parquet as Parquet: ..."),
+    "empty csv": ([("--data", "empty.csv")], "cannot read empty.csv as CSV: No columns to parse from file"),
+    "header only": ([("--data", "header_only.csv")], "header_only.csv has a header but no rows of data."),
+    "binary csv": ([("--data", "binary.csv")], "cannot read binary.csv as CSV: ..."),
+    "unknown data": (
+        [("--data", "data.xlsx")],
+        "cannot tell the format of data.xlsx from its name; use a .csv, .tsv or .parquet file.",
+    ),
+    "out suffix": ([("--out", "r2.txt")], "--out r2.txt: the file name must end with .csv or .json."),
+    "out folder": ([("--out", "nowhere/r2.csv")], "--out nowhere/r2.csv: folder nowhere does not exist."),
+    "out is a folder": ([("--out", "folder.csv")], "--out folder.csv is a directory; give a file name."),
+    "local suffix": (
+        [("--local", "rows.json")],
+        "--local rows.json: the file name must end with .csv or .parquet or .pq.",
+    ),
+    "plot suffix": (
+        [("--plot", "bar.docx")],
+        "--plot bar.docx: the file name must end with an image type such as .png, .svg or .pdf.",
+    ),
 }
 
 
@@ -295,17 +367,26 @@ def bad_files(files, table) -> Path:
     folder = files.folder
     table.assign(bmi=table["bmi"].astype(str) + "kg").to_csv(folder / "text_feature.csv", index=False)
     table.assign(y=table["y"].astype(str) + "!").to_csv(folder / "text_target.csv", index=False)
+    table.assign(w=table["w"].astype(str) + " kg").to_csv(folder / "text_weight.csv", index=False)
     table.assign(y=table["y"].where(table.index != 3)).to_csv(folder / "nan_target.csv", index=False)
+    table.assign(w=table["w"].where(~table.index.isin([0, 5]))).to_csv(folder / "nan_weight.csv", index=False)
     table.rename(columns={"bmi": "BMI"}).to_csv(folder / "renamed.csv", index=False)
+    table.iloc[:0].to_csv(folder / "header_only.csv", index=False)
+    (folder / "binary.csv").write_bytes(b"\x00\x01binary\xff\xfe")
     (folder / "corrupt.json").write_text('{"learner": ')
+    (folder / "corrupt.ubj").write_bytes(b"{\x00\x01\x02")
     (folder / "corrupt.txt").write_text("tree\nversion=v4\n")
     (folder / "corrupt.cbm").write_bytes(b"CBM1 truncated")
+    (folder / "corrupt.pkl").write_bytes(b"\x80\x04 truncated")
     (folder / "model.onnx").write_bytes(b"\x08\x07\x12\x04onnx")
     (folder / "corrupt.parquet").write_bytes(b"PAR1 not really")
     (folder / "empty.csv").write_text("")
+    (folder / "folder.csv").mkdir()
     (folder / "data.xlsx").write_bytes(b"PK\x03\x04")
     classifier = DecisionTreeClassifier(max_depth=2).fit(table[NAMES], table["y"] > table["y"].median())
     joblib.dump(classifier, folder / "classifier.joblib")
+    joblib.dump({"not": "a model"}, folder / "dict.joblib")
+    _fit_xgboost(table[NAMES].to_numpy(), table["y"]).save_model(folder / "bare.json")  # records no names
     return folder
 
 
@@ -314,15 +395,20 @@ def test_each_input_error_is_one_line_with_exit_status_1(case, bad_files, files,
     model_path, _ = files("xgboost.json")
     monkeypatch.chdir(bad_files)
     options = {"--model": model_path.name, "--data": "data.csv", "--target": "y"}
-    changes, fragment = ERROR_CASES[case]
+    changes, message = ERROR_CASES[case]
     flags = [change[0] for change in changes if len(change) == 1]
     options.update(change for change in changes if len(change) == 2)
     argv = ["explain", *[item for pair in options.items() for item in pair], *flags]
-    code, _, err = run(argv, capsys)
+    code, out, err = run(argv, capsys)
     assert code == 1
-    assert err.startswith("shap-rsq: error: ") and err.endswith("\n")
+    assert out == ""  # nothing computed, nothing reported as written
     assert len(err.strip().splitlines()) == 1, err  # one line: no traceback, no native-library noise
-    assert fragment in err
+    if message.endswith("..."):
+        prefix = f"shap-rsq: error: {message[:-3]}"
+        assert err.startswith(prefix), err
+        assert re.search(r"[A-Za-z]{3}", err[len(prefix) :]), err  # a reason follows, not a bare code
+    else:
+        assert err == f"shap-rsq: error: {message}\n"
 
 
 def test_pickle_refusal_says_why(files, capsys):
