@@ -9,6 +9,7 @@ with a one-line message on stderr and exit status 1 (2 for a wrong command line)
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import time
 from collections.abc import Sequence
@@ -18,7 +19,17 @@ import pandas as pd
 from sklearn.metrics import r2_score
 
 from . import __version__
-from ._io import InputError, ModelInputs, first_line, load_data, load_model, model_inputs, preview, write_atomic
+from ._io import (
+    InputError,
+    ModelInputs,
+    first_line,
+    load_data,
+    load_model,
+    missing_pyarrow,
+    model_inputs,
+    preview,
+    write_atomic,
+)
 from ._report import LOCAL_SUFFIXES, SHARE_SUFFIXES, check_suffix, format_table, write_local, write_shares
 from .explainer import RSquaredExplainer
 
@@ -29,6 +40,15 @@ DIABETES_LEGEND = (
     "  diabetes features: age, sex, bmi (body-mass index), bp (blood pressure), s1-s6 (blood serum\n"
     "  measurements); target: disease progression one year after baseline."
 )
+
+EXPLAIN_EPILOG = """\
+Columns are matched to the model's features by name; for a model that recorded
+no names, every column but the target and weight is used, in file order.
+
+example:
+  shap-rsq explain --model model.json --data patients.csv --target progression \\
+      --out shares.csv --plot shares.png
+"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,8 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     explain = commands.add_parser(
         "explain",
         help="split the R^2 of a saved model on a data file among its features",
-        description="Read a saved tree model and a data file, print each feature's share of the model's "
-        "R^2 on that data, and optionally write them to files.",
+        description="Read a saved tree model and a data file, print each feature's share of the\n"
+        "model's R^2 on that data, and optionally write them to files.",
+        epilog=EXPLAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the example's lines as written
     )
     explain.add_argument(
         "--model",
@@ -95,7 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="features listed and drawn before the rest are added up (default: 20)",
     )
-    explain.add_argument("--n-jobs", type=int, metavar="N", help="processes over blocks of trees (-1: all cores)")
+    explain.add_argument(
+        "--n-jobs", type=_n_jobs, metavar="N", help="threads over blocks of trees (-1: all cores, -2: all but one)"
+    )
     explain.add_argument("--progress", action="store_true", help="show a progress bar over trees")
     explain.set_defaults(run=run_explain)
     return parser
@@ -175,6 +199,9 @@ def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse output names of unknown type or in missing folders before any work is done."""
     check_suffix(args.out, SHARE_SUFFIXES, "--out")
     check_suffix(args.local, LOCAL_SUFFIXES, "--local")
+    # a Parquet writer missing would only show after the shares were computed and --out written
+    if args.local and Path(args.local).suffix.lower() != ".csv" and importlib.util.find_spec("pyarrow") is None:
+        raise missing_pyarrow(args.local)
     _check_plot_name(args.plot, "--plot")
     for option, path in (("--out", args.out), ("--local", args.local), ("--plot", args.plot)):
         _check_destination(path, option)
@@ -225,11 +252,22 @@ def _check_destination(path: str | None, option: str) -> None:
         raise InputError(f"{option} {path}: folder {target.parent} does not exist.")
 
 
+def _n_jobs(text: str) -> int:
+    value = _whole_number(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 threads cannot run anything: give 1 or more, or -1 for all cores")
+    return value
+
+
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    value = _whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _whole_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None

@@ -42,7 +42,9 @@ class RSquaredExplainer(shap.TreeExplainer):
     feature_names : list of str, optional
         Names for the columns of array inputs.  DataFrame columns take precedence.
     n_jobs : int, optional
-        Number of processes over blocks of trees (joblib semantics; ``-1`` = all cores).
+        Number of threads over blocks of trees (joblib semantics; ``-1`` = all cores;
+        ``None`` follows ``joblib.parallel_config``).  The kernel releases the GIL
+        in NumPy, so threads share the model tables instead of copying them.
     progress : bool, default=False
         Show a progress bar over trees.
 

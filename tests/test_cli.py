@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pickle
@@ -437,12 +438,53 @@ def test_parquet_without_pyarrow_names_the_extra(files, table, capsys, monkeypat
     assert code == 1 and "pip install 'shap-rsq[parquet]'" in err
 
 
-def test_command_line_mistakes_exit_with_status_2(capsys):
-    for argv in ([], ["explain", "--model", "m.json"], ["explain", "--max-display", "0"], ["frobnicate"]):
-        with pytest.raises(SystemExit) as stop:
-            main(argv)
-        assert stop.value.code == 2
-    capsys.readouterr()
+def test_parquet_output_without_pyarrow_is_refused_before_anything_is_written(files, tmp_path, capsys, monkeypatch):
+    path, _ = files("xgboost.json")
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real_find_spec(name, *a)
+    )
+    out, local = tmp_path / "r2.csv", tmp_path / "rows.parquet"
+    argv = ["explain", "--model", path, "--data", files.folder / "data.csv", "--target", "y"]
+    code, printed, err = run([*argv, "--out", out, "--local", local], capsys)
+    assert code == 1 and printed == ""
+    needs = "is Parquet, which needs pyarrow (not installed): pip install 'shap-rsq[parquet]'"
+    assert err == f"shap-rsq: error: {local} {needs}\n"
+    assert list(tmp_path.iterdir()) == []  # not even --out, which comes first
+
+
+REQUIRED = ["explain", "--model", "m.json", "--data", "d.csv", "--target", "y"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "the following arguments are required: COMMAND"),
+        (["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate'"),
+        (["explain", "--model", "m.json"], "the following arguments are required: --data, --target"),
+        ([*REQUIRED, "--max-display", "0"], "argument --max-display: must be at least 1, got 0"),
+        ([*REQUIRED, "--max-display", "ten"], "argument --max-display: expected a whole number, got 'ten'"),
+        ([*REQUIRED, "--n-jobs", "0"], "argument --n-jobs: 0 threads cannot run anything"),
+        ([*REQUIRED, "--n-jobs", "all"], "argument --n-jobs: expected a whole number, got 'all'"),
+    ],
+)
+def test_command_line_mistakes_exit_with_status_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: shap-rsq") and message in err.splitlines()[-1], err
+
+
+def test_explain_help_shows_an_example_and_how_columns_are_matched(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")  # argparse wraps the options to the terminal's width
+    with pytest.raises(SystemExit) as stop:
+        main(["explain", "--help"])
+    assert stop.value.code == 0
+    text = capsys.readouterr().out
+    assert "Columns are matched to the model's features by name" in text
+    assert "  shap-rsq explain --model model.json --data patients.csv --target progression \\\n" in text
+    assert max(len(line) for line in text.splitlines()) <= 80  # no paragraph left on one long line
 
 
 def test_first_line_drops_native_prefixes_and_stack_traces():
