@@ -19,6 +19,14 @@ def _fit(X, y, **kwargs):
     return catboost.CatBoostRegressor(**{**params, **kwargs}).fit(X, y)
 
 
+def _assert_exact(model, X, y, w=None) -> None:
+    """The explainer's trees predict as the model does, and its shares match the brute-force oracle."""
+    explainer = RSquaredExplainer(model)
+    np.testing.assert_allclose(explainer.forest.predict(X), model.predict(X), atol=1e-9)
+    expected, _ = rsq_oracle(explainer.forest, X, y, w)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected, rtol=0, atol=1e-9)
+
+
 def test_shap_drops_the_catboost_bias_and_the_explainer_keeps_it():
     X, y, _ = make_data(seed=21)
     model = _fit(X, y + 40.0)
@@ -47,10 +55,7 @@ def test_shap_cannot_read_a_base_class_catboost_regression_and_the_explainer_can
     params = {"loss_function": "RMSE", "iterations": 8, "depth": 3, "verbose": 0, "allow_writing_files": False}
     model = catboost.CatBoost(params).fit(X, y)
     assert shap.TreeExplainer(model).model.trees is None  # the gap
-    explainer = RSquaredExplainer(model)
-    np.testing.assert_allclose(explainer.forest.predict(X), model.predict(X), atol=1e-9)
-    expected, _ = rsq_oracle(explainer.forest, X, y, w)
-    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected, rtol=0, atol=1e-9)
+    _assert_exact(model, X, y, w)
     assert type(model) is catboost.CatBoost  # the caller's model is left as it was
 
 
@@ -89,10 +94,7 @@ def test_catboost_nan_mode_max_sends_missing_values_left_on_features_without_nan
         model = _fit(X, y, nan_mode="Max", grow_policy=policy)
         missing = X.copy()
         missing[::3, 0] = np.nan  # feature 0 had no NaN in training
-        explainer = RSquaredExplainer(model)
-        np.testing.assert_allclose(explainer.forest.predict(missing), model.predict(missing), atol=1e-9)
-        expected, _ = rsq_oracle(explainer.forest, missing, y)
-        np.testing.assert_allclose(explainer.rsq(missing, y), expected, atol=1e-9, rtol=0)
+        _assert_exact(model, missing, y)
 
 
 def test_shap_routes_nan_by_default_left_where_lightgbm_reads_it_as_zero():
@@ -106,10 +108,7 @@ def test_shap_routes_nan_by_default_left_where_lightgbm_reads_it_as_zero():
     shap_gap = model.predict(missing) - shap.TreeExplainer(model).model.predict(missing)
     assert np.abs(shap_gap).max() > 0.1  # the gap
 
-    explainer = RSquaredExplainer(model)
-    np.testing.assert_allclose(explainer.forest.predict(missing), model.predict(missing), atol=1e-9)
-    expected, _ = rsq_oracle(explainer.forest, missing, y)
-    np.testing.assert_allclose(explainer.rsq(missing, y), expected, atol=1e-9, rtol=0)
+    _assert_exact(model, missing, y)
 
 
 def test_shap_sums_the_trees_of_a_lightgbm_random_forest_which_averages_them():
