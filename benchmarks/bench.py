@@ -210,6 +210,7 @@ def run(workload: Workload, repeat: int, full: bool) -> dict:
         return row
     sampled = bool(workload.qshap_trees) and not full
     target, timed_trees = sampled_trees(model, workload.qshap_trees) if sampled else (model, n_trees)
+
     def qshap_rsq(model, X, y):
         return qshap.gazer(model).rsq(X, y, ncore=1, progress_bar=False)
 

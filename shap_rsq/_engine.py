@@ -127,6 +127,7 @@ def _run_block(units, X, y, w, f, forest, local, progress):
         bar = tqdm(total=forest.n_trees, desc="trees", unit="tree")
     for unit in units:
         step = unit.chunk_rows() or X.shape[0]
+        pending = None  # row weights a unit sums over chunks before its games are evaluated
         for start in range(0, X.shape[0], step):
             rows = slice(start, min(X.shape[0], start + step))
             state, prediction = unit.prepare(X[rows], forest.input_dtype)
@@ -135,8 +136,12 @@ def _run_block(units, X, y, w, f, forest, local, progress):
             w_rows = w[rows, None]
             w_quad = np.broadcast_to(-w_rows, shift.shape)
             w_lin = 2.0 * w_rows * (y[rows, None] - before + unit.means)
-            unit.contribute(state, w_quad, w_lin, out[rows] if local else out, local)
+            part = unit.contribute(state, w_quad, w_lin, out[rows] if local else out, local)
+            if part is not None:
+                pending = part if pending is None else tuple(a + b for a, b in zip(pending, part, strict=True))
             f[rows] += shift.sum(axis=1)
+        if pending is not None:
+            unit.finish(pending, out)
         if bar is not None:
             bar.update(len(unit.trees))
     if bar is not None:

@@ -13,6 +13,10 @@ recursion runs with those splits deterministic, and the results are mixed
 with weights ``prod_k (s_k ? q : 1 - q)``.  Gradients with respect to each
 feature's ``q`` come from one reverse pass; Shapley values are their integral
 over ``q``, exact with ``depth``-point Gauss-Legendre quadrature.
+
+:func:`recursion_gradients` runs on given split patterns (per-pattern values);
+:func:`summed_recursion_gradients` on pattern weights summed over rows, where each
+node works on the decisions of its own subtree only.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import numpy as np
 from ._enumerate import HeapBatch
 from ._kernel import gauss_legendre
 
-__all__ = ["recursion_gradients", "repeated_players"]
+__all__ = ["recursion_gradients", "repeated_players", "summed_recursion_gradients"]
 
 
 def repeated_players(batch: HeapBatch) -> np.ndarray:
@@ -164,3 +168,118 @@ def _conditioned_gradients(forward, assignments, q, gl, order, seed_quad, seed_l
         sign = np.where(assignments[:, r], 1.0, -1.0)[:, None]
         d = np.einsum("sq,tsqu,q->tu", sign * w, objective, gl)
         grad[np.arange(n_trees), :, order[:, r]] += d
+
+
+def summed_recursion_gradients(batch: HeapBatch, cube_quad: np.ndarray, cube_lin: np.ndarray) -> np.ndarray:
+    """Shapley values of ``sum_u (w_quad_u m_S(u)^2 + w_lin_u m_S(u))`` per tree: ``(T, K)``.
+
+    ``cube_quad, cube_lin (T, 2^N)`` weigh every split pattern ``u``, indexed by
+    ``sum_h left_h << h`` over heap nodes ``h`` (unseen patterns weigh 0).  The
+    values of a node depend only on the decisions inside its subtree, so the
+    forward pass runs on each node's own sub-patterns, and the reverse pass sums
+    each child's adjoint over the decisions outside the child before descending:
+    the work is ``2^N`` per tree at the root and much less below it, however many
+    patterns occur, instead of ``nodes x patterns``.
+    """
+    n_trees = batch.n_trees
+    repeated = repeated_players(batch)
+    n_repeated = int(repeated.sum(axis=1).max())
+    q, gl = gauss_legendre(max(1, batch.depth))
+    order = np.argsort(~repeated, axis=1, kind="stable")[:, :n_repeated]
+    bit_of_player = np.full(batch.features.shape, -1, dtype=np.int64)
+    for r in range(n_repeated):
+        bit_of_player[np.arange(n_trees), order[:, r]] = r
+    assignments = (np.arange(1 << n_repeated)[:, None] >> np.arange(n_repeated)) & 1 == 1  # (S, R)
+
+    levels, root_a, root_b = _forward_on_subpatterns(batch, bit_of_player, assignments, q)
+    weights = _mixing_weights(assignments, q)  # (S, Q)
+    quad, lin = _preorder_cube(cube_quad, batch.depth), _preorder_cube(cube_lin, batch.depth)
+    node_grad = _backward_on_subpatterns(batch, levels, weights, gl, quad, lin)
+    onehot = (batch.local[:, :, None] == np.arange(batch.features.shape[1])).astype(float)  # (T, N, K)
+    grad = np.einsum("tn,tnk->tk", node_grad, onehot)
+    objective = np.einsum("tu,tsqu->tsq", quad, root_b) + np.einsum("tu,tsqu->tsq", lin, root_a)
+    for r in range(n_repeated):
+        others = np.delete(assignments, r, axis=1)
+        known = others.sum(axis=1)[:, None]
+        w = q[None, :] ** known * (1.0 - q[None, :]) ** (others.shape[1] - known)  # (S, Q)
+        sign = np.where(assignments[:, r], 1.0, -1.0)[:, None]
+        grad[np.arange(n_trees), order[:, r]] += np.einsum("sq,tsq,q->t", sign * w, objective, gl)
+    return grad
+
+
+def _preorder_cube(cube: np.ndarray, depth: int) -> np.ndarray:
+    """Re-index pattern weights ``(T, 2^N)`` from heap bits to nested sub-patterns: decision of the
+    root (1 = left) most significant, then the left subtree's sub-pattern, then the right one's."""
+    n_splits = (1 << depth) - 1
+    if n_splits == 0:
+        return cube
+    # C-order axes of the heap-bit cube are bits N-1, ..., 0
+    axes = [1 + (n_splits - 1 - h) for h in _preorder(depth)]
+    bits = cube.reshape(cube.shape[0], *([2] * n_splits))
+    return np.ascontiguousarray(bits.transpose(0, *axes)).reshape(cube.shape[0], -1)
+
+
+@lru_cache(maxsize=16)
+def _preorder(depth: int) -> tuple[int, ...]:
+    def visit(h: int, level: int):
+        if level == depth:
+            return []
+        return [h, *visit(2 * h + 1, level + 1), *visit(2 * h + 2, level + 1)]
+
+    return tuple(visit(0, 0))
+
+
+def _forward_on_subpatterns(batch, bit_of_player, assignments, q):
+    """Bottom-up ``A``, ``B`` of every node on its sub-patterns: ``(T, S, Q, nodes, 2 s^2)`` at a
+    level whose children have ``s`` sub-patterns; keeps what the reverse pass needs."""
+    a = batch.leaf_value[:, None, None, :, None]  # leaves: one sub-pattern each
+    b = a * a
+    qq = q[None, None, :, None]
+    levels = []
+    for level in range(batch.depth - 1, -1, -1):
+        nodes = np.arange((1 << level) - 1, (1 << (level + 1)) - 1)
+        mode = _node_modes(batch, bit_of_player, assignments, nodes)[:, :, None, :]  # (T, S, 1, n)
+        p_known = np.where(mode == 0, qq, (mode == 1).astype(float))[..., None, None]  # (T, S, Q, n, 1, 1)
+        r_left = batch.ratio_left[:, nodes][:, None, None, :, None, None]
+        r_right = batch.ratio_right[:, nodes][:, None, None, :, None, None]
+        a_l, a_r = a[:, :, :, 0::2, :, None], a[:, :, :, 1::2, None, :]  # (..., n, s, 1), (..., n, 1, s)
+        b_l, b_r = b[:, :, :, 0::2, :, None], b[:, :, :, 1::2, None, :]
+        mix_a = r_left * a_l + r_right * a_r  # (..., n, s, s)
+        mix_b = r_left * r_left * b_l + r_right * r_right * b_r + 2.0 * r_left * r_right * a_l * a_r
+        # decision 1 (left) takes the left child, decision 0 the right one
+        known_a = np.stack(np.broadcast_arrays(a_r, a_l), axis=4)  # (..., n, 2, s, s)
+        known_b = np.stack(np.broadcast_arrays(b_r, b_l), axis=4)
+        mix_a, mix_b = mix_a[:, :, :, :, None], mix_b[:, :, :, :, None]
+        p = p_known[:, :, :, :, None]
+        diff_a, diff_b = known_a - mix_a, known_b - mix_b
+        a, b = mix_a + p * diff_a, mix_b + p * diff_b  # (T, S, Q, n, 2, s, s)
+        levels.append((nodes, a.shape, a_l, a_r, diff_a, diff_b, p, mode == 0, r_left, r_right))
+        a, b = a.reshape(*a.shape[:4], -1), b.reshape(*b.shape[:4], -1)
+    return levels, a[:, :, :, 0], b[:, :, :, 0]  # root: (T, S, Q, 2^N)
+
+
+def _backward_on_subpatterns(batch, levels, weights, gl, quad, lin) -> np.ndarray:
+    """Reverse pass: the q-integral of d objective / d q of every coin split, ``(T, N)``."""
+    mix = weights[None, :, :, None, None]  # (1, S, Q, 1, 1)
+    adj_a = mix * lin[:, None, None, None, :]  # (T, S, Q, nodes, sub-patterns)
+    adj_b = mix * quad[:, None, None, None, :]
+    node_grad = np.zeros(batch.local.shape)
+    for nodes, shape, a_l, a_r, diff_a, diff_b, p, coin, r_left, r_right in reversed(levels):
+        adj_a, adj_b = adj_a.reshape(shape), adj_b.reshape(shape)  # (T, S, Q, n, 2, s, s)
+        # a coin split's value is mix + q (known - mix): its q-derivative is known - mix
+        dq = (adj_a * diff_a + adj_b * diff_b).sum(axis=(4, 5, 6))
+        node_grad[:, nodes] = np.einsum("tsqn,tsn,q->tn", dq, coin[:, :, 0], gl)
+        if nodes[0] == (1 << (batch.depth - 1)) - 1:
+            break  # children are leaves
+        p, to_mix = p[..., 0], 1.0 - p[..., 0]  # (T, S, Q, n, 1, 1)
+        sum_a = adj_a.sum(axis=4)  # over the node's own decision
+        left_a, sum_b, left_b = adj_a[:, :, :, :, 1], adj_b.sum(axis=4), adj_b[:, :, :, :, 1]
+        cross = sum_b * to_mix * (2.0 * r_left * r_right)  # (..., n, s, s)
+        ga_l = (p * left_a + to_mix * r_left * sum_a + cross * a_r).sum(axis=5)
+        ga_r = (p * (sum_a - left_a) + to_mix * r_right * sum_a + cross * a_l).sum(axis=4)
+        gb_l = (p * left_b + to_mix * r_left * r_left * sum_b).sum(axis=5)
+        gb_r = (p * (sum_b - left_b) + to_mix * r_right * r_right * sum_b).sum(axis=4)
+        # next level in heap order: children of node i are its (2i)-th and (2i+1)-th nodes
+        adj_a = np.stack([ga_l, ga_r], axis=4).reshape(*shape[:3], 2 * shape[3], -1)
+        adj_b = np.stack([gb_l, gb_r], axis=4).reshape(*shape[:3], 2 * shape[3], -1)
+    return node_grad

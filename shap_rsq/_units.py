@@ -2,8 +2,10 @@
 
 Every unit answers two questions for a chunk of rows: what each of its trees
 predicts (:meth:`prepare`), and, given the row weights of each tree's game,
-what Shapley values those games add (:meth:`contribute`).  The engine owns the
-residuals that turn predictions into weights.
+what Shapley values those games add (:meth:`contribute`).  Units whose games
+depend on a row only through a small cube of patterns return the weights summed
+per pattern instead; the engine adds them up over chunks and hands the total to
+:meth:`finish`.  The engine owns the residuals that turn predictions into weights.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ __all__ = ["build_units"]
 _HEAP_DEPTH = 3
 _BATCH_TREES = 256
 _CHUNK_ELEMENTS = 1 << 22
+_MIN_CHUNK_ROWS = 256
 # Distinct patterns per LCA kernel call: (patterns x items) index arrays of up to 2^24 entries (128 MB) keep
 # the cell tables of a tree computed once for typical data sizes.
 _PATTERN_ELEMENTS = 1 << 24
@@ -102,67 +105,100 @@ def _pattern_keys(decisions: np.ndarray) -> np.ndarray:
 
 @dataclass
 class HeapUnit:
-    """Consecutive trees of depth <= 3 by subset enumeration over distinct split patterns."""
+    """Consecutive trees of depth <= 3 in heap layout, evaluated on the cube of all split patterns.
+
+    A row enters a tree only through its split pattern, one of ``2^N`` (``N`` heap
+    splits).  Every table over the cube is row-independent and computed once per unit;
+    rows only add their weights into the cube (global values) or gather per-pattern
+    values (local values), so the cost past routing does not grow with ``n``.
+    """
 
     trees: np.ndarray
     means: np.ndarray
     batch: _enumerate.HeapBatch
     method: str = "auto"  # or force "enumerate" / "recursion" (tests)
+    _tables: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def work(self) -> float:
         return float(np.sum(np.left_shift(1, self.batch.depth + self.batch.players_per_tree)))
 
+    @property
+    def n_patterns(self) -> int:
+        return 1 << ((1 << self.batch.depth) - 1)
+
     def chunk_rows(self) -> int:
-        return max(256, _CHUNK_ELEMENTS // (len(self.trees) * ((1 << self.batch.depth) - 1)))
+        return max(_MIN_CHUNK_ROWS, _CHUNK_ELEMENTS // (len(self.trees) * ((1 << self.batch.depth) - 1)))
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
         left = _enumerate.heap_decisions(self.batch, X, dtype)  # (n, T, N)
-        n_splits = left.shape[2]
-        key = _bit_keys(left).astype(np.int64)  # (n, T) < 2^N
-        slots = np.arange(len(self.trees), dtype=np.int64) << n_splits
-        seen = np.zeros(len(self.trees) << n_splits, dtype=bool)
-        seen[key + slots] = True
-        # distinct patterns per tree, ranked within their tree
-        present = seen.reshape(len(self.trees), -1)
-        rank = np.cumsum(present, axis=1) - 1
-        pattern = rank[np.arange(len(self.trees)), key]  # (n, T)
-        n_patterns = present.sum(axis=1)
-        tree_index, pattern_key = np.nonzero(present)
-        decisions = np.zeros((len(self.trees), max(1, int(n_patterns.max())), n_splits), dtype=bool)
-        decisions[tree_index, rank[tree_index, pattern_key]] = (pattern_key[:, None] >> np.arange(n_splits)) & 1 == 1
-        # route the distinct patterns, not the rows, to their leaves
-        trees = np.arange(len(self.trees))[:, None]
-        leaf = _enumerate.heap_leaf(self.batch, np.swapaxes(decisions, 0, 1)).T  # (T, U)
-        pattern_value = self.batch.leaf_value[trees, leaf]  # (T, U)
-        prediction = pattern_value.ravel()[pattern + trees.T * pattern_value.shape[1]]
-        return (pattern, decisions, n_patterns), prediction
+        key = _bit_keys(left).astype(np.intp)  # (n, T): the pattern, sum_h left_h << h
+        return (key,), np.take_along_axis(self._pattern_values(), key.T, axis=1).T
 
-    def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
-        pattern, decisions, n_patterns = state
-        width = max(1, int(n_patterns.max()))
-        per_pattern = None if local else _pattern_weights(pattern, width, w_quad, w_lin)
+    def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool):
+        (key,) = state
+        if not local:
+            return _pattern_weights(key, self.n_patterns, w_quad, w_lin)
+        unit_quad, unit_lin = self._local_tables()
+        _scatter_local(_weighted_units(unit_quad, unit_lin, key, w_quad, w_lin), self.batch.features, out)
+        return None
+
+    def finish(self, weights: tuple[np.ndarray, np.ndarray], out: np.ndarray) -> None:
+        """Add the values of the games weighted by ``weights``, each ``(T, 2^N)`` summed over rows."""
+        per_quad, per_lin = weights
         for use_recursion, k, group in self._groups():
-            cut = max(1, int(n_patterns[group].max()))
+            batch = self.batch.select(group, k)
             if use_recursion:
-                batch = self.batch.select(group, self.batch.n_players)
-                tables = _RecursionTables(batch, decisions[group, :cut])
+                phi = _recursion.summed_recursion_gradients(batch, per_quad[group], per_lin[group])
             else:
-                batch = self.batch.select(group, k)
-                tables = _SubsetTables(_enumerate.subset_values(batch, decisions[group, :cut]), k)
-            if local:
-                columns = slice(None) if len(group) == len(self.trees) else group
-                phi = tables.local(pattern[:, columns], w_quad[:, columns], w_lin[:, columns])
-                _scatter_local(phi, batch.features, out)
-            else:
-                phi = tables.summed(per_pattern[0][group, :cut], per_pattern[1][group, :cut])
-                _add_players(phi, batch.features, out)
+                phi = self._subset_tables(use_recursion, k, group).summed(per_quad[group], per_lin[group])
+            _add_players(phi, batch.features, out)
+
+    def _pattern_values(self) -> np.ndarray:
+        """``(T, 2^N)`` each tree's prediction on every pattern."""
+        if "values" not in self._tables:
+            # in heap layout a pattern reaches the same bottom slot in every tree
+            leaf = _enumerate.heap_leaf(self.batch, self._cube()[:, None, :])[:, 0]
+            self._tables["values"] = self.batch.leaf_value[:, leaf]
+        return self._tables["values"]
+
+    def _cube(self) -> np.ndarray:
+        """``(2^N, N)`` the decisions of every pattern."""
+        n_splits = (1 << self.batch.depth) - 1
+        return (np.arange(self.n_patterns)[:, None] >> np.arange(n_splits)) & 1 == 1
+
+    def _subset_tables(self, use_recursion: bool, k: int, group: np.ndarray) -> _SubsetTables:
+        name = ("subsets", use_recursion, k)
+        if name not in self._tables:
+            batch = self.batch.select(group, k)
+            decisions = np.broadcast_to(self._cube(), (len(group), *self._cube().shape))
+            self._tables[name] = _SubsetTables(_enumerate.subset_values(batch, decisions), k)
+        return self._tables[name]
+
+    def _local_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(T, 2^N, K)`` Shapley values of ``m_S^2`` and of ``m_S`` on every pattern."""
+        if "local" not in self._tables:
+            shape = (len(self.trees), self.n_patterns, self.batch.n_players)
+            unit_quad, unit_lin = np.zeros(shape), np.zeros(shape)
+            for use_recursion, k, group in self._groups():
+                if use_recursion:
+                    batch = self.batch.select(group, k)
+                    decisions = np.broadcast_to(self._cube(), (len(group), *self._cube().shape))
+                    ones, zeros = np.ones(decisions.shape[:2]), np.zeros(decisions.shape[:2])
+                    quad = _recursion.recursion_gradients(batch, decisions, ones, zeros)
+                    lin = _recursion.recursion_gradients(batch, decisions, zeros, ones)
+                else:
+                    quad, lin = self._subset_tables(use_recursion, k, group).units()
+                unit_quad[group, :, :k], unit_lin[group, :, :k] = quad, lin
+            self._tables["local"] = unit_quad, unit_lin
+        return self._tables["local"]
 
     def _groups(self):
-        """Trees by exact method and size: ``(use_recursion, size, trees)``.
+        """Trees by exact method: ``(use_recursion, players, trees)``.
 
         Per tree the cheaper method: ``2^K`` subsets, or the recursion over ``2^R`` states of
-        its repeated features; trees sharing a method and size are evaluated together.
+        its repeated features.  Trees with the same ``K`` (subsets) or ``R`` (recursion) are
+        evaluated together, with ``players`` columns.
         """
         players = self.batch.players_per_tree
         repeated = _recursion.repeated_players(self.batch).sum(axis=1)
@@ -171,7 +207,8 @@ class HeapUnit:
             recurse = np.full(len(players), self.method == "recursion")
         size = np.where(recurse, repeated, players)
         for use_recursion, k in sorted({(bool(r), int(s)) for r, s in zip(recurse, size, strict=True)}):
-            yield use_recursion, k, np.flatnonzero((recurse == use_recursion) & (size == k))
+            group = np.flatnonzero((recurse == use_recursion) & (size == k))
+            yield use_recursion, self.batch.n_players if use_recursion else k, group
 
 
 @dataclass
@@ -181,17 +218,18 @@ class ObliviousUnit:
     trees: np.ndarray
     means: np.ndarray
     batch: _enumerate.HeapBatch
-    values: np.ndarray = field(init=False)
+    tables: _SubsetTables = field(init=False)
 
     def __post_init__(self):
-        self.values = _enumerate.oblivious_subset_values(self.batch)  # (T, 2^K, 2^D), row-independent
+        # (T, 2^K, 2^D), row-independent
+        self.tables = _SubsetTables(_enumerate.oblivious_subset_values(self.batch), self.batch.n_players)
 
     @property
     def work(self) -> float:
-        return float(self.values.size)
+        return float(self.tables.values.size)
 
     def chunk_rows(self) -> int:
-        return max(256, _CHUNK_ELEMENTS // (len(self.trees) * self.batch.depth))
+        return max(_MIN_CHUNK_ROWS, _CHUNK_ELEMENTS // (len(self.trees) * self.batch.depth))
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
         depth = self.batch.depth
@@ -205,14 +243,16 @@ class ObliviousUnit:
         prediction = batch.leaf_value[np.arange(len(self.trees)), pattern]
         return (pattern,), prediction
 
-    def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
+    def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool):
         (pattern,) = state
-        tables = _SubsetTables(self.values, self.batch.n_players)
-        if local:
-            _scatter_local(tables.local(pattern, w_quad, w_lin), self.batch.features, out)
-        else:
-            per_quad, per_lin = _pattern_weights(pattern, 1 << self.batch.depth, w_quad, w_lin)
-            _add_players(tables.summed(per_quad, per_lin), self.batch.features, out)
+        if not local:
+            return _pattern_weights(pattern, 1 << self.batch.depth, w_quad, w_lin)
+        unit_quad, unit_lin = self.tables.units()
+        _scatter_local(_weighted_units(unit_quad, unit_lin, pattern, w_quad, w_lin), self.batch.features, out)
+        return None
+
+    def finish(self, weights: tuple[np.ndarray, np.ndarray], out: np.ndarray) -> None:
+        _add_players(self.tables.summed(*weights), self.batch.features, out)
 
 
 def _pattern_weights(pattern: np.ndarray, n_patterns: int, w_quad: np.ndarray, w_lin: np.ndarray):
@@ -229,6 +269,7 @@ class _SubsetTables:
     def __init__(self, values: np.ndarray, n_players: int):
         self.values = values
         self.shapley = _enumerate.shapley_matrix(n_players)
+        self._units: tuple[np.ndarray, np.ndarray] | None = None
 
     def summed(self, per_quad: np.ndarray, per_lin: np.ndarray) -> np.ndarray:
         """``(T, K)`` from the weights summed per pattern ``(T, U)``."""
@@ -236,28 +277,14 @@ class _SubsetTables:
         game += np.einsum("tu,tsu->ts", per_lin, self.values)
         return game @ self.shapley
 
-    def local(self, pattern: np.ndarray, w_quad: np.ndarray, w_lin: np.ndarray) -> np.ndarray:
-        """``(n, T, K)`` for rows with patterns ``pattern (n, T)``."""
-        unit_quad = np.einsum("tsu,sk->tuk", self.values * self.values, self.shapley)
-        unit_lin = np.einsum("tsu,sk->tuk", self.values, self.shapley)
-        return _weighted_units(unit_quad, unit_lin, pattern, w_quad, w_lin)
-
-
-class _RecursionTables:
-    """The same through the two-particle recursion over split decisions ``(T, U, N)``."""
-
-    def __init__(self, batch: _enumerate.HeapBatch, decisions: np.ndarray):
-        self.batch = batch
-        self.decisions = decisions
-
-    def summed(self, per_quad: np.ndarray, per_lin: np.ndarray) -> np.ndarray:
-        return _recursion.recursion_gradients(self.batch, self.decisions, per_quad, per_lin).sum(axis=1)
-
-    def local(self, pattern: np.ndarray, w_quad: np.ndarray, w_lin: np.ndarray) -> np.ndarray:
-        ones, zeros = np.ones(self.decisions.shape[:2]), np.zeros(self.decisions.shape[:2])
-        unit_quad = _recursion.recursion_gradients(self.batch, self.decisions, ones, zeros)  # (T, U, K)
-        unit_lin = _recursion.recursion_gradients(self.batch, self.decisions, zeros, ones)
-        return _weighted_units(unit_quad, unit_lin, pattern, w_quad, w_lin)
+    def units(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(T, U, K)`` Shapley values of ``m_S^2`` and of ``m_S`` on every pattern."""
+        if self._units is None:
+            self._units = (
+                np.einsum("tsu,sk->tuk", self.values * self.values, self.shapley),
+                np.einsum("tsu,sk->tuk", self.values, self.shapley),
+            )
+        return self._units
 
 
 def _weighted_units(unit_quad, unit_lin, pattern, w_quad, w_lin) -> np.ndarray:
@@ -338,7 +365,8 @@ def _kinds(nodes: NodeArrays, strategy: str) -> list[str]:
     if strategy != "lca":
         # shallow trees all go to heap batches (symmetric or not) so that batches stay long
         forced = strategy in ("enumerate", "recursion")
-        shallow = (depth <= _HEAP_DEPTH) | (forced & (depth <= 4))
+        # (the cube of a depth-4 heap has 2^15 patterns: too many even for tests)
+        shallow = depth <= _HEAP_DEPTH
         small_oblivious = oblivious & ~shallow & ((depth + players <= 16) | forced)
         kinds[shallow] = "heap"
         kinds[small_oblivious] = "oblivious"

@@ -102,6 +102,24 @@ def test_each_kernel_matches_subset_enumeration(fitted, family, nan, strategy):
     np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, atol=1e-9, rtol=0)
 
 
+@pytest.mark.parametrize("strategy", ["enumerate", "recursion"])
+@pytest.mark.parametrize("family", ["GradientBoostingRegressor", "CatBoost-SymmetricTree"])
+def test_rows_split_into_chunks_give_the_same_values(fitted, monkeypatch, family, strategy):
+    # batched units sum row weights per pattern over chunks and evaluate the games once at the end
+    from shap_rsq import _units
+    from shap_rsq._engine import UnitCache
+
+    model, X, y, w = fitted(family, family not in NO_NAN)
+    monkeypatch.setattr(_units, "_CHUNK_ELEMENTS", 1)
+    monkeypatch.setattr(_units, "_MIN_CHUNK_ROWS", 32)
+    explainer = RSquaredExplainer(model)
+    explainer._units = UnitCache(explainer.forest, strategy)
+    assert all(unit.chunk_rows() == 32 for unit in explainer._units.units())  # 120 rows in 4 chunks
+    expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, atol=1e-9, rtol=0)
+
+
 @pytest.mark.parametrize("family", [f for f in FAMILIES if f not in NO_NAN])
 def test_models_trained_without_nan_route_it_as_their_predict_does(fitted, family):
     # the common case: fitted on complete rows, explained on rows with holes
