@@ -93,8 +93,9 @@ def _unit_blocks(units: Sequence, n_jobs: int | None, local: bool) -> list[np.nd
 
     Global values use a few blocks per job, so that a job that drew the cheaper trees takes
     another block; local values use one block per job, each holding an ``(n, p)`` array.
+    Forests of shallow or symmetric trees only run one block: threads slow them down.
     """
-    jobs = max(1, effective_n_jobs(n_jobs))
+    jobs = max(1, effective_n_jobs(n_jobs)) if any(unit.threads_help for unit in units) else 1
     n_blocks = min(len(units), jobs if local or jobs == 1 else 4 * jobs)
     work = np.array([unit.work for unit in units], dtype=float)
     if n_blocks <= 1 or work.sum() == 0:
@@ -110,11 +111,19 @@ def _block_start_predictions(forest, units, X, mean_prediction, blocks) -> list[
     for block in blocks:
         starts.append(f.copy())
         if block is not blocks[-1]:
-            for unit in (units[u] for u in block):
-                for t, mean in zip(unit.trees, unit.means, strict=True):
-                    tree = forest.trees[t]
-                    f += tree.value[tree.leaf_of(X, forest.input_dtype)] - mean
+            for u in block:
+                f += _unit_shift(units[u], X, forest.input_dtype)
     return starts
+
+
+def _unit_shift(unit, X: np.ndarray, dtype) -> np.ndarray:
+    """``(n,)`` what a unit's trees add to ``f``: their predictions less their means."""
+    shift = np.empty(X.shape[0])
+    step = unit.chunk_rows() or X.shape[0]
+    for start in range(0, X.shape[0], step):
+        rows = slice(start, start + step)
+        shift[rows] = unit.prepare(X[rows], dtype)[1].sum(axis=1)
+    return shift - unit.means.sum()
 
 
 def _run_block(units, X, y, w, f, forest, local, progress):

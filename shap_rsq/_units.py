@@ -43,6 +43,9 @@ class LcaUnit:
     means: np.ndarray
     plan: TreePlan
 
+    # its large array passes release the GIL, so threads share the work
+    threads_help = True
+
     @property
     def work(self) -> float:
         return float(len(self.plan.item_leaf) * self.plan.n_q)
@@ -118,6 +121,9 @@ class HeapUnit:
     batch: _enumerate.HeapBatch
     method: str = "auto"  # or force "enumerate" / "recursion" (tests)
     _tables: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    # many short NumPy calls: a second thread mostly waits for the GIL
+    threads_help = False
 
     @property
     def work(self) -> float:
@@ -219,6 +225,8 @@ class ObliviousUnit:
     means: np.ndarray
     batch: _enumerate.HeapBatch
     tables: _SubsetTables = field(init=False)
+
+    threads_help = False  # as for HeapUnit
 
     def __post_init__(self):
         # (T, 2^K, 2^D), row-independent

@@ -13,6 +13,7 @@ from conftest import make_data
 from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor
 
 from shap_rsq import RSquaredExplainer, UnsupportedModelError
+from shap_rsq._engine import _unit_blocks
 
 xgboost = pytest.importorskip("xgboost")
 
@@ -83,8 +84,14 @@ def test_integer_weights_equal_repeated_rows():
     np.testing.assert_allclose(weighted, repeated, atol=1e-12)
 
 
-def test_parallel_jobs_give_identical_results(frame_model):
-    model, frame, y, w = frame_model
+@pytest.mark.parametrize("depth", [3, 6])
+def test_parallel_jobs_give_identical_results(frame_model, depth):
+    _, frame, y, w = frame_model
+    model = xgboost.XGBRegressor(n_estimators=20, max_depth=depth, random_state=0).fit(frame, y)
+    units = RSquaredExplainer(model)._units.units()
+    # deep trees are split into blocks of trees whose starting predictions must be right;
+    # shallow ones stay in one block (threads only slow their short NumPy calls)
+    assert len(_unit_blocks(units, 2, local=False)) == (1 if depth == 3 else 8)
     serial = RSquaredExplainer(model).rsq(frame, y, sample_weight=w)
     parallel = RSquaredExplainer(model, n_jobs=2).rsq(frame, y, sample_weight=w)
     np.testing.assert_allclose(serial, parallel, atol=1e-12)
