@@ -280,10 +280,19 @@ def _factor_layout(items: dict, n_features: int) -> dict:
     out["item_n_var"] = (rank == 0).sum(axis=1)
     out["item_n_fac"] = (rank < 2).sum(axis=1)
     mask = np.sum(np.where(rank == 0, np.left_shift(np.int64(1), out["fac_pos"]), 0), axis=1)
-    views, out["item_view"] = np.unique(np.stack([items["item_leaf"], mask], axis=1), axis=0, return_inverse=True)
-    out["item_view"] = out["item_view"].ravel()
-    out["view_leaf"], out["view_mask"] = views[:, 0], views[:, 1]
+    out["view_leaf"], out["view_mask"], out["item_view"] = _distinct_pairs(items["item_leaf"], mask)
     return out
+
+
+def _distinct_pairs(high: np.ndarray, low: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct ``(high, low)`` pairs of non-negative integers in lexicographic order, and each
+    pair's rank among them (one packed integer key when both fit: ``unique(axis=0)`` is slow)."""
+    bits = int(low.max(initial=0)).bit_length()
+    if int(high.max(initial=0)).bit_length() + bits > 62:
+        pairs, rank = np.unique(np.stack([high, low], axis=1), axis=0, return_inverse=True)
+        return pairs[:, 0], pairs[:, 1], rank.ravel()
+    keys, rank = np.unique((high << bits) | low, return_inverse=True)
+    return keys >> bits, keys & ((np.int64(1) << bits) - 1), rank.ravel()
 
 
 def _quadrature_nodes(tree: TreeTable, paths: _Paths) -> int:
