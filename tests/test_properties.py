@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from oracle import rsq_oracle
 
 from shap_rsq._engine import UnitCache, decompose
+from shap_rsq._plan import _distinct_pairs
 from shap_rsq._trees import Forest, TreeTable
 
 THRESHOLDS = np.array([-1.0, -0.25, 0.0, 0.5, 1.0])
@@ -200,3 +201,16 @@ def test_a_forty_deep_chain_tree_next_to_shallow_ones():
     result = decompose(forest, UnitCache(forest).units(), X, y, w)
     np.testing.assert_allclose(result.values / sst, expected_global, atol=1e-9)
     np.testing.assert_allclose(result.prediction, forest.predict(X), atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**40), st.integers(0, 2**30)), min_size=1, max_size=30), st.booleans())
+def test_distinct_pairs_are_the_distinct_rows_in_order(pairs, narrow):
+    """Packed keys (pairs of up to 62 bits) and the row-unique fallback number views identically."""
+    array = np.array(pairs, dtype=np.int64)
+    if narrow:
+        array %= 1 << 20  # both fit one key
+    rows, rank = np.unique(array, axis=0, return_inverse=True)
+    high, low, inverse = _distinct_pairs(array[:, 0], array[:, 1])
+    np.testing.assert_array_equal(np.stack([high, low], axis=1), rows)
+    np.testing.assert_array_equal(inverse, rank.ravel())
