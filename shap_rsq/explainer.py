@@ -44,7 +44,9 @@ class RSquaredExplainer(shap.TreeExplainer):
     n_jobs : int, optional
         Number of threads over blocks of trees (joblib semantics; ``-1`` = all cores;
         ``None`` follows ``joblib.parallel_config``).  The kernel releases the GIL
-        in NumPy, so threads share the model tables instead of copying them.
+        in NumPy, so threads share the model tables instead of copying them.  Forests
+        whose trees are all small (depth 5 or less, or symmetric) run on one thread
+        whatever ``n_jobs`` says: their short NumPy calls gain nothing from a second one.
     progress : bool, default=False
         Show a progress bar over trees.
 
