@@ -45,7 +45,7 @@ class RSquaredExplainer(shap.TreeExplainer):
         Number of threads over blocks of trees (joblib semantics; ``-1`` = all cores;
         ``None`` follows ``joblib.parallel_config``).  The kernel releases the GIL
         in NumPy, so threads share the model tables instead of copying them.  Forests
-        whose trees are all small (depth 5 or less, or symmetric) run on one thread
+        whose trees are all small (about depth 5 or less) or symmetric run on one thread
         whatever ``n_jobs`` says: their short NumPy calls gain nothing from a second one.
     progress : bool, default=False
         Show a progress bar over trees.
