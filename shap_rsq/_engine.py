@@ -119,11 +119,16 @@ def _block_start_predictions(forest, units, X, mean_prediction, blocks) -> list[
 def _unit_shift(unit, X: np.ndarray, dtype) -> np.ndarray:
     """``(n,)`` what a unit's trees add to ``f``: their predictions less their means."""
     shift = np.empty(X.shape[0])
-    step = unit.chunk_rows() or X.shape[0]
-    for start in range(0, X.shape[0], step):
-        rows = slice(start, start + step)
+    for rows in _row_chunks(unit, X.shape[0]):
         shift[rows] = unit.prepare(X[rows], dtype)[1].sum(axis=1)
     return shift - unit.means.sum()
+
+
+def _row_chunks(unit, n_rows: int):
+    """Slices of rows in the chunk size the unit asks for (all rows when it chunks inside)."""
+    step = unit.chunk_rows() or n_rows
+    for start in range(0, n_rows, step):
+        yield slice(start, min(n_rows, start + step))
 
 
 def _run_block(units, X, y, w, f, forest, local, progress):
@@ -135,10 +140,8 @@ def _run_block(units, X, y, w, f, forest, local, progress):
 
         bar = tqdm(total=forest.n_trees, desc="trees", unit="tree")
     for unit in units:
-        step = unit.chunk_rows() or X.shape[0]
         pending = None  # row weights a unit sums over chunks before its games are evaluated
-        for start in range(0, X.shape[0], step):
-            rows = slice(start, min(X.shape[0], start + step))
+        for rows in _row_chunks(unit, X.shape[0]):
             state, prediction = unit.prepare(X[rows], forest.input_dtype)
             shift = prediction - unit.means  # (n, T)
             before = f[rows, None] + np.cumsum(shift, axis=1) - shift

@@ -114,6 +114,12 @@ def _mixing_weights(assignments: np.ndarray, q: np.ndarray) -> np.ndarray:
     return q[None, :] ** known * (1.0 - q[None, :]) ** (assignments.shape[1] - known)
 
 
+def _signed_weights(assignments: np.ndarray, r: int, q: np.ndarray) -> np.ndarray:
+    """``d/dq_r`` of the mixing weights: ``+-`` the weights of the other repeated features ``(S, Q)``."""
+    sign = np.where(assignments[:, r], 1.0, -1.0)[:, None]
+    return sign * _mixing_weights(np.delete(assignments, r, axis=1), q)
+
+
 def _backward(batch, forward, weights, gl, seed_quad, seed_lin, grad):
     """Reverse pass: add the q-integral of d objective / d q_k of every coin-flip split into ``grad (T, U, K)``."""
     levels, _, _ = forward
@@ -162,11 +168,7 @@ def _conditioned_gradients(forward, assignments, q, gl, order, seed_quad, seed_l
     objective = seed_quad[:, None, None, :] * root_b + seed_lin[:, None, None, :] * root_a
     n_trees = objective.shape[0]
     for r in range(n_repeated):
-        others = np.delete(assignments, r, axis=1)
-        known = others.sum(axis=1)[:, None]
-        w = q[None, :] ** known * (1.0 - q[None, :]) ** (others.shape[1] - known)  # (S, Q)
-        sign = np.where(assignments[:, r], 1.0, -1.0)[:, None]
-        d = np.einsum("sq,tsqu,q->tu", sign * w, objective, gl)
+        d = np.einsum("sq,tsqu,q->tu", _signed_weights(assignments, r, q), objective, gl)
         grad[np.arange(n_trees), :, order[:, r]] += d
 
 
@@ -199,11 +201,9 @@ def summed_recursion_gradients(batch: HeapBatch, cube_quad: np.ndarray, cube_lin
     grad = np.einsum("tn,tnk->tk", node_grad, onehot)
     objective = np.einsum("tu,tsqu->tsq", quad, root_b) + np.einsum("tu,tsqu->tsq", lin, root_a)
     for r in range(n_repeated):
-        others = np.delete(assignments, r, axis=1)
-        known = others.sum(axis=1)[:, None]
-        w = q[None, :] ** known * (1.0 - q[None, :]) ** (others.shape[1] - known)  # (S, Q)
-        sign = np.where(assignments[:, r], 1.0, -1.0)[:, None]
-        grad[np.arange(n_trees), order[:, r]] += np.einsum("sq,tsq,q->t", sign * w, objective, gl)
+        grad[np.arange(n_trees), order[:, r]] += np.einsum(
+            "sq,tsq,q->t", _signed_weights(assignments, r, q), objective, gl
+        )
     return grad
 
 
