@@ -143,15 +143,16 @@ def _run_block(units, X, y, w, f, forest, local, progress):
         pending = None  # row weights a unit sums over chunks before its games are evaluated
         for rows in _row_chunks(unit, X.shape[0]):
             state, prediction = unit.prepare(X[rows], forest.input_dtype)
-            shift = prediction - unit.means  # (n, T)
-            before = f[rows, None] + np.cumsum(shift, axis=1) - shift
-            w_rows = w[rows, None]
-            w_quad = np.broadcast_to(-w_rows, shift.shape)
-            w_lin = 2.0 * w_rows * (y[rows, None] - before + unit.means)
+            after = np.cumsum(prediction - unit.means, axis=1)  # (n, T) shift of f by each tree and those before
+            # w_lin = 2 w (r + c_t) with r = y - f - (shift before t): the tree's own shift plus c_t is its prediction
+            w_lin = prediction - after
+            w_lin += (y[rows] - f[rows])[:, None]
+            w_lin *= 2.0 * w[rows, None]
+            w_quad = np.broadcast_to(-w[rows, None], w_lin.shape)
             part = unit.contribute(state, w_quad, w_lin, out[rows] if local else out, local)
             if part is not None:
                 pending = part if pending is None else tuple(a + b for a, b in zip(pending, part, strict=True))
-            f[rows] += shift.sum(axis=1)
+            f[rows] += after[:, -1]
         if pending is not None:
             unit.finish(pending, out)
         if bar is not None:
