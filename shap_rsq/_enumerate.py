@@ -229,8 +229,9 @@ def subset_values(batch: HeapBatch, left: np.ndarray) -> np.ndarray:
     return values[:, 0]
 
 
-def oblivious_subset_values(batch: HeapBatch) -> np.ndarray:
-    """``m_S`` for every subset and every one of the ``2^D`` level-bit patterns: ``(T, 2^K, 2^D)``.
+def oblivious_level_values(batch: HeapBatch) -> tuple[np.ndarray, np.ndarray]:
+    """``m_S`` on every one of the ``2^D`` level-bit patterns, tabulated by the levels ``S`` knows:
+    ``(T, 2^D masks, 2^D patterns)``, and the mask of every subset of players ``(T, 2^K)``.
 
     Pattern bit ``d`` (most significant first) is 1 when the row goes right at level ``d``.
     A subset acts on a symmetric tree only through which *levels* it knows, and the values
@@ -251,8 +252,7 @@ def oblivious_subset_values(batch: HeapBatch) -> np.ndarray:
         table[:, :, 1, :, 0] = lo
         table[:, :, 1, :, 1] = hi
         values = table.reshape(n_trees, len(nodes), 2 * lo.shape[2], 2 * lo.shape[3])
-    by_mask = values[:, 0]  # (T, 2^D level masks, 2^D patterns)
-    return np.take_along_axis(by_mask, _level_masks(batch)[:, :, None], axis=1)
+    return values[:, 0], _level_masks(batch)
 
 
 def _level_masks(batch: HeapBatch) -> np.ndarray:

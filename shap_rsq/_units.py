@@ -169,7 +169,7 @@ class HeapUnit:
         if name not in self._tables:
             batch = self.batch.select(group, k)
             decisions = np.broadcast_to(self._cube(), (len(group), *self._cube().shape))
-            self._tables[name] = _SubsetTables(_enumerate.subset_values(batch, decisions), k)
+            self._tables[name] = _SubsetTables(_enumerate.subset_values(batch, decisions), None, k)
         return self._tables[name]
 
     def _local_tables(self) -> tuple[np.ndarray, np.ndarray]:
@@ -221,7 +221,7 @@ class ObliviousUnit:
 
     def __post_init__(self):
         # (T, 2^K, 2^D), row-independent
-        self.tables = _SubsetTables(_enumerate.oblivious_subset_values(self.batch), self.batch.n_players)
+        self.tables = _SubsetTables(*_enumerate.oblivious_level_values(self.batch), self.batch.n_players)
 
     @property
     def work(self) -> float:
@@ -274,25 +274,36 @@ def _pattern_weights(cell: np.ndarray, n_patterns: int, w_quad: np.ndarray, w_li
 
 
 class _SubsetTables:
-    """Shapley values of ``w_quad m_S^2 + w_lin m_S`` from subset tables ``values (T, 2^K, U)``."""
+    """Shapley values of ``w_quad m_S^2 + w_lin m_S`` from tables ``values (T, M, U)`` of ``m_S`` on
+    every pattern ``u``; subset ``S`` of the ``K`` players reads row ``rows[t, S]`` (all ``2^K`` subsets
+    by default; symmetric trees tabulate by known levels, which several subsets may share)."""
 
-    def __init__(self, values: np.ndarray, n_players: int):
+    def __init__(self, values: np.ndarray, rows: np.ndarray | None, n_players: int):
         self.values = values
+        self.rows = rows
         self.shapley = _enumerate.shapley_matrix(n_players)
         self._units: tuple[np.ndarray, np.ndarray] | None = None
 
     def summed(self, per_quad: np.ndarray, per_lin: np.ndarray) -> np.ndarray:
         """``(T, K)`` from the weights summed per pattern ``(T, U)``."""
-        game = np.einsum("tu,tsu->ts", per_quad, self.values * self.values)
-        game += np.einsum("tu,tsu->ts", per_lin, self.values)
+        game = np.einsum("tu,tmu->tm", per_quad, self.values * self.values)
+        game += np.einsum("tu,tmu->tm", per_lin, self.values)
+        if self.rows is not None:
+            game = np.take_along_axis(game, self.rows, axis=1)
         return game @ self.shapley
 
     def units(self) -> tuple[np.ndarray, np.ndarray]:
         """``(T, U, K)`` Shapley values of ``m_S^2`` and of ``m_S`` on every pattern."""
         if self._units is None:
+            if self.rows is None:
+                weights = np.broadcast_to(self.shapley, (self.values.shape[0], *self.shapley.shape))
+            else:  # the Shapley weights of the subsets that share each row, summed
+                n_trees, n_rows = self.values.shape[:2]
+                weights = np.zeros((n_trees, n_rows, self.shapley.shape[1]))
+                np.add.at(weights, (np.arange(n_trees)[:, None], self.rows), self.shapley[None])
             self._units = (
-                np.einsum("tsu,sk->tuk", self.values * self.values, self.shapley),
-                np.einsum("tsu,sk->tuk", self.values, self.shapley),
+                np.einsum("tmu,tmk->tuk", self.values * self.values, weights),
+                np.einsum("tmu,tmk->tuk", self.values, weights),
             )
         return self._units
 
