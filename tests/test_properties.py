@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import rsq_oracle
 
+from shap_rsq import _enumerate
 from shap_rsq._engine import UnitCache, decompose
 from shap_rsq._plan import _distinct_pairs
 from shap_rsq._trees import Forest, TreeTable
@@ -214,3 +215,27 @@ def test_distinct_pairs_are_the_distinct_rows_in_order(pairs, narrow):
     high, low, inverse = _distinct_pairs(array[:, 0], array[:, 1])
     np.testing.assert_array_equal(np.stack([high, low], axis=1), rows)
     np.testing.assert_array_equal(inverse, rank.ravel())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_decision_keys_compare_in_the_models_precision(dtype):
+    """Splits compared on float32 rows give the decisions of float64 comparisons: thresholds are
+    narrowed only when that is exact (a float64 midpoint between two float32 values is kept)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 4))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    between = (np.float64(np.float32(0.1)) + np.float64(np.nextafter(np.float32(0.1), np.float32(1)))) / 2
+    X[:3, 1] = [np.float32(0.1), between, np.nextafter(np.float32(0.1), np.float32(1))]
+    feature = np.array([[1, 0, 3], [2, 1, 1]])
+    threshold = np.array([[between, 0.0, -0.5], [0.25, np.float64(np.float32(0.1)), 0.3]])
+    default_left = np.array([[True, False, True], [False, True, False]])
+    shift = np.array([0, 2, 1])
+
+    keys = _enumerate.decision_keys(X, feature, threshold, default_left, dtype, shift)
+
+    x = (X.astype(np.float32) if dtype == np.float32 else X).astype(np.float64)[:, feature]  # (n, T, H)
+    left = np.where(np.isnan(x), default_left, x <= threshold)
+    expected = np.sum(left.astype(np.int64) << shift, axis=2)
+    np.testing.assert_array_equal(keys, expected)
+    assert keys.shape == (200, 2)
+    assert np.float64(np.float32(between)) != between  # the kept-wide case is exercised
