@@ -220,7 +220,7 @@ class ObliviousUnit:
     threads_help = False  # as for HeapUnit
 
     def __post_init__(self):
-        # (T, 2^K, 2^D), row-independent
+        # (T, 2^D known-level masks, 2^D patterns), row-independent
         self.tables = _SubsetTables(*_enumerate.oblivious_level_values(self.batch), self.batch.n_players)
 
     @property
@@ -295,16 +295,20 @@ class _SubsetTables:
     def units(self) -> tuple[np.ndarray, np.ndarray]:
         """``(T, U, K)`` Shapley values of ``m_S^2`` and of ``m_S`` on every pattern."""
         if self._units is None:
+            squares = self.values * self.values
             if self.rows is None:
-                weights = np.broadcast_to(self.shapley, (self.values.shape[0], *self.shapley.shape))
+                self._units = (
+                    np.einsum("tsu,sk->tuk", squares, self.shapley),
+                    np.einsum("tsu,sk->tuk", self.values, self.shapley),
+                )
             else:  # the Shapley weights of the subsets that share each row, summed
                 n_trees, n_rows = self.values.shape[:2]
                 weights = np.zeros((n_trees, n_rows, self.shapley.shape[1]))
                 np.add.at(weights, (np.arange(n_trees)[:, None], self.rows), self.shapley[None])
-            self._units = (
-                np.einsum("tmu,tmk->tuk", self.values * self.values, weights),
-                np.einsum("tmu,tmk->tuk", self.values, weights),
-            )
+                self._units = (
+                    np.einsum("tmu,tmk->tuk", squares, weights),
+                    np.einsum("tmu,tmk->tuk", self.values, weights),
+                )
         return self._units
 
 
