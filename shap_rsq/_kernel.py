@@ -120,19 +120,25 @@ class _Cells:
         self.pair_within = (self.pair_cell - self.view_first[pair_view]).astype(self.index)
 
     def item_cells(self, plan: TreePlan, items: slice):
-        """Cells of a range of items: ``(cell_item, cell_real, row_cell)`` with ``row_cell[u, i]``
-        the cell of item ``i`` for row ``u``."""
+        """Cells of a range of items, ordered by item: ``(cell_item, cell_real, first)`` with
+        ``first[i]`` the first cell of item ``i`` (the number of cells last)."""
         view = plan.item_view[items]
-        leaf = plan.item_leaf[items]
         count = self.view_count[view]
-        start = np.cumsum(count) - count
+        first = np.concatenate([[0], np.cumsum(count)])
         cell_item = np.repeat(np.arange(len(view)), count)
-        cell_real = self.view_first[view[cell_item]] + np.arange(len(cell_item)) - start[cell_item]
-        index = self.row_leaf_cell[:, leaf]
-        index += (self.pair_first[view] - self.leaf_first[leaf]).astype(self.index)
-        row_cell = self.pair_within[index]
-        row_cell += start.astype(row_cell.dtype)
-        return cell_item, cell_real, row_cell
+        cell_real = self.view_first[view[cell_item]] + np.arange(len(cell_item)) - first[cell_item]
+        return cell_item, cell_real, first
+
+    def row_cells(self, plan: TreePlan, items: slice, base: np.ndarray, columns: np.ndarray | None = None):
+        """``(n, len(columns))`` the cell of every row in items ``columns`` of the range (all by
+        default), numbered from each item's ``base``."""
+        index = np.arange(items.start, items.stop) if columns is None else items.start + columns
+        view, leaf = plan.item_view[index], plan.item_leaf[index]
+        cell = self.row_leaf_cell[:, leaf]
+        cell += (self.pair_first[view] - self.leaf_first[leaf]).astype(self.index)
+        cell = self.pair_within[cell]
+        cell += base.astype(self.index)
+        return cell
 
 
 class _Factors:
@@ -238,7 +244,8 @@ def _weighted_slopes(plan: TreePlan, factors: _Factors, rows: np.ndarray, code: 
 
 def _cell_tables(plan: TreePlan, items: slice, cells: _Cells, factors: _Factors):
     """Per cell of the items in ``items``: value ``(C, Q)`` and slopes ``(C, F, Q)``."""
-    cell_item, cell_real, row_cell = cells.item_cells(plan, items)
+    cell_item, cell_real, first = cells.item_cells(plan, items)
+    row_cell = cells.row_cells(plan, items, first[:-1])
     rows = np.arange(items.start, items.stop)[cell_item]
     code = cells.cell_code[cell_real]
     constant = factors.constant[rows]
@@ -278,6 +285,18 @@ def _group_coefficients(plan: TreePlan, q: np.ndarray):
     return coef, dcoef
 
 
+_ONES = np.ones(0)
+
+
+def _ones(n: int) -> np.ndarray:
+    """``n`` ones from a shared buffer that only grows (the one-hot matrices never write their data)."""
+    global _ONES
+    ones = _ONES
+    if ones.size < n:
+        ones = _ONES = np.ones(max(n, 2 * ones.size))
+    return ones[:n]
+
+
 def _segment_matrix(row_cell: np.ndarray, seg_starts: np.ndarray, n_cells: int) -> sparse.csr_matrix:
     """One-hot ``(rows * segments, cells)``: row ``(u, s)`` selects the cells of the items of
     segment ``s`` for row ``u``, so ``matrix @ values`` sums each side of each group."""
@@ -286,7 +305,7 @@ def _segment_matrix(row_cell: np.ndarray, seg_starts: np.ndarray, n_cells: int) 
     indptr = np.empty(n_rows * len(seg_starts) + 1, dtype=index)
     indptr[:-1] = (np.arange(n_rows, dtype=index)[:, None] * n_items + seg_starts[None, :]).ravel()
     indptr[-1] = n_rows * n_items
-    data = np.ones(row_cell.size)
+    data = _ones(row_cell.size)
     shape = (len(indptr) - 1, n_cells)
     return sparse.csr_matrix((data, row_cell.ravel().astype(index, copy=False), indptr), shape=shape, copy=False)
 
@@ -307,7 +326,8 @@ def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_l
     factors = _Factors(plan, q)
 
     single = slice(0, plan.n_single)
-    cell_item, cell_real, row_cell = cells.item_cells(plan, single)
+    cell_item, cell_real, first = cells.item_cells(plan, single)
+    row_cell = cells.row_cells(plan, single, first[:-1])
     rows = np.arange(single.start, single.stop)[cell_item]
     weight = np.where(plan.item_kind[single] == LIN, w_lin[:, None], w_quad[:, None])
     per_cell = np.bincount(row_cell.ravel(), weights=weight.ravel(), minlength=len(cell_item))
@@ -317,34 +337,34 @@ def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_l
     if n_items == plan.n_single:
         return out
     cross = slice(plan.n_single, n_items)
-    cell_item, cell_real, row_cell = cells.item_cells(plan, cross)
+    cell_item, cell_real, first = cells.item_cells(plan, cross)
     rows = np.arange(cross.start, cross.stop)[cell_item]
     code = cells.cell_code[cell_real]
     value = factors.constant[rows] * _varying(plan, factors, rows, code)[0]
     coef, dcoef = _group_coefficients(plan, q)
     hist = np.zeros((len(cell_item), len(q)))
     both = np.zeros_like(coef)
-    for groups, items, shift, cells, seg_starts in _group_chunks(plan, cell_item):
+    for groups, items, shift, chunk, seg_starts in _group_chunks(plan, first):
         # the chunk's cells renumbered from 0: its value and cotangent tables stay in cache
-        chunk_cell = row_cell[:, items] - shift.astype(row_cell.dtype)
-        chunk_value = value[cells]
+        chunk_cell = cells.row_cells(plan, cross, first[items] - shift, items)
+        chunk_value = value[chunk]
         chunk_hist = np.zeros_like(chunk_value)
         chunk_coef = coef[groups]
         for block in _blocks(codes.shape[0], len(items) * len(q)):
-            gather = _segment_matrix(chunk_cell[block], seg_starts, len(cells))
+            gather = _segment_matrix(chunk_cell[block], seg_starts, len(chunk))
             sums = (gather @ chunk_value).reshape(-1, 2, len(chunk_coef), len(q))
             # the cotangent of a left item is w C_g B_g (and of a right item w C_g A_g)
             partner = sums[:, ::-1] * (w_quad[block, None, None, None] * chunk_coef)
             chunk_hist += gather.T @ partner.reshape(-1, len(q))
             both[groups] += np.einsum("ugq,ugq->gq", sums[:, 0], partner[:, 0])
-        hist[cells] += chunk_hist
+        hist[chunk] += chunk_hist
     out += _weighted_slopes(plan, factors, rows, code, hist * gl)
     # both = sum_u w_u C_g A_g B_g; the coefficient's own derivative is dC/dq_k = C * dcoef_ratio
     out += _scatter_features(plan, plan.group_T, np.einsum("gq,gtq,q->gt", both, dcoef / coef[:, None, :], gl))
     return out
 
 
-def _group_chunks(plan: TreePlan, cell_item: np.ndarray):
+def _group_chunks(plan: TreePlan, first: np.ndarray):
     """Consecutive groups whose cross cells number about ``_CHUNK_CELLS``.
 
     Per chunk: its groups (a slice), its item columns (the left sides' items, then the right
@@ -353,7 +373,7 @@ def _group_chunks(plan: TreePlan, cell_item: np.ndarray):
     """
     n_groups = len(plan.seg_starts) // 2
     bounds = np.append(plan.seg_starts, len(plan.item_leaf) - plan.n_single)  # item bounds of the segments
-    first_cell = np.searchsorted(cell_item, bounds)  # cells are ordered by item
+    first_cell = first[bounds]  # cells are ordered by item
     seg_cells = np.diff(first_cell)
     cumulative = np.cumsum(seg_cells[:n_groups] + seg_cells[n_groups:])
     cuts = np.searchsorted(cumulative, np.arange(_CHUNK_CELLS, cumulative[-1], _CHUNK_CELLS), side="right")
