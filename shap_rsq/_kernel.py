@@ -344,9 +344,9 @@ def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_l
     coef, dcoef = _group_coefficients(plan, q)
     hist = np.zeros((len(cell_item), len(q)))
     both = np.zeros_like(coef)
-    for groups, items, shift, chunk, seg_starts in _group_chunks(plan, first):
+    for groups, items, base, chunk, seg_starts in _group_chunks(plan, first):
         # the chunk's cells renumbered from 0: its value and cotangent tables stay in cache
-        chunk_cell = cells.row_cells(plan, cross, first[items] - shift, items)
+        chunk_cell = cells.row_cells(plan, cross, base, items)
         chunk_value = value[chunk]
         chunk_hist = np.zeros_like(chunk_value)
         chunk_coef = coef[groups]
@@ -368,8 +368,8 @@ def _group_chunks(plan: TreePlan, first: np.ndarray):
     """Consecutive groups whose cross cells number about ``_CHUNK_CELLS``.
 
     Per chunk: its groups (a slice), its item columns (the left sides' items, then the right
-    sides'), what to subtract from each column's cell numbers to number the chunk's cells from 0,
-    those cells, and the chunk's segment starts within its columns.
+    sides'), where each of them starts in the chunk's own numbering of its cells, those cells,
+    and the chunk's segment starts within its columns.
     """
     n_groups = len(plan.seg_starts) // 2
     bounds = np.append(plan.seg_starts, len(plan.item_leaf) - plan.n_single)  # item bounds of the segments
@@ -384,14 +384,14 @@ def _group_chunks(plan: TreePlan, first: np.ndarray):
         n_left_cells = first_cell[gb] - first_cell[ga]
         items = np.concatenate([np.arange(bounds[a], bounds[b]) for a, b in sides])
         cells = np.concatenate([np.arange(first_cell[a], first_cell[b]) for a, b in sides])
-        shift = np.repeat([first_cell[ga], first_cell[n_groups + ga] - n_left_cells], n_items)
+        base = first[items] - np.repeat([first_cell[ga], first_cell[n_groups + ga] - n_left_cells], n_items)
         seg_starts = np.concatenate(
             [
                 plan.seg_starts[ga:gb] - bounds[ga],
                 plan.seg_starts[n_groups + ga : n_groups + gb] - bounds[n_groups + ga] + n_items[0],
             ]
         )
-        yield slice(ga, gb), items, shift, cells, seg_starts
+        yield slice(ga, gb), items, base, cells, seg_starts
 
 
 def _scatter_rows(feat: np.ndarray, amount: np.ndarray, width: int) -> np.ndarray:
