@@ -72,9 +72,19 @@ def decompose(
     """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing)."""
     mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
     blocks = _unit_blocks(units, n_jobs, local)
-    starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
+    starts, prepared = _block_start_predictions(forest, units, X, mean_prediction, blocks)
     tasks = [
-        delayed(_run_block)([units[u] for u in block], X, y, w, start, forest, local, progress and i == 0)
+        delayed(_run_block)(
+            [units[u] for u in block],
+            [prepared.pop(u, None) for u in block],
+            X,
+            y,
+            w,
+            start,
+            forest,
+            local,
+            progress and i == 0,
+        )
         for i, (block, start) in enumerate(zip(blocks, starts, strict=True))
     ]
     if len(tasks) == 1:
@@ -104,16 +114,22 @@ def _unit_blocks(units: Sequence, n_jobs: int | None, local: bool) -> list[np.nd
     return [b for b in np.split(np.arange(len(units)), edges) if len(b)]
 
 
-def _block_start_predictions(forest, units, X, mean_prediction, blocks) -> list[np.ndarray]:
-    """``f`` before the first tree of each block."""
+def _block_start_predictions(forest, units, X, mean_prediction, blocks) -> tuple[list[np.ndarray], dict]:
+    """``f`` before the first tree of each block, and the routed rows of the units that needed
+    routing for it and route all rows at once (kept, so that their blocks do not route them again)."""
     f = np.full(X.shape[0], mean_prediction)
-    starts = []
+    starts, prepared = [], {}
     for block in blocks:
         starts.append(f.copy())
         if block is not blocks[-1]:
             for u in block:
-                f += _unit_shift(units[u], X, forest.input_dtype)
-    return starts
+                unit = units[u]
+                if unit.chunk_rows() is None:
+                    prepared[u] = unit.prepare(X, forest.input_dtype)
+                    f += prepared[u][1].sum(axis=1) - unit.means.sum()
+                else:
+                    f += _unit_shift(unit, X, forest.input_dtype)
+    return starts, prepared
 
 
 def _unit_shift(unit, X: np.ndarray, dtype) -> np.ndarray:
@@ -131,7 +147,7 @@ def _row_chunks(unit, n_rows: int):
         yield slice(start, min(n_rows, start + step))
 
 
-def _run_block(units, X, y, w, f, forest, local, progress):
+def _run_block(units, prepared, X, y, w, f, forest, local, progress):
     f = f.copy()
     out = np.zeros((X.shape[0], forest.n_features) if local else forest.n_features)
     bar = None
@@ -139,10 +155,10 @@ def _run_block(units, X, y, w, f, forest, local, progress):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=forest.n_trees, desc="trees", unit="tree")
-    for unit in units:
+    for unit, routed in zip(units, prepared, strict=True):
         pending = None  # row weights a unit sums over chunks before its games are evaluated
         for rows in _row_chunks(unit, X.shape[0]):
-            state, prediction = unit.prepare(X[rows], forest.input_dtype)
+            state, prediction = routed or unit.prepare(X[rows], forest.input_dtype)
             after = np.cumsum(prediction - unit.means, axis=1)  # (n, T) shift of f by each tree and those before
             # w_lin = 2 w (r + c_t) with r = y - f - (shift before t): the tree's own shift plus c_t is its prediction
             w_lin = prediction - after
