@@ -196,9 +196,9 @@ def weighted_slopes(plan: TreePlan, factors: Factors, rows: np.ndarray, code: np
 
 
 def cell_tables(plan: TreePlan, items: slice, cells: Cells, factors: Factors):
-    """Per cell of the items in ``items``: value ``(C, Q)`` and slopes ``(C, F, Q)``."""
+    """Per cell of the items in ``items``: value ``(C, Q)`` and slopes ``(C, F, Q)``, with each
+    item's first cell (``first``, as from :meth:`Cells.item_cells`)."""
     cell_item, cell_real, first = cells.item_cells(plan, items)
-    row_cell = cells.row_cells(plan, items, first[:-1])
     rows = np.arange(items.start, items.stop)[cell_item]
     code = cells.cell_code[cell_real]
     constant = factors.constant[rows]
@@ -211,7 +211,7 @@ def cell_tables(plan: TreePlan, items: slice, cells: Cells, factors: Factors):
         varying[block], others = _all_but_one(values)
         slope[block, :width] = np.moveaxis(others * slopes[:, :, None], 0, 1) * constant[block, None]
         slope[block, width:] *= varying[block, None, :]
-    return cell_item, row_cell, constant * varying, slope
+    return first, constant * varying, slope
 
 
 def scatter_features(plan: TreePlan, feat: np.ndarray, amount: np.ndarray) -> np.ndarray:

@@ -113,12 +113,6 @@ def _segment_matrix(row_cell: np.ndarray, seg_starts: np.ndarray, n_cells: int) 
     return sparse.csr_matrix((data, row_cell.ravel().astype(index, copy=False), indptr), shape=shape, copy=False)
 
 
-def _cross_sums(plan: TreePlan, value: np.ndarray, row_cell: np.ndarray) -> np.ndarray:
-    """Side sums ``S (n, 2, G, Q)`` of every cross group for each row."""
-    gather = _segment_matrix(row_cell, plan.seg_starts, value.shape[0])
-    return (gather @ value).reshape(row_cell.shape[0], 2, -1, value.shape[1])
-
-
 def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_lin: np.ndarray) -> np.ndarray:
     """Shapley values of the tree game summed over rows, per local feature ``(K,)``.
 
@@ -218,7 +212,8 @@ def pattern_gradients(plan: TreePlan, codes: np.ndarray) -> tuple[np.ndarray, np
     factors = Factors(plan, q)
 
     single = slice(0, plan.n_single)
-    _, row_cell, _, slope = cell_tables(plan, single, cells, factors)
+    first, _, slope = cell_tables(plan, single, cells, factors)
+    row_cell = cells.row_cells(plan, single, first[:-1])
     integrated = slope @ gl
     feat = plan.fac_feat[single]
     is_lin = plan.item_kind[single] == LIN
@@ -229,14 +224,23 @@ def pattern_gradients(plan: TreePlan, codes: np.ndarray) -> tuple[np.ndarray, np
 
     if len(plan.item_leaf) > plan.n_single:
         cross = slice(plan.n_single, len(plan.item_leaf))
-        _, row_cell, value, slope = cell_tables(plan, cross, cells, factors)
+        first, value, slope = cell_tables(plan, cross, cells, factors)
         coef, dcoef = _group_coefficients(plan, q)
         feat = plan.fac_feat[cross]
-        for rows in _blocks(n, row_cell.shape[1] * feat.shape[1] * len(q)):
-            sums = _cross_sums(plan, value, row_cell[rows])
-            cot = coef[plan.item_group] * sums[:, 1 - plan.item_side, plan.item_group]
-            amount = np.einsum("uiq,uifq,q->uif", cot, slope[row_cell[rows]], gl)
-            g_quad[rows] += _scatter_rows(feat, amount, width)
-            both = sums[:, 0] * sums[:, 1]
-            g_quad[rows] += _scatter_rows(plan.group_T, np.einsum("ugq,gtq,q->ugt", both, dcoef, gl), width)
+        for groups, items, base, chunk, seg_starts in _group_chunks(plan, first):
+            # as in weighted_gradient: the chunk's tables stay in cache while the rows pass
+            chunk_cell = cells.row_cells(plan, cross, base, items)
+            chunk_value, chunk_slope = value[chunk], slope[chunk]
+            group, side = plan.item_group[items] - groups.start, plan.item_side[items]
+            item_coef = coef[groups][group]
+            for rows in _blocks(n, len(items) * feat.shape[1] * len(q)):
+                gather = _segment_matrix(chunk_cell[rows], seg_starts, len(chunk))
+                sums = (gather @ chunk_value).reshape(-1, 2, groups.stop - groups.start, len(q))
+                cot = item_coef * sums[:, 1 - side, group]
+                amount = np.einsum("uiq,uifq,q->uif", cot, chunk_slope[chunk_cell[rows]], gl)
+                g_quad[rows] += _scatter_rows(feat[items], amount, width)
+                both = sums[:, 0] * sums[:, 1]
+                g_quad[rows] += _scatter_rows(
+                    plan.group_T[groups], np.einsum("ugq,gtq,q->ugt", both, dcoef[groups], gl), width
+                )
     return g_quad[:, :-1], g_lin[:, :-1]
