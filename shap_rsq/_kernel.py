@@ -141,24 +141,32 @@ def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_l
     coef, dcoef = _group_coefficients(plan, q)
     hist = np.zeros((len(cell_item), len(q)))
     both = np.zeros_like(coef)
-    for groups, items, base, chunk, seg_starts in _group_chunks(plan, first):
-        # the chunk's cells renumbered from 0: its value and cotangent tables stay in cache
-        chunk_cell = cells.row_cells(plan, cross, base, items)
-        chunk_value = value[chunk]
-        chunk_hist = np.zeros_like(chunk_value)
-        chunk_coef = coef[groups]
-        for block in _blocks(codes.shape[0], len(items) * len(q)):
-            gather = _segment_matrix(chunk_cell[block], seg_starts, len(chunk))
-            sums = (gather @ chunk_value).reshape(-1, 2, len(chunk_coef), len(q))
-            # the cotangent of a left item is w C_g B_g (and of a right item w C_g A_g)
-            partner = sums[:, ::-1] * (w_quad[block, None, None, None] * chunk_coef)
-            chunk_hist += gather.T @ partner.reshape(-1, len(q))
-            both[groups] += np.einsum("ugq,ugq->gq", sums[:, 0], partner[:, 0])
-        hist[chunk] += chunk_hist
+    for groups, _, chunk, _, block, gather, sums in _side_sums(plan, cells, first, value, codes.shape[0], 1):
+        # the cotangent of a left item is w C_g B_g (and of a right item w C_g A_g)
+        partner = sums[:, ::-1] * (w_quad[block, None, None, None] * coef[groups])
+        hist[chunk] += gather.T @ partner.reshape(-1, len(q))
+        both[groups] += np.einsum("ugq,ugq->gq", sums[:, 0], partner[:, 0])
     out += weighted_slopes(plan, factors, rows, code, hist * gl)
     # both = sum_u w_u C_g A_g B_g; the coefficient's own derivative is dC/dq_k = C * dcoef_ratio
     out += scatter_features(plan, plan.group_T, np.einsum("gq,gtq,q->gt", both, dcoef / coef[:, None, :], gl))
     return out
+
+
+def _side_sums(plan: TreePlan, cells: Cells, first: np.ndarray, value: np.ndarray, n_rows: int, per_q: int):
+    """Each group's side sums for each row, chunk by chunk of groups (``_group_chunks``) and block
+    by block of rows: ``(groups, items, chunk, row_cell, rows, gather, sums)`` with ``row_cell`` the
+    rows' cells numbered within the chunk, ``gather`` their one-hot segment matrix and ``sums``
+    ``(rows, 2, groups, Q)``.  ``per_q`` scales the row blocks for callers with wider temporaries."""
+    cross = slice(plan.n_single, len(plan.item_leaf))
+    n_q = value.shape[1]
+    for groups, items, base, chunk, seg_starts in _group_chunks(plan, first):
+        # the chunk's cells renumbered from 0: its value and cotangent tables stay in cache
+        chunk_cell = cells.row_cells(plan, cross, base, items)
+        chunk_value = value[chunk]
+        for rows in _blocks(n_rows, len(items) * n_q * per_q):
+            gather = _segment_matrix(chunk_cell[rows], seg_starts, len(chunk))
+            sums = (gather @ chunk_value).reshape(-1, 2, groups.stop - groups.start, n_q)
+            yield groups, items, chunk, chunk_cell[rows], rows, gather, sums
 
 
 def _group_chunks(plan: TreePlan, first: np.ndarray):
@@ -227,20 +235,13 @@ def pattern_gradients(plan: TreePlan, codes: np.ndarray) -> tuple[np.ndarray, np
         first, value, slope = cell_tables(plan, cross, cells, factors)
         coef, dcoef = _group_coefficients(plan, q)
         feat = plan.fac_feat[cross]
-        for groups, items, base, chunk, seg_starts in _group_chunks(plan, first):
-            # as in weighted_gradient: the chunk's tables stay in cache while the rows pass
-            chunk_cell = cells.row_cells(plan, cross, base, items)
-            chunk_value, chunk_slope = value[chunk], slope[chunk]
+        for groups, items, chunk, row_cell, rows, _, sums in _side_sums(plan, cells, first, value, n, feat.shape[1]):
             group, side = plan.item_group[items] - groups.start, plan.item_side[items]
-            item_coef = coef[groups][group]
-            for rows in _blocks(n, len(items) * feat.shape[1] * len(q)):
-                gather = _segment_matrix(chunk_cell[rows], seg_starts, len(chunk))
-                sums = (gather @ chunk_value).reshape(-1, 2, groups.stop - groups.start, len(q))
-                cot = item_coef * sums[:, 1 - side, group]
-                amount = np.einsum("uiq,uifq,q->uif", cot, chunk_slope[chunk_cell[rows]], gl)
-                g_quad[rows] += _scatter_rows(feat[items], amount, width)
-                both = sums[:, 0] * sums[:, 1]
-                g_quad[rows] += _scatter_rows(
-                    plan.group_T[groups], np.einsum("ugq,gtq,q->ugt", both, dcoef[groups], gl), width
-                )
+            cot = coef[groups][group] * sums[:, 1 - side, group]
+            amount = np.einsum("uiq,uifq,q->uif", cot, slope[chunk[row_cell]], gl)
+            g_quad[rows] += _scatter_rows(feat[items], amount, width)
+            both = sums[:, 0] * sums[:, 1]
+            g_quad[rows] += _scatter_rows(
+                plan.group_T[groups], np.einsum("ugq,gtq,q->ugt", both, dcoef[groups], gl), width
+            )
     return g_quad[:, :-1], g_lin[:, :-1]
