@@ -1,8 +1,34 @@
 """shap-rsq: exact Shapley decomposition of R^2 for tree models (Q-SHAP)."""
 
-from ._models import UnsupportedModelError
-from .explainer import RSquaredExplainer
-from .selector import RSquaredSelector
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __all__ = ["RSquaredExplainer", "RSquaredSelector", "UnsupportedModelError", "__version__"]
 __version__ = "0.1.0.dev0"
+
+# The public names are imported on first use: the engine's worker processes import only the
+# kernel modules (NumPy, SciPy), not shap and scikit-learn, which take seconds to load.
+_PUBLIC = {
+    "RSquaredExplainer": "explainer",
+    "RSquaredSelector": "selector",
+    "UnsupportedModelError": "_models",
+}
+
+if TYPE_CHECKING:
+    from ._models import UnsupportedModelError
+    from .explainer import RSquaredExplainer
+    from .selector import RSquaredSelector
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

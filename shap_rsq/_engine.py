@@ -18,11 +18,17 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
 from . import _kernel
+from ._lca_unit import adopt_plans, compiled_plans, distinct_rows
 from ._plan import TreePlan
 from ._trees import Forest
-from ._units import build_units, distinct_rows
+from ._units import build_units
 
 __all__ = ["Decomposition", "UnitCache", "decompose", "tree_shap_values"]
+
+# Estimated LCA work (items x quadrature nodes, summed over trees) from which a forest's blocks
+# go to worker processes: about half a second on one core (100 depth-5 XGBoost trees, 1000 rows),
+# against ~25 ms to hand blocks to a warm pool.
+_PARALLEL_WORK = 1e5
 
 
 class UnitCache:
@@ -72,30 +78,43 @@ def decompose(
     """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing)."""
     mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
     blocks = _unit_blocks(units, n_jobs, local)
-    starts, prepared = _block_start_predictions(forest, units, X, mean_prediction, blocks)
+    starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
     tasks = [
-        delayed(_run_block)(
-            [units[u] for u in block],
-            [prepared.pop(u, None) for u in block],
-            X,
-            y,
-            w,
-            start,
-            forest,
-            local,
-            progress and i == 0,
-        )
-        for i, (block, start) in enumerate(zip(blocks, starts, strict=True))
+        delayed(_run_block)([units[u] for u in block], X, y, w, start, forest, local, progress and len(blocks) == 1)
+        for block, start in zip(blocks, starts, strict=True)
     ]
     if len(tasks) == 1:
         function, args, kwargs = tasks[0]
         results = [function(*args, **kwargs)]
     else:
-        # NumPy and SciPy release the GIL in the kernel's array passes, so threads share the
-        # compiled units and rows without copying them; a configured backend (dask) still wins
-        results = Parallel(n_jobs=n_jobs, prefer="threads")(tasks)
+        results = _run_parallel(tasks, blocks, units, n_jobs, progress)
     values = sum(r[0] for r in results)
     return Decomposition(values, results[-1][1], mean_prediction)
+
+
+def _run_parallel(tasks: list, blocks: list[np.ndarray], units: Sequence, n_jobs: int | None, progress: bool):
+    """Blocks in worker processes (a configured joblib backend, such as dask, still wins).
+
+    Processes, not threads: the kernel's NumPy and SciPy passes are short enough that two
+    threads mostly wait for each other's GIL (depth-6 XGBoost: 1.15x on two threads, 1.8x
+    on two processes).  Plans that a worker compiled come back with its results, so that a
+    reused explainer compiles each tree once.
+    """
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=sum(len(units[u].trees) for block in blocks for u in block), desc="trees", unit="tree")
+    results = []
+    parallel = Parallel(n_jobs=n_jobs, prefer="processes", return_as="generator")
+    for block, result in zip(blocks, parallel(tasks), strict=True):
+        adopt_plans([units[u] for u in block], result[2])
+        results.append(result)
+        if bar is not None:
+            bar.update(sum(len(units[u].trees) for u in block))
+    if bar is not None:
+        bar.close()
+    return results
 
 
 def _unit_blocks(units: Sequence, n_jobs: int | None, local: bool) -> list[np.ndarray]:
@@ -103,9 +122,11 @@ def _unit_blocks(units: Sequence, n_jobs: int | None, local: bool) -> list[np.nd
 
     Global values use a few blocks per job, so that a job that drew the cheaper trees takes
     another block; local values use one block per job, each holding an ``(n, p)`` array.
-    Forests of shallow or symmetric trees only run one block: threads slow them down.
+    Forests with little kernel work run one block in this process: shallow and symmetric
+    trees take milliseconds, less than handing rows to another process.
     """
-    jobs = max(1, effective_n_jobs(n_jobs)) if any(unit.threads_help for unit in units) else 1
+    parallel_work = sum(unit.parallel_work for unit in units)
+    jobs = max(1, effective_n_jobs(n_jobs)) if parallel_work >= _PARALLEL_WORK else 1
     n_blocks = min(len(units), jobs if local or jobs == 1 else 4 * jobs)
     work = np.array([unit.work for unit in units], dtype=float)
     if n_blocks <= 1 or work.sum() == 0:
@@ -114,30 +135,22 @@ def _unit_blocks(units: Sequence, n_jobs: int | None, local: bool) -> list[np.nd
     return [b for b in np.split(np.arange(len(units)), edges) if len(b)]
 
 
-def _block_start_predictions(forest, units, X, mean_prediction, blocks) -> tuple[list[np.ndarray], dict]:
-    """``f`` before the first tree of each block, and the routed rows of the units that needed
-    routing for it and route all rows at once (kept, so that their blocks do not route them again)."""
-    f = np.full(X.shape[0], mean_prediction)
-    starts, prepared = [], {}
-    for block in blocks:
-        starts.append(f.copy())
-        if block is not blocks[-1]:
-            for u in block:
-                unit = units[u]
-                if unit.chunk_rows() is None:
-                    prepared[u] = unit.prepare(X, forest.input_dtype)
-                    f += prepared[u][1].sum(axis=1) - unit.means.sum()
-                else:
-                    f += _unit_shift(unit, X, forest.input_dtype)
-    return starts, prepared
+def _block_start_predictions(forest, units, X, mean_prediction, blocks) -> list[np.ndarray]:
+    """``f`` before the first tree of each block.
 
-
-def _unit_shift(unit, X: np.ndarray, dtype) -> np.ndarray:
-    """``(n,)`` what a unit's trees add to ``f``: their predictions less their means."""
-    shift = np.empty(X.shape[0])
-    for rows in _row_chunks(unit, X.shape[0]):
-        shift[rows] = unit.prepare(X[rows], dtype)[1].sum(axis=1)
-    return shift - unit.means.sum()
+    The trees before the last block are routed together straight from the node arrays, so
+    that each block's units are compiled and routed by its own worker, not here in turn.
+    """
+    starts = [np.full(X.shape[0], mean_prediction)]
+    if len(blocks) == 1:
+        return starts
+    trees = [np.concatenate([units[u].trees for u in block]) for block in blocks[:-1]]
+    shift = forest.nodes.leaf_values(X, np.concatenate(trees), forest.input_dtype)
+    shift -= forest.nodes.tree_mean[np.concatenate(trees)]
+    edges = np.cumsum([len(t) for t in trees])[:-1]
+    for part in np.split(shift, edges, axis=1):
+        starts.append(starts[-1] + part.sum(axis=1))
+    return starts
 
 
 def _row_chunks(unit, n_rows: int):
@@ -147,7 +160,7 @@ def _row_chunks(unit, n_rows: int):
         yield slice(start, min(n_rows, start + step))
 
 
-def _run_block(units, prepared, X, y, w, f, forest, local, progress):
+def _run_block(units, X, y, w, f, forest, local, progress):
     f = f.copy()
     out = np.zeros((X.shape[0], forest.n_features) if local else forest.n_features)
     bar = None
@@ -155,10 +168,10 @@ def _run_block(units, prepared, X, y, w, f, forest, local, progress):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=forest.n_trees, desc="trees", unit="tree")
-    for unit, routed in zip(units, prepared, strict=True):
+    for unit in units:
         pending = None  # row weights a unit sums over chunks before its games are evaluated
         for rows in _row_chunks(unit, X.shape[0]):
-            state, prediction = routed or unit.prepare(X[rows], forest.input_dtype)
+            state, prediction = unit.prepare(X[rows], forest.input_dtype)
             after = np.cumsum(prediction - unit.means, axis=1)  # (n, T) shift of f by each tree and those before
             # w_lin = 2 w (r + c_t) with r = y - f - (shift before t): the tree's own shift plus c_t is its prediction
             w_lin = prediction - after
@@ -175,7 +188,7 @@ def _run_block(units, prepared, X, y, w, f, forest, local, progress):
             bar.update(len(unit.trees))
     if bar is not None:
         bar.close()
-    return out, f
+    return out, f, compiled_plans(units)
 
 
 def tree_shap_values(plan: TreePlan | None, X: np.ndarray, n_features: int, dtype=None) -> np.ndarray:

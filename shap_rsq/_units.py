@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _enumerate, _kernel, _recursion
-from ._plan import TreePlan, compile_tree
+from . import _enumerate, _recursion
+from ._lca_unit import LcaUnit, lca_work
 from ._trees import Forest, NodeArrays
 
 __all__ = ["build_units"]
@@ -25,77 +25,6 @@ _HEAP_DEPTH = 3
 _BATCH_TREES = 256
 _CHUNK_ELEMENTS = 1 << 22
 _MIN_CHUNK_ROWS = 256
-# Distinct patterns per LCA kernel call: (patterns x items) index arrays of up to 2^24 entries (128 MB) keep
-# the cell tables of a tree computed once for typical data sizes.
-_PATTERN_ELEMENTS = 1 << 24
-# Items x quadrature nodes of an LCA tree from which threads share its work (depth-6 XGBoost trees
-# have about 2800, depth-5 about 1000).
-_THREAD_WORK = 2000
-
-
-@dataclass
-class LcaUnit:
-    """One tree through the compiled LCA kernel (``_plan`` / ``_kernel``).
-
-    All rows are first routed to split patterns (in row blocks) and merged
-    across the whole dataset, so a tree with few distinct patterns costs little
-    however many rows there are; the kernel then runs over blocks of patterns.
-    """
-
-    trees: np.ndarray
-    means: np.ndarray
-    plan: TreePlan
-
-    @property
-    def work(self) -> float:
-        return float(len(self.plan.item_leaf) * self.plan.n_q)
-
-    @property
-    def threads_help(self) -> bool:
-        # the array passes of large trees release the GIL long enough for a second thread
-        # to pay (depth 6: 1.25x on 2 threads); below that it mostly waits (depth 4: 0.65x)
-        return self.work >= _THREAD_WORK
-
-    def chunk_rows(self) -> int | None:
-        return None  # all rows at once: routing is blocked inside
-
-    def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
-        step = max(256, _CHUNK_ELEMENTS // max(1, self.plan.path_split.size))
-        keys, prediction = [], []
-        for start in range(0, X.shape[0], step):
-            left = _kernel.split_decisions(self.plan, X[start : start + step], dtype)
-            keys.append(_pattern_keys(left[:, :-1]))
-            prediction.append(self.plan.leaf_value[_kernel.reached_leaf(self.plan, left)])
-        _, first, inverse = np.unique(np.concatenate(keys), return_index=True, return_inverse=True)
-        return (X, dtype, first, inverse.ravel()), np.concatenate(prediction)[:, None]
-
-    def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
-        X, dtype, first, inverse = state
-        n_patterns = len(first)
-        per_quad = np.bincount(inverse, weights=w_quad[:, 0], minlength=n_patterns)
-        per_lin = np.bincount(inverse, weights=w_lin[:, 0], minlength=n_patterns)
-        if local:
-            g_quad = np.empty((n_patterns, self.plan.n_features))
-            g_lin = np.empty_like(g_quad)
-        step = max(64, _PATTERN_ELEMENTS // max(len(self.plan.item_leaf), 1))
-        for start in range(0, n_patterns, step):
-            block = slice(start, min(n_patterns, start + step))
-            left = _kernel.split_decisions(self.plan, X, dtype, rows=first[block])
-            codes = _kernel.leaf_codes(self.plan, left)
-            if local:
-                g_quad[block], g_lin[block] = _kernel.pattern_gradients(self.plan, codes)
-            else:
-                out[self.plan.features] += _kernel.weighted_gradient(self.plan, codes, per_quad[block], per_lin[block])
-        if local:
-            out[:, self.plan.features] += w_quad[:, :1] * g_quad[inverse] + w_lin[:, :1] * g_lin[inverse]
-
-
-def _pattern_keys(decisions: np.ndarray) -> np.ndarray:
-    """One sortable key per row of split decisions (an integer, or packed bytes past 62 splits)."""
-    if decisions.shape[1] <= 62:
-        return decisions @ (np.int64(1) << np.arange(decisions.shape[1], dtype=np.int64))
-    packed = np.ascontiguousarray(np.packbits(decisions, axis=1))
-    return packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
 
 
 @dataclass
@@ -114,8 +43,8 @@ class HeapUnit:
     method: str = "auto"  # or force "enumerate" / "recursion" (tests)
     _tables: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    # many short NumPy calls: a second thread mostly waits for the GIL
-    threads_help = False
+    # milliseconds for hundreds of trees: not worth sending to another process
+    parallel_work = 0.0
 
     @property
     def work(self) -> float:
@@ -217,7 +146,7 @@ class ObliviousUnit:
     batch: _enumerate.HeapBatch
     tables: _SubsetTables = field(init=False)
 
-    threads_help = False  # as for HeapUnit
+    parallel_work = 0.0  # as for HeapUnit
 
     def __post_init__(self):
         # (T, 2^D known-level masks, 2^D patterns), row-independent
@@ -335,12 +264,6 @@ def _scatter_local(phi: np.ndarray, features: np.ndarray, out: np.ndarray) -> No
     out[:, columns] += dense.reshape(n_rows, len(columns))
 
 
-def distinct_rows(decisions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """First occurrence and inverse map of each distinct row of split decisions."""
-    _, first, inverse = np.unique(_pattern_keys(decisions), return_index=True, return_inverse=True)
-    return first, inverse.ravel()
-
-
 def build_units(forest: Forest, strategy: str = "auto") -> list:
     """Group a forest's trees into units, in order; single-leaf trees only shift the mean.
 
@@ -351,6 +274,7 @@ def build_units(forest: Forest, strategy: str = "auto") -> list:
     nodes = forest.nodes
     kinds = _kinds(nodes, strategy)
     depths, means = nodes.tree_depth, nodes.tree_mean
+    work = lca_work(nodes)
     units: list = []
     start = 0
     while start < len(kinds):
@@ -359,7 +283,7 @@ def build_units(forest: Forest, strategy: str = "auto") -> list:
             start += 1
             continue
         if kind == "lca":
-            units.append(LcaUnit(np.array([start]), means[[start]], compile_tree(forest.trees[start])))
+            units.append(LcaUnit(np.array([start]), means[[start]], forest.trees[start], work[start]))
             start += 1
             continue
         stop = start + 1

@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="features listed and drawn before the rest are added up (default: 20)",
     )
     explain.add_argument(
-        "--n-jobs", type=_n_jobs, metavar="N", help="threads over blocks of trees (-1: all cores, -2: all but one)"
+        "--n-jobs", type=_n_jobs, metavar="N", help="processes over blocks of trees (-1: all cores, -2: all but one)"
     )
     explain.add_argument("--progress", action="store_true", help="show a progress bar over trees")
     explain.set_defaults(run=run_explain)
@@ -255,7 +255,7 @@ def _check_destination(path: str | None, option: str) -> None:
 def _n_jobs(text: str) -> int:
     value = _whole_number(text)
     if value == 0:
-        raise argparse.ArgumentTypeError("0 threads cannot run anything: give 1 or more, or -1 for all cores")
+        raise argparse.ArgumentTypeError("0 jobs cannot run anything: give 1 or more, or -1 for all cores")
     return value
 
 

@@ -42,11 +42,13 @@ class RSquaredExplainer(shap.TreeExplainer):
     feature_names : list of str, optional
         Names for the columns of array inputs.  DataFrame columns take precedence.
     n_jobs : int, optional
-        Number of threads over blocks of trees (joblib semantics; ``-1`` = all cores;
-        ``None`` follows ``joblib.parallel_config``).  The kernel releases the GIL
-        in NumPy, so threads share the model tables instead of copying them.  Forests
-        whose trees are all small (about depth 5 or less) or symmetric run on one thread
-        whatever ``n_jobs`` says: their short NumPy calls gain nothing from a second one.
+        Number of worker processes over blocks of trees (joblib semantics; ``-1`` = all
+        cores; ``None`` follows ``joblib.parallel_config``, whose backend, dask for
+        instance, is used when set).  Workers start with the first call that needs
+        them (about half a second) and are kept for later calls.  Forests with less
+        work than about 100 depth-5 trees on 1,000 rows, and forests of shallow
+        (depth 3 or less) or symmetric trees, run in this process whatever ``n_jobs``
+        says: they take less time than handing their rows to another process.
     progress : bool, default=False
         Show a progress bar over trees.
 

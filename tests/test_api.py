@@ -12,7 +12,7 @@ import shap
 from conftest import make_data
 from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor
 
-from shap_rsq import RSquaredExplainer, UnsupportedModelError
+from shap_rsq import RSquaredExplainer, UnsupportedModelError, _engine, _lca_unit
 from shap_rsq._engine import _unit_blocks
 
 xgboost = pytest.importorskip("xgboost")
@@ -85,12 +85,14 @@ def test_integer_weights_equal_repeated_rows():
 
 
 @pytest.mark.parametrize("depth", [3, 6])
-def test_parallel_jobs_give_identical_results(frame_model, depth):
+def test_parallel_jobs_give_identical_results(frame_model, depth, monkeypatch):
     _, frame, y, w = frame_model
     model = xgboost.XGBRegressor(n_estimators=20, max_depth=depth, random_state=0).fit(frame, y)
     units = RSquaredExplainer(model)._units.units()
-    # deep trees are split into blocks of trees whose starting predictions must be right;
-    # shallow ones stay in one block (threads only slow their short NumPy calls)
+    # deep trees are split into blocks of trees whose starting predictions must be right; shallow
+    # ones, and forests with less work than a pool's start-up, stay in one block in this process
+    assert len(_unit_blocks(units, 2, local=False)) == 1
+    monkeypatch.setattr(_engine, "_PARALLEL_WORK", 0.0)
     assert len(_unit_blocks(units, 2, local=False)) == (1 if depth == 3 else 8)
     serial = RSquaredExplainer(model).rsq(frame, y, sample_weight=w)
     parallel = RSquaredExplainer(model, n_jobs=2).rsq(frame, y, sample_weight=w)
@@ -99,12 +101,29 @@ def test_parallel_jobs_give_identical_results(frame_model, depth):
     np.testing.assert_allclose(local.values.sum(0), serial.to_numpy(), atol=1e-12)
 
 
-def test_progress_bar_can_be_switched_on(frame_model, capsys):
+def test_worker_processes_send_back_the_trees_they_compiled(frame_model, monkeypatch):
+    _, frame, y, _ = frame_model
+    model = xgboost.XGBRegressor(n_estimators=8, max_depth=5, random_state=0).fit(frame, y)
+    monkeypatch.setattr(_engine, "_PARALLEL_WORK", 0.0)
+    explainer = RSquaredExplainer(model, n_jobs=2)
+    assert not any(_lca_unit.compiled_plans(explainer._units.units()))
+    first = explainer.rsq(frame, y)
+    # compiled in the workers, kept by the explainer: the next call ships them instead
+    assert all(plan is not None for plan in _lca_unit.compiled_plans(explainer._units.units()))
+    np.testing.assert_allclose(explainer.rsq(frame, y), first, atol=1e-12)
+
+
+def test_progress_bar_can_be_switched_on(frame_model, capsys, monkeypatch):
     model, frame, y, _ = frame_model
     RSquaredExplainer(model, progress=True).rsq(frame, y)
     assert "trees" in capsys.readouterr().err
     RSquaredExplainer(model).rsq(frame, y)
     assert capsys.readouterr().err == ""
+    # with worker processes the bar is drawn here, block by block, and counts every tree
+    deep = xgboost.XGBRegressor(n_estimators=12, max_depth=5, random_state=0).fit(frame, y)
+    monkeypatch.setattr(_engine, "_PARALLEL_WORK", 0.0)
+    RSquaredExplainer(deep, n_jobs=2, progress=True).rsq(frame, y)
+    assert "12/12" in capsys.readouterr().err
 
 
 def test_early_stopping_uses_the_trees_predict_uses():

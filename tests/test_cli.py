@@ -464,7 +464,7 @@ REQUIRED = ["explain", "--model", "m.json", "--data", "d.csv", "--target", "y"]
         (["explain", "--model", "m.json"], "the following arguments are required: --data, --target"),
         ([*REQUIRED, "--max-display", "0"], "argument --max-display: must be at least 1, got 0"),
         ([*REQUIRED, "--max-display", "ten"], "argument --max-display: expected a whole number, got 'ten'"),
-        ([*REQUIRED, "--n-jobs", "0"], "argument --n-jobs: 0 threads cannot run anything"),
+        ([*REQUIRED, "--n-jobs", "0"], "argument --n-jobs: 0 jobs cannot run anything"),
         ([*REQUIRED, "--n-jobs", "all"], "argument --n-jobs: expected a whole number, got 'all'"),
     ],
 )

@@ -50,11 +50,15 @@ def test_dask_array_errors_name_the_problem(cluster_client, problem):
         explainer.rsq(da.from_array(X, chunks=200), y[:-1])
 
 
-def test_joblib_dask_backend_spreads_the_work_over_the_cluster(cluster_client, problem):
+def test_joblib_dask_backend_spreads_the_work_over_the_cluster(cluster_client, problem, monkeypatch):
     from joblib import parallel_config
+
+    from shap_rsq import _engine
 
     model, X, y, w = problem
     serial = RSquaredExplainer(model).rsq(X, y, sample_weight=w)
-    with parallel_config(backend="dask"):
+    monkeypatch.setattr(_engine, "_PARALLEL_WORK", 0.0)  # a small model, split as a large one would be
+    with distributed.get_task_stream(cluster_client) as stream, parallel_config(backend="dask"):
         spread = RSquaredExplainer(model, n_jobs=2).rsq(X, y, sample_weight=w)
     np.testing.assert_allclose(spread, serial, atol=1e-12, rtol=0)
+    assert len({task["worker"] for task in stream.data}) == 2

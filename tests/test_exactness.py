@@ -129,5 +129,10 @@ def test_models_trained_without_nan_route_it_as_their_predict_does(fitted, famil
     explainer = RSquaredExplainer(model)
     tol = 1e-5 if "xgboost" in family.lower() or "XGB" in family else 1e-9  # XGBoost predicts in float32
     np.testing.assert_allclose(explainer.forest.predict(holes), predict(model, holes), atol=tol, rtol=0)
+    # all trees routed at once (the starting predictions of parallel blocks) reach the same leaves
+    forest = explainer.forest
+    together = forest.nodes.leaf_values(holes, np.arange(forest.n_trees), forest.input_dtype)
+    one_by_one = np.stack([tree.value[tree.leaf_of(holes, forest.input_dtype)] for tree in forest.trees], axis=1)
+    np.testing.assert_array_equal(together, one_by_one)
     expected_global, _ = rsq_oracle(explainer.forest, holes, y, w)
     np.testing.assert_allclose(explainer.rsq(holes, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
