@@ -25,10 +25,10 @@ from ._units import build_units
 
 __all__ = ["Decomposition", "UnitCache", "decompose", "tree_shap_values"]
 
-# Estimated LCA work (items x quadrature nodes, summed over trees) from which a forest's blocks
-# go to worker processes: about half a second on one core (100 depth-5 XGBoost trees, 1000 rows),
-# against ~25 ms to hand blocks to a warm pool.
-_PARALLEL_WORK = 1e5
+# Estimated LCA work (items x quadrature nodes, summed over trees, times rows) from which a
+# forest's blocks go to worker processes: about half a second on one core (100 depth-5 XGBoost
+# trees on 1000 rows), against ~25 ms to hand blocks to a warm pool.
+_PARALLEL_WORK = 1e8
 
 
 class UnitCache:
@@ -77,7 +77,7 @@ def decompose(
 ) -> Decomposition:
     """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing)."""
     mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
-    blocks = _unit_blocks(units, n_jobs, local)
+    blocks = _unit_blocks(units, n_jobs, local, X.shape[0])
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
     tasks = [
         delayed(_run_block)([units[u] for u in block], X, y, w, start, forest, local, progress and len(blocks) == 1)
@@ -117,7 +117,7 @@ def _run_parallel(tasks: list, blocks: list[np.ndarray], units: Sequence, n_jobs
     return results
 
 
-def _unit_blocks(units: Sequence, n_jobs: int | None, local: bool) -> list[np.ndarray]:
+def _unit_blocks(units: Sequence, n_jobs: int | None, local: bool, n_rows: int) -> list[np.ndarray]:
     """Contiguous blocks of units of about equal estimated work.
 
     Global values use a few blocks per job, so that a job that drew the cheaper trees takes
@@ -125,7 +125,7 @@ def _unit_blocks(units: Sequence, n_jobs: int | None, local: bool) -> list[np.nd
     Forests with little kernel work run one block in this process: shallow and symmetric
     trees take milliseconds, less than handing rows to another process.
     """
-    parallel_work = sum(unit.parallel_work for unit in units)
+    parallel_work = n_rows * sum(unit.parallel_work for unit in units)
     jobs = max(1, effective_n_jobs(n_jobs)) if parallel_work >= _PARALLEL_WORK else 1
     n_blocks = min(len(units), jobs if local or jobs == 1 else 4 * jobs)
     work = np.array([unit.work for unit in units], dtype=float)

@@ -91,9 +91,9 @@ def test_parallel_jobs_give_identical_results(frame_model, depth, monkeypatch):
     units = RSquaredExplainer(model)._units.units()
     # deep trees are split into blocks of trees whose starting predictions must be right; shallow
     # ones, and forests with less work than a pool's start-up, stay in one block in this process
-    assert len(_unit_blocks(units, 2, local=False)) == 1
+    assert len(_unit_blocks(units, 2, local=False, n_rows=len(y))) == 1
     monkeypatch.setattr(_engine, "_PARALLEL_WORK", 0.0)
-    assert len(_unit_blocks(units, 2, local=False)) == (1 if depth == 3 else 8)
+    assert len(_unit_blocks(units, 2, local=False, n_rows=len(y))) == (1 if depth == 3 else 8)
     serial = RSquaredExplainer(model).rsq(frame, y, sample_weight=w)
     parallel = RSquaredExplainer(model, n_jobs=2).rsq(frame, y, sample_weight=w)
     np.testing.assert_allclose(serial, parallel, atol=1e-12)
