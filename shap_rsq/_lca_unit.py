@@ -17,7 +17,7 @@ from ._trees import NodeArrays, TreeTable
 
 __all__ = ["LcaUnit", "adopt_plans", "compiled_plans", "distinct_rows", "lca_work"]
 
-# Rows routed per block (x the plan's path entries), as for the other units.
+# Elements of one routing block (rows x path entries here, rows x splits in the batched units).
 _CHUNK_ELEMENTS = 1 << 22
 # Distinct patterns per LCA kernel call: (patterns x items) index arrays of up to 2^24 entries (128 MB) keep
 # the cell tables of a tree computed once for typical data sizes.

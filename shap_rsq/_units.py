@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _enumerate, _recursion
-from ._lca_unit import LcaUnit, lca_work
+from ._lca_unit import _CHUNK_ELEMENTS, LcaUnit, lca_work
 from ._trees import Forest, NodeArrays
 
 __all__ = ["build_units"]
@@ -23,7 +23,6 @@ __all__ = ["build_units"]
 # Trees at most this deep go through batched enumeration (heap of 7 splits, patterns < 2^7).
 _HEAP_DEPTH = 3
 _BATCH_TREES = 256
-_CHUNK_ELEMENTS = 1 << 22
 _MIN_CHUNK_ROWS = 256
 
 
