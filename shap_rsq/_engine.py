@@ -37,12 +37,15 @@ class UnitCache:
     def __init__(self, forest: Forest, strategy: str = "auto"):
         self.forest = forest
         self.strategy = strategy
-        self._units: list | None = None
+        self._units: dict[bool, list] = {}
+        self._lca_units: dict = {}  # shared by both lists: each tree compiled once
 
-    def units(self) -> list:
-        if self._units is None:
-            self._units = build_units(self.forest, self.strategy)
-        return self._units
+    def units(self, local: bool = False) -> list:
+        """Units for global values, or for per-row values (``local``), which some trees need
+        another kernel for."""
+        if local not in self._units:
+            self._units[local] = build_units(self.forest, self.strategy, local, self._lca_units)
+        return self._units[local]
 
 
 @dataclass(frozen=True)

@@ -192,10 +192,38 @@ def _comparable_threshold(threshold: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def heap_keys(batch: HeapBatch, X: np.ndarray, dtype) -> np.ndarray:
-    """``(n, T)`` split patterns ``sum_h left_h << h`` over heap nodes ``h``."""
-    return decision_keys(
-        X, batch.feature, batch.threshold, batch.default_left, dtype, np.arange(batch.feature.shape[1])
-    )
+    """``(n, T)`` split patterns ``sum_h left_h << pattern_bits[h]`` over heap nodes ``h``."""
+    return decision_keys(X, batch.feature, batch.threshold, batch.default_left, dtype, pattern_bits(batch.depth))
+
+
+@lru_cache(maxsize=16)
+def pattern_bits(depth: int) -> np.ndarray:
+    """The bit of each heap node's decision in a pattern index: nodes in preorder, the root most
+    significant, so that a node's sub-pattern (its decision, then its left subtree's, then its
+    right subtree's) is a contiguous run of bits."""
+    order = []
+
+    def visit(h: int, level: int) -> None:
+        if level < depth:
+            order.append(h)
+            visit(2 * h + 1, level + 1)
+            visit(2 * h + 2, level + 1)
+
+    visit(0, 0)
+    bits = np.empty(len(order), dtype=np.int64)
+    bits[order] = np.arange(len(order))[::-1]
+    bits.flags.writeable = False
+    return bits
+
+
+def pattern_leaf(depth: int, keys: np.ndarray) -> np.ndarray:
+    """Bottom slot (0 .. 2^D - 1) that patterns ``keys`` (any shape) reach."""
+    bits = pattern_bits(depth)
+    node = np.zeros(keys.shape, dtype=np.int64)
+    for _ in range(depth):
+        left = (keys >> bits[node].astype(keys.dtype)) & 1
+        node = 2 * node + 2 - left.astype(np.int64)
+    return node - ((1 << depth) - 1)
 
 
 def heap_leaf(batch: HeapBatch, left: np.ndarray) -> np.ndarray:

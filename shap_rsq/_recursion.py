@@ -21,6 +21,7 @@ node works on the decisions of its own subtree only.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -29,6 +30,12 @@ from ._enumerate import HeapBatch
 from ._kernel import gauss_legendre
 
 __all__ = ["recursion_gradients", "repeated_players", "summed_recursion_gradients"]
+
+# Heaps up to this depth run the root on the whole cube of split patterns (2 x 8 x 8 at depth 3);
+# deeper ones on the patterns that occur (a depth-4 cube has 2^15, a dataset reaches few of them).
+CUBE_ROOT_DEPTH = 3
+# Elements of one (trees, states, quadrature nodes, observed patterns) array at the root (16 MB).
+_ROOT_ELEMENTS = 1 << 21
 
 
 def repeated_players(batch: HeapBatch) -> np.ndarray:
@@ -173,15 +180,34 @@ def _conditioned_gradients(forward, assignments, q, gl, order, seed_quad, seed_l
 
 
 def summed_recursion_gradients(batch: HeapBatch, cube_quad: np.ndarray, cube_lin: np.ndarray) -> np.ndarray:
+    """Shapley values of ``sum_u (w_quad_u m_S(u)^2 + w_lin_u m_S(u))`` per tree: ``(T, K)``,
+    from the pattern weights ``(T, 2^N)`` (see :func:`_summed_gradients`), a few trees at a time
+    when their roots work on many observed patterns."""
+    if batch.depth <= CUBE_ROOT_DEPTH:
+        return _summed_gradients(batch, cube_quad, cube_lin)
+    states = 1 << int(repeated_players(batch).sum(axis=1).max())
+    patterns = int((((cube_quad != 0) | (cube_lin != 0)).sum(axis=1)).max(initial=1))
+    step = max(1, _ROOT_ELEMENTS // (states * max(1, batch.depth) * patterns))
+    if step >= batch.n_trees:
+        return _summed_gradients(batch, cube_quad, cube_lin)
+    parts = []
+    for start in range(0, batch.n_trees, step):
+        trees = np.arange(start, min(batch.n_trees, start + step))
+        parts.append(_summed_gradients(batch.select(trees, batch.n_players), cube_quad[trees], cube_lin[trees]))
+    return np.concatenate(parts)
+
+
+def _summed_gradients(batch: HeapBatch, cube_quad: np.ndarray, cube_lin: np.ndarray) -> np.ndarray:
     """Shapley values of ``sum_u (w_quad_u m_S(u)^2 + w_lin_u m_S(u))`` per tree: ``(T, K)``.
 
-    ``cube_quad, cube_lin (T, 2^N)`` weigh every split pattern ``u``, indexed by
-    ``sum_h left_h << h`` over heap nodes ``h`` (unseen patterns weigh 0).  The
+    ``cube_quad, cube_lin (T, 2^N)`` weigh every split pattern ``u``, indexed as by
+    :func:`~shap_rsq._enumerate.pattern_bits` (unseen patterns weigh 0).  The
     values of a node depend only on the decisions inside its subtree, so the
     forward pass runs on each node's own sub-patterns, and the reverse pass sums
     each child's adjoint over the decisions outside the child before descending:
     the work is ``2^N`` per tree at the root and much less below it, however many
-    patterns occur, instead of ``nodes x patterns``.
+    patterns occur, instead of ``nodes x patterns``.  Past depth ``CUBE_ROOT_DEPTH``
+    the root works on the patterns that occur instead (a depth-4 cube has 2^15).
     """
     n_trees = batch.n_trees
     repeated = repeated_players(batch)
@@ -193,10 +219,25 @@ def summed_recursion_gradients(batch: HeapBatch, cube_quad: np.ndarray, cube_lin
         bit_of_player[np.arange(n_trees), order[:, r]] = r
     assignments = (np.arange(1 << n_repeated)[:, None] >> np.arange(n_repeated)) & 1 == 1  # (S, R)
 
-    levels, root_a, root_b = _forward_on_subpatterns(batch, bit_of_player, assignments, q)
+    observed = batch.depth > CUBE_ROOT_DEPTH
+    levels, top_a, top_b = _forward_on_subpatterns(batch, bit_of_player, assignments, q, top=int(observed))
     weights = _mixing_weights(assignments, q)  # (S, Q)
-    quad, lin = _preorder_cube(cube_quad, batch.depth), _preorder_cube(cube_lin, batch.depth)
-    node_grad = _backward_on_subpatterns(batch, levels, weights, gl, quad, lin)
+    quad, lin = cube_quad, cube_lin
+    node_grad = np.zeros(batch.local.shape)
+    if observed:
+        patterns, used = _observed_patterns(quad, lin)
+        quad = np.where(used, np.take_along_axis(quad, patterns, axis=1), 0.0)
+        lin = np.where(used, np.take_along_axis(lin, patterns, axis=1), 0.0)
+        root = _root_on_patterns(
+            batch, _node_modes(batch, bit_of_player, assignments, np.array([0])), q, top_a, top_b, patterns
+        )
+        root_a, root_b = root.a, root.b
+        adj_a, adj_b = root.backward(weights, gl, quad, lin, node_grad)
+    else:
+        root_a, root_b = top_a[:, :, :, 0], top_b[:, :, :, 0]
+        mix = weights[None, :, :, None, None]  # (1, S, Q, 1, 1)
+        adj_a, adj_b = mix * lin[:, None, None, None, :], mix * quad[:, None, None, None, :]
+    _backward_on_subpatterns(batch, levels, gl, adj_a, adj_b, node_grad)
     onehot = (batch.local[:, :, None] == np.arange(batch.features.shape[1])).astype(float)  # (T, N, K)
     grad = np.einsum("tn,tnk->tk", node_grad, onehot)
     objective = np.einsum("tu,tsqu->tsq", quad, root_b) + np.einsum("tu,tsqu->tsq", lin, root_a)
@@ -207,36 +248,106 @@ def summed_recursion_gradients(batch: HeapBatch, cube_quad: np.ndarray, cube_lin
     return grad
 
 
-def _preorder_cube(cube: np.ndarray, depth: int) -> np.ndarray:
-    """Re-index pattern weights ``(T, 2^N)`` from heap bits to nested sub-patterns: decision of the
-    root (1 = left) most significant, then the left subtree's sub-pattern, then the right one's."""
-    n_splits = (1 << depth) - 1
-    if n_splits == 0:
-        return cube
-    # C-order axes of the heap-bit cube are bits N-1, ..., 0
-    axes = [1 + (n_splits - 1 - h) for h in _preorder(depth)]
-    bits = cube.reshape(cube.shape[0], *([2] * n_splits))
-    return np.ascontiguousarray(bits.transpose(0, *axes)).reshape(cube.shape[0], -1)
+def _observed_patterns(quad: np.ndarray, lin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(T, C)`` the patterns of each tree with a weight, and whether each column is one (the
+    rest pad the trees that have fewer)."""
+    t, u = np.nonzero((quad != 0) | (lin != 0))
+    count = np.bincount(t, minlength=quad.shape[0])
+    patterns = np.zeros((quad.shape[0], max(1, int(count.max(initial=0)))), dtype=np.int64)
+    patterns[t, np.arange(len(t)) - np.repeat(np.cumsum(count) - count, count)] = u
+    return patterns, np.arange(patterns.shape[1])[None, :] < count[:, None]
 
 
-@lru_cache(maxsize=16)
-def _preorder(depth: int) -> tuple[int, ...]:
-    def visit(h: int, level: int):
-        if level == depth:
-            return []
-        return [h, *visit(2 * h + 1, level + 1), *visit(2 * h + 2, level + 1)]
+@dataclass
+class _Root:
+    """The root's forward values on the patterns that occur, kept for its reverse pass."""
 
-    return tuple(visit(0, 0))
+    a: np.ndarray  # (T, S, Q, C)
+    b: np.ndarray
+    a_l: np.ndarray
+    a_r: np.ndarray
+    diff_a: np.ndarray
+    diff_b: np.ndarray
+    p: np.ndarray  # (T, S, Q, 1) probability the root's split is known
+    coin: np.ndarray  # (T, S)
+    go_left: np.ndarray  # (T, 1, 1, C)
+    left: np.ndarray  # (T, C) sub-pattern of the left child
+    right: np.ndarray
+    r_left: np.ndarray  # (T, 1, 1, 1)
+    r_right: np.ndarray
+    n_sub: int
+
+    def backward(self, weights, gl, quad, lin, node_grad):
+        """Adds the root's q-integral to ``node_grad[:, 0]``; returns the adjoints of its two
+        children on their sub-patterns, ``(T, S, Q, 2, s)`` each for ``A`` and ``B``."""
+        mix = weights[None, :, :, None]  # (1, S, Q, 1)
+        adj_a, adj_b = mix * lin[:, None, None, :], mix * quad[:, None, None, :]
+        dq = np.einsum("tsqc,tsqc->tsq", adj_a, self.diff_a) + np.einsum("tsqc,tsqc->tsq", adj_b, self.diff_b)
+        node_grad[:, 0] = np.einsum("tsq,ts,q->t", dq, self.coin, gl)
+        p, to_mix, go_left, goes_right = self.p, 1.0 - self.p, self.go_left, ~self.go_left
+        cross = adj_b * to_mix * (2.0 * self.r_left * self.r_right)
+        ga_l = adj_a * (p * go_left + to_mix * self.r_left) + cross * self.a_r
+        ga_r = adj_a * (p * goes_right + to_mix * self.r_right) + cross * self.a_l
+        gb_l = adj_b * (p * go_left + to_mix * self.r_left * self.r_left)
+        gb_r = adj_b * (p * goes_right + to_mix * self.r_right * self.r_right)
+        return self._to_children(ga_l, ga_r), self._to_children(gb_l, gb_r)
+
+    def _to_children(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """Sum per-pattern adjoints ``(T, S, Q, C)`` into each child's sub-patterns."""
+        n_trees, n_states, n_q, _ = left.shape
+        s = self.n_sub
+        base = (np.arange(n_trees * n_states * n_q) * (2 * s)).reshape(n_trees, n_states, n_q, 1)
+        keys = np.concatenate(
+            [(base + self.left[:, None, None, :]).ravel(), (base + s + self.right[:, None, None, :]).ravel()]
+        )
+        total = np.bincount(keys, weights=np.concatenate([left.ravel(), right.ravel()]), minlength=base.size * 2 * s)
+        return total.reshape(n_trees, n_states, n_q, 2, s)
 
 
-def _forward_on_subpatterns(batch, bit_of_player, assignments, q):
+def _root_on_patterns(batch, mode, q, top_a, top_b, patterns) -> _Root:
+    """The root's ``A``, ``B`` on patterns ``(T, C)`` (preorder index), from its children's values
+    on all their sub-patterns ``top_a, top_b (T, S, Q, 2, s)``."""
+    s = top_a.shape[-1]
+    go_left = (patterns // (s * s) == 1)[:, None, None, :]
+    left, right = (patterns // s) % s, patterns % s
+    take = lambda values, child, index: np.take_along_axis(values[:, :, :, child], index[:, None, None, :], axis=3)  # noqa: E731
+    a_l, a_r = take(top_a, 0, left), take(top_a, 1, right)
+    b_l, b_r = take(top_b, 0, left), take(top_b, 1, right)
+    r_left = batch.ratio_left[:, :1, None, None]
+    r_right = batch.ratio_right[:, :1, None, None]
+    mix_a = r_left * a_l + r_right * a_r
+    mix_b = r_left * r_left * b_l + r_right * r_right * b_r + 2.0 * r_left * r_right * a_l * a_r
+    diff_a = np.where(go_left, a_l, a_r) - mix_a
+    diff_b = np.where(go_left, b_l, b_r) - mix_b
+    mode = mode[:, :, 0]  # (T, S)
+    p = np.where(mode[:, :, None] == 0, q[None, None, :], (mode[:, :, None] == 1).astype(float))[..., None]
+    return _Root(
+        mix_a + p * diff_a,
+        mix_b + p * diff_b,
+        a_l,
+        a_r,
+        diff_a,
+        diff_b,
+        p,
+        mode == 0,
+        go_left,
+        left,
+        right,
+        r_left,
+        r_right,
+        s,
+    )
+
+
+def _forward_on_subpatterns(batch, bit_of_player, assignments, q, top: int = 0):
     """Bottom-up ``A``, ``B`` of every node on its sub-patterns: ``(T, S, Q, nodes, 2 s^2)`` at a
-    level whose children have ``s`` sub-patterns; keeps what the reverse pass needs."""
+    level whose children have ``s`` sub-patterns, up to level ``top``; keeps what the reverse
+    pass needs.  Returns the levels and ``A``, ``B`` of level ``top``."""
     a = batch.leaf_value[:, None, None, :, None]  # leaves: one sub-pattern each
     b = a * a
     qq = q[None, None, :, None]
     levels = []
-    for level in range(batch.depth - 1, -1, -1):
+    for level in range(batch.depth - 1, top - 1, -1):
         nodes = np.arange((1 << level) - 1, (1 << (level + 1)) - 1)
         mode = _node_modes(batch, bit_of_player, assignments, nodes)[:, :, None, :]  # (T, S, 1, n)
         p_known = np.where(mode == 0, qq, (mode == 1).astype(float))[..., None, None]  # (T, S, Q, n, 1, 1)
@@ -255,15 +366,12 @@ def _forward_on_subpatterns(batch, bit_of_player, assignments, q):
         a, b = mix_a + p * diff_a, mix_b + p * diff_b  # (T, S, Q, n, 2, s, s)
         levels.append((nodes, a.shape, a_l, a_r, diff_a, diff_b, p, mode == 0, r_left, r_right))
         a, b = a.reshape(*a.shape[:4], -1), b.reshape(*b.shape[:4], -1)
-    return levels, a[:, :, :, 0], b[:, :, :, 0]  # root: (T, S, Q, 2^N)
+    return levels, a, b  # (T, S, Q, nodes of level top, sub-patterns)
 
 
-def _backward_on_subpatterns(batch, levels, weights, gl, quad, lin) -> np.ndarray:
-    """Reverse pass: the q-integral of d objective / d q of every coin split, ``(T, N)``."""
-    mix = weights[None, :, :, None, None]  # (1, S, Q, 1, 1)
-    adj_a = mix * lin[:, None, None, None, :]  # (T, S, Q, nodes, sub-patterns)
-    adj_b = mix * quad[:, None, None, None, :]
-    node_grad = np.zeros(batch.local.shape)
+def _backward_on_subpatterns(batch, levels, gl, adj_a, adj_b, node_grad) -> None:
+    """Reverse pass from the adjoints of the top level's ``A``, ``B`` ``(T, S, Q, nodes, sub-patterns)``:
+    adds the q-integral of d objective / d q of every coin split into ``node_grad (T, N)``."""
     for nodes, shape, a_l, a_r, diff_a, diff_b, p, coin, r_left, r_right in reversed(levels):
         adj_a, adj_b = adj_a.reshape(shape), adj_b.reshape(shape)  # (T, S, Q, n, 2, s, s)
         # a coin split's value is mix + q (known - mix): its q-derivative is known - mix
@@ -282,4 +390,3 @@ def _backward_on_subpatterns(batch, levels, weights, gl, quad, lin) -> np.ndarra
         # next level in heap order: children of node i are its (2i)-th and (2i+1)-th nodes
         adj_a = np.stack([ga_l, ga_r], axis=4).reshape(*shape[:3], 2 * shape[3], -1)
         adj_b = np.stack([gb_l, gb_r], axis=4).reshape(*shape[:3], 2 * shape[3], -1)
-    return node_grad

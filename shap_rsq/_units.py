@@ -22,7 +22,13 @@ __all__ = ["build_units"]
 
 # Trees at most this deep go through batched enumeration (heap of 7 splits, patterns < 2^7).
 _HEAP_DEPTH = 3
+# For global values, trees of this depth go through the recursion too, its root on the patterns
+# that occur (``_recursion``); their per-row values stay with the LCA kernel.
+_OBSERVED_DEPTH = 4
+_MAX_REPEATED = 3
 _BATCH_TREES = 256
+# Per-pattern weights of a batch: trees x 2^(splits) floats (8 MB for 32 trees of depth 4).
+_BATCH_PATTERNS = 1 << 20
 _MIN_CHUNK_ROWS = 256
 
 
@@ -57,8 +63,8 @@ class HeapUnit:
         return max(_MIN_CHUNK_ROWS, _CHUNK_ELEMENTS // (len(self.trees) * ((1 << self.batch.depth) - 1)))
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
-        cell = _tree_cells(_enumerate.heap_keys(self.batch, X, dtype), self.n_patterns)
-        return (cell,), self._pattern_values().ravel()[cell]
+        keys = _enumerate.heap_keys(self.batch, X, dtype)
+        return (_tree_cells(keys, self.n_patterns),), self._predictions(keys)
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool):
         (cell,) = state
@@ -79,18 +85,20 @@ class HeapUnit:
                 phi = self._subset_tables(use_recursion, k, group).summed(per_quad[group], per_lin[group])
             _add_players(phi, batch.features, out)
 
-    def _pattern_values(self) -> np.ndarray:
-        """``(T, 2^N)`` each tree's prediction on every pattern."""
+    def _predictions(self, keys: np.ndarray) -> np.ndarray:
+        """``(n, T)`` each tree's prediction on rows of patterns ``keys``."""
+        if self.batch.depth > _recursion.CUBE_ROOT_DEPTH:  # a cube too large to tabulate
+            return np.take_along_axis(self.batch.leaf_value.T, _enumerate.pattern_leaf(self.batch.depth, keys), axis=0)
         if "values" not in self._tables:
             # in heap layout a pattern reaches the same bottom slot in every tree
-            leaf = _enumerate.heap_leaf(self.batch, self._cube()[:, None, :])[:, 0]
-            self._tables["values"] = self.batch.leaf_value[:, leaf]
-        return self._tables["values"]
+            self._tables["values"] = self.batch.leaf_value[
+                :, _enumerate.pattern_leaf(self.batch.depth, np.arange(self.n_patterns))
+            ]
+        return self._tables["values"].ravel()[_tree_cells(keys, self.n_patterns)]
 
     def _cube(self) -> np.ndarray:
         """``(2^N, N)`` the decisions of every pattern."""
-        n_splits = (1 << self.batch.depth) - 1
-        return (np.arange(self.n_patterns)[:, None] >> np.arange(n_splits)) & 1 == 1
+        return (np.arange(self.n_patterns)[:, None] >> _enumerate.pattern_bits(self.batch.depth)) & 1 == 1
 
     def _subset_tables(self, use_recursion: bool, k: int, group: np.ndarray) -> _SubsetTables:
         name = ("subsets", use_recursion, k)
@@ -263,17 +271,20 @@ def _scatter_local(phi: np.ndarray, features: np.ndarray, out: np.ndarray) -> No
     out[:, columns] += dense.reshape(n_rows, len(columns))
 
 
-def build_units(forest: Forest, strategy: str = "auto") -> list:
+def build_units(forest: Forest, strategy: str = "auto", local: bool = False, lca_units: dict | None = None) -> list:
     """Group a forest's trees into units, in order; single-leaf trees only shift the mean.
 
     ``strategy`` forces a kernel for testing: ``"lca"`` sends every tree through
     the LCA kernel, ``"enumerate"`` / ``"recursion"`` send every eligible tree
-    through subset enumeration / the two-particle recursion.
+    through subset enumeration / the two-particle recursion.  ``local`` units
+    give per-row values.  ``lca_units`` (tree index to unit) shares LCA units, and with
+    them their compiled plans, between calls.
     """
     nodes = forest.nodes
-    kinds = _kinds(nodes, strategy)
+    kinds = _kinds(nodes, strategy, local)
     depths, means = nodes.tree_depth, nodes.tree_mean
     work = lca_work(nodes)
+    lca_units = {} if lca_units is None else lca_units
     units: list = []
     start = 0
     while start < len(kinds):
@@ -282,13 +293,16 @@ def build_units(forest: Forest, strategy: str = "auto") -> list:
             start += 1
             continue
         if kind == "lca":
-            units.append(LcaUnit(np.array([start]), means[[start]], forest.trees[start], work[start]))
+            if start not in lca_units:
+                lca_units[start] = LcaUnit(np.array([start]), means[[start]], forest.trees[start], work[start])
+            units.append(lca_units[start])
             start += 1
             continue
         stop = start + 1
+        size = min(_BATCH_TREES, max(1, _BATCH_PATTERNS >> ((1 << int(depths[start])) - 1)))
         while (
             stop < len(kinds)
-            and stop - start < _BATCH_TREES
+            and stop - start < size
             and kinds[stop] == kind
             and (kind == "heap" or depths[stop] == depths[start])
         ):
@@ -298,13 +312,15 @@ def build_units(forest: Forest, strategy: str = "auto") -> list:
         if kind == "oblivious":
             units.append(ObliviousUnit(index, means[index], batch))
         else:
-            method = strategy if strategy in ("enumerate", "recursion") else "auto"
+            method = (
+                "recursion" if kind == "observed" else strategy if strategy in ("enumerate", "recursion") else "auto"
+            )
             units.append(HeapUnit(index, means[index], batch, method))
         start = stop
     return units
 
 
-def _kinds(nodes: NodeArrays, strategy: str) -> list[str]:
+def _kinds(nodes: NodeArrays, strategy: str, local: bool) -> list[str]:
     depth = nodes.tree_depth
     internal = (nodes.left >= 0) & (nodes.depth >= 0)
     ordered = np.sort(np.where(internal, nodes.feature, -1), axis=1)
@@ -318,6 +334,12 @@ def _kinds(nodes: NodeArrays, strategy: str) -> list[str]:
         shallow = depth <= _HEAP_DEPTH
         small_oblivious = oblivious & ~shallow & ((depth + players <= 16) | forced)
         kinds[shallow] = "heap"
+        if not local and strategy != "enumerate":
+            same = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
+            repeated = np.sum(same & ~np.concatenate([np.zeros((len(depth), 1), bool), same[:, :-1]], axis=1), axis=1)
+            # each repeated feature doubles the recursion's states: past a few, the LCA kernel is cheaper
+            cheap = (repeated <= _MAX_REPEATED) | (strategy == "recursion")
+            kinds[(depth == _OBSERVED_DEPTH) & cheap] = "observed"
         kinds[small_oblivious] = "oblivious"
     kinds[depth == 0] = "constant"
     return list(kinds)

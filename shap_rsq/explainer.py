@@ -188,7 +188,7 @@ class RSquaredExplainer(shap.TreeExplainer):
     def _decompose(self, X, rows, target, weights, *, local: bool) -> Decomposition:
         result = decompose(
             self.forest,
-            self._units.units(),
+            self._units.units(local),
             rows,
             target,
             weights,

@@ -102,6 +102,23 @@ def test_each_kernel_matches_subset_enumeration(fitted, family, nan, strategy):
     np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, atol=1e-9, rtol=0)
 
 
+@pytest.mark.parametrize("strategy", ["auto", "recursion"])
+@pytest.mark.parametrize(("family", "nan"), [("XGBRegressor", True), ("RandomForestRegressor", False)])
+def test_depth_four_trees_on_the_patterns_that_occur_match_subset_enumeration(fitted, family, nan, strategy):
+    # depth-4 heaps run the recursion's root on the observed split patterns, not on a 2^15 cube;
+    # "recursion" sends every depth-4 tree there, up to 5 repeated features (32 states)
+    from shap_rsq._engine import UnitCache
+    from shap_rsq._units import HeapUnit
+
+    model, X, y, w = fitted(family, nan)
+    explainer = RSquaredExplainer(model)
+    explainer._units = UnitCache(explainer.forest, strategy)
+    observed = [u for u in explainer._units.units() if isinstance(u, HeapUnit) and u.batch.depth == 4]
+    assert sum(len(u.trees) for u in observed) >= 2
+    expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
+
+
 @pytest.mark.parametrize("strategy", ["enumerate", "recursion"])
 @pytest.mark.parametrize("family", ["GradientBoostingRegressor", "CatBoost-SymmetricTree"])
 def test_rows_split_into_chunks_give_the_same_values(fitted, monkeypatch, family, strategy):

@@ -239,3 +239,17 @@ def test_decision_keys_compare_in_the_models_precision(dtype):
     np.testing.assert_array_equal(keys, expected)
     assert keys.shape == (200, 2)
     assert np.float64(np.float32(between)) != between  # the kept-wide case is exercised
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_pattern_keys_reach_the_leaf_that_the_heap_walk_reaches(depth):
+    # pattern indices put each node's sub-pattern in one run of bits (preorder); the leaf read
+    # back from the bits must be the one the decisions lead to
+    rng = np.random.default_rng(depth)
+    n_splits = (1 << depth) - 1
+    left = rng.random((300, 1, n_splits)) < 0.5
+    bits = _enumerate.pattern_bits(depth)
+    keys = np.sum(left[:, 0].astype(np.int64) << bits, axis=1)
+    batch = type("Heap", (), {"depth": depth})()
+    np.testing.assert_array_equal(_enumerate.pattern_leaf(depth, keys), _enumerate.heap_leaf(batch, left)[:, 0])
+    assert sorted(bits) == list(range(n_splits)) and bits[0] == n_splits - 1  # the root most significant
