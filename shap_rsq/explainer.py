@@ -219,7 +219,7 @@ class RSquaredExplainer(shap.TreeExplainer):
         self._verified_missing = missing.size > 0
 
     def _check_sample(self, sample, prediction: np.ndarray) -> None:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _one_openmp_thread():
             # columns were already matched to the model by name or position; the model's own
             # complaint about a frame versus an array would point at a call the user never made
             warnings.filterwarnings("ignore", message=".*feature names", category=UserWarning)
@@ -236,6 +236,24 @@ class RSquaredExplainer(shap.TreeExplainer):
         if self.feature_names is not None and len(self.feature_names) == n_features:
             return list(self.feature_names)
         return [f"Feature {j}" for j in range(n_features)]
+
+
+_THREADPOOLS = None
+
+
+def _one_openmp_thread():
+    """Limit OpenMP to one thread (the model's ``predict`` on the few rows of the check).
+
+    XGBoost predicts with the model's threads: right after the engine's NumPy work two OpenMP
+    threads took 17-25 ms for 16 rows of 300 small trees (a thread waits for a core), one 1 ms.
+    The libraries are looked up once: that lookup costs more than the check.
+    """
+    global _THREADPOOLS
+    if _THREADPOOLS is None:
+        from threadpoolctl import ThreadpoolController
+
+        _THREADPOOLS = ThreadpoolController()
+    return _THREADPOOLS.limit(limits=1, user_api="openmp")
 
 
 def _checked_names(feature_names: list[str] | None, info: ModelInfo) -> list[str] | None:
