@@ -299,7 +299,8 @@ def build_units(forest: Forest, strategy: str = "auto", local: bool = False, lca
             start += 1
             continue
         stop = start + 1
-        size = min(_BATCH_TREES, max(1, _BATCH_PATTERNS >> ((1 << int(depths[start])) - 1)))
+        # the pattern weights of a heap batch span its whole cube: 2^15 per depth-4 tree
+        size = _BATCH_TREES if kind != "observed" else max(1, _BATCH_PATTERNS >> ((1 << _OBSERVED_DEPTH) - 1))
         while (
             stop < len(kinds)
             and stop - start < size

@@ -119,6 +119,21 @@ def test_depth_four_trees_on_the_patterns_that_occur_match_subset_enumeration(fi
     np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
 
 
+def test_consecutive_small_trees_share_one_batch(fitted):
+    # batching is the point of these units: one per tree would run thousands of NumPy calls
+    import catboost
+
+    from shap_rsq._units import HeapUnit, ObliviousUnit
+
+    X, y, _ = make_data(seed=2)
+    symmetric = catboost.CatBoostRegressor(iterations=30, depth=6, verbose=0, allow_writing_files=False)
+    for model, kind in [(symmetric.fit(X, y), ObliviousUnit), (fitted("GradientBoostingRegressor")[0], HeapUnit)]:
+        explainer = RSquaredExplainer(model)
+        units = explainer._units.units()
+        assert [type(u) for u in units] == [kind]
+        assert len(units[0].trees) == explainer.forest.n_trees
+
+
 @pytest.mark.parametrize("strategy", ["enumerate", "recursion"])
 @pytest.mark.parametrize("family", ["GradientBoostingRegressor", "CatBoost-SymmetricTree"])
 def test_rows_split_into_chunks_give_the_same_values(fitted, monkeypatch, family, strategy):
