@@ -304,15 +304,19 @@ class _Root:
         return total.reshape(n_trees, n_states, n_q, 2, s)
 
 
+def _child_values(values: np.ndarray, child: int, sub: np.ndarray) -> np.ndarray:
+    """``(T, S, Q, C)`` values ``(T, S, Q, 2, s)`` of the root's child ``child`` at sub-patterns ``sub (T, C)``."""
+    return np.take_along_axis(values[:, :, :, child], sub[:, None, None, :], axis=3)
+
+
 def _root_on_patterns(batch, mode, q, top_a, top_b, patterns) -> _Root:
     """The root's ``A``, ``B`` on patterns ``(T, C)`` (preorder index), from its children's values
     on all their sub-patterns ``top_a, top_b (T, S, Q, 2, s)``."""
     s = top_a.shape[-1]
     go_left = (patterns // (s * s) == 1)[:, None, None, :]
     left, right = (patterns // s) % s, patterns % s
-    take = lambda values, child, index: np.take_along_axis(values[:, :, :, child], index[:, None, None, :], axis=3)  # noqa: E731
-    a_l, a_r = take(top_a, 0, left), take(top_a, 1, right)
-    b_l, b_r = take(top_b, 0, left), take(top_b, 1, right)
+    a_l, a_r = _child_values(top_a, 0, left), _child_values(top_a, 1, right)
+    b_l, b_r = _child_values(top_b, 0, left), _child_values(top_b, 1, right)
     r_left = batch.ratio_left[:, :1, None, None]
     r_right = batch.ratio_right[:, :1, None, None]
     mix_a = r_left * a_l + r_right * a_r
