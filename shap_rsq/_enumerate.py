@@ -226,16 +226,6 @@ def pattern_leaf(depth: int, keys: np.ndarray) -> np.ndarray:
     return node - ((1 << depth) - 1)
 
 
-def heap_leaf(batch: HeapBatch, left: np.ndarray) -> np.ndarray:
-    """``(n, T)`` leaf index (0 .. 2^D - 1) each row reaches."""
-    node = np.zeros(left.shape[:2], dtype=np.int64)
-    rows = np.arange(left.shape[0])[:, None]
-    trees = np.arange(left.shape[1])[None, :]
-    for _ in range(batch.depth):
-        node = 2 * node + np.where(left[rows, trees, node], 1, 2)
-    return node - ((1 << batch.depth) - 1)
-
-
 def subset_values(batch: HeapBatch, left: np.ndarray) -> np.ndarray:
     """``m_S`` for every subset ``S`` of each tree's players and every pattern: ``(T, 2^K, U)``.
 

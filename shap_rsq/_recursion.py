@@ -197,10 +197,10 @@ def summed_recursion_gradients(batch: HeapBatch, cube_quad: np.ndarray, cube_lin
     return np.concatenate(parts)
 
 
-def _summed_gradients(batch: HeapBatch, cube_quad: np.ndarray, cube_lin: np.ndarray) -> np.ndarray:
+def _summed_gradients(batch: HeapBatch, quad: np.ndarray, lin: np.ndarray) -> np.ndarray:
     """Shapley values of ``sum_u (w_quad_u m_S(u)^2 + w_lin_u m_S(u))`` per tree: ``(T, K)``.
 
-    ``cube_quad, cube_lin (T, 2^N)`` weigh every split pattern ``u``, indexed as by
+    ``quad, lin (T, 2^N)`` weigh every split pattern ``u``, indexed as by
     :func:`~shap_rsq._enumerate.pattern_bits` (unseen patterns weigh 0).  The
     values of a node depend only on the decisions inside its subtree, so the
     forward pass runs on each node's own sub-patterns, and the reverse pass sums
@@ -222,7 +222,6 @@ def _summed_gradients(batch: HeapBatch, cube_quad: np.ndarray, cube_lin: np.ndar
     observed = batch.depth > CUBE_ROOT_DEPTH
     levels, top_a, top_b = _forward_on_subpatterns(batch, bit_of_player, assignments, q, top=int(observed))
     weights = _mixing_weights(assignments, q)  # (S, Q)
-    quad, lin = cube_quad, cube_lin
     node_grad = np.zeros(batch.local.shape)
     if observed:
         patterns, used = _observed_patterns(quad, lin)

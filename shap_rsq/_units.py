@@ -313,9 +313,9 @@ def build_units(forest: Forest, strategy: str = "auto", local: bool = False, lca
         if kind == "oblivious":
             units.append(ObliviousUnit(index, means[index], batch))
         else:
-            method = (
-                "recursion" if kind == "observed" else strategy if strategy in ("enumerate", "recursion") else "auto"
-            )
+            method = strategy if strategy in ("enumerate", "recursion") else "auto"
+            if kind == "observed":
+                method = "recursion"  # the subsets of a 2^15 cube are out of reach
             units.append(HeapUnit(index, means[index], batch, method))
         start = stop
     return units

@@ -250,6 +250,8 @@ def test_pattern_keys_reach_the_leaf_that_the_heap_walk_reaches(depth):
     left = rng.random((300, 1, n_splits)) < 0.5
     bits = _enumerate.pattern_bits(depth)
     keys = np.sum(left[:, 0].astype(np.int64) << bits, axis=1)
-    batch = type("Heap", (), {"depth": depth})()
-    np.testing.assert_array_equal(_enumerate.pattern_leaf(depth, keys), _enumerate.heap_leaf(batch, left)[:, 0])
+    node = np.zeros(len(keys), dtype=np.int64)  # walk the heap: children of h are 2h+1 (left), 2h+2
+    for _ in range(depth):
+        node = 2 * node + np.where(left[np.arange(len(keys)), 0, node], 1, 2)
+    np.testing.assert_array_equal(_enumerate.pattern_leaf(depth, keys), node - n_splits)
     assert sorted(bits) == list(range(n_splits)) and bits[0] == n_splits - 1  # the root most significant
