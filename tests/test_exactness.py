@@ -80,7 +80,7 @@ def test_boosted_shares_credit_the_signal_features(fitted, family):
     assert shares[5] < 0.1 * shares[0]  # in-sample, noise earns a little R^2 from overfitting
 
 
-@pytest.mark.parametrize("strategy", ["lca", "enumerate", "recursion"])
+@pytest.mark.parametrize("strategy", ["lca", "enumerate", "recursion", "junction"])
 @pytest.mark.parametrize(
     ("family", "nan"),
     [
@@ -88,6 +88,7 @@ def test_boosted_shares_credit_the_signal_features(fitted, family):
         ("XGBRegressor", True),
         ("CatBoost-SymmetricTree", True),
         ("LGBMRegressor", True),
+        ("RandomForestRegressor", False),
     ],
 )
 def test_each_kernel_matches_subset_enumeration(fitted, family, nan, strategy):
@@ -117,6 +118,26 @@ def test_depth_four_trees_on_the_patterns_that_occur_match_subset_enumeration(fi
     assert sum(len(u.trees) for u in observed) >= 2
     expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
     np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
+
+
+@pytest.mark.parametrize("share", [0.0, np.inf])
+@pytest.mark.parametrize(("family", "nan"), [("LGBMRegressor", True), ("CatBoost-Lossguide", False)])
+def test_leaf_wise_trees_pick_a_kernel_by_work_and_both_are_exact(fitted, monkeypatch, family, nan, share):
+    # the unit compares the conditioned recursion's work with the LCA estimate on the rows at hand;
+    # whichever it picks, the values are those of subset enumeration
+    from shap_rsq import _lca_unit
+
+    calls = []
+    original = _lca_unit.gradient_on_patterns
+    monkeypatch.setattr(_lca_unit, "gradient_on_patterns", lambda *a: calls.append(1) or original(*a))
+    monkeypatch.setattr(_lca_unit, "_JUNCTION_SHARE", share)
+    model, X, y, w = fitted(family, nan)
+    explainer = RSquaredExplainer(model)
+    leaf_wise = [u for u in explainer._units.units() if getattr(u, "junction", "never") == "cheaper"]
+    assert len(leaf_wise) >= 6
+    expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
+    assert len(calls) == (len(leaf_wise) if share else 0)
 
 
 def test_consecutive_small_trees_share_one_batch(fitted):

@@ -80,7 +80,7 @@ def problems(draw):
     return forest, X, y, w
 
 
-@pytest.mark.parametrize("strategy", ["lca", "enumerate", "recursion", "auto"])
+@pytest.mark.parametrize("strategy", ["lca", "enumerate", "recursion", "junction", "auto"])
 @settings(max_examples=60, deadline=None)
 @given(problem=problems())
 def test_random_trees_match_enumeration_and_are_efficient(strategy, problem):

@@ -1,0 +1,381 @@
+"""Two-particle recursion on any tree, each repeated feature conditioned only where it is shared.
+
+The recursion of ``_recursion`` (``A = E m``, ``B = E m^2`` bottom-up, with a
+coin of probability ``q`` per feature) needs the coins of a node's two subtrees
+to be independent.  A feature that splits several nodes breaks that only below
+the lowest node whose subtree holds all of its occurrences: there it can be
+summed out (``q`` known, ``1 - q`` unknown), and below it, down to its
+occurrences, the recursion carries one value per known/unknown assignment of the
+feature.  A node's *states* are the assignments of the features that occur both
+inside and outside its subtree (*open*) and of those it sums out (*closing*), so
+the work grows as ``2^states`` per node rather than ``2^repeated`` per tree,
+which keeps it small on the leaf-wise trees of LightGBM and on depth-5 XGBoost.
+
+Each node runs on the distinct decisions of its own subtree (its *sub-patterns*)
+over the distinct rows, so nodes near the leaves cost almost nothing.  Only the
+global (``rsq``) mode is computed here: pattern weights enter at the root and
+one reverse pass gives every feature's gradient, integrated over ``q`` with
+Gauss-Legendre quadrature (exact: the integrands are polynomials of degree below
+``2 D``, ``D`` the most distinct features on one path).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from ._kernel import _ones, gauss_legendre
+from ._trees import TreeTable, cover_fractions
+
+__all__ = ["JunctionPlan", "compile_junction", "junction_gradient", "junction_work"]
+
+# Below this many elements a bincount over an index per element beats building a sparse matrix.
+_SPARSE_SCATTER = 1 << 14
+
+
+@dataclass(frozen=True)
+class _Node:
+    """One split, with the states it computes on.
+
+    A state is a known/unknown assignment (bit 1 = known) of ``bits``: first the
+    features summed out here (*closing*), then the other open ones, then the
+    split's own feature when it is open (*conditioned*: the known branch is
+    computed on the upper half of the states, the unknown one on the lower half).
+    Otherwise the split's own feature is a coin of this node alone (it occurs
+    nowhere else, or it closes here: the known branch then reads its children
+    with it known, the unknown branch with it unknown).  ``known_map`` and
+    ``unknown_map`` give, per child, the child's open state read by each state
+    of the branch (``None`` for a leaf, whose value is ``leaf``).
+    """
+
+    split: int
+    children: tuple[int, int]  # position of each child among the plan's nodes, -1 for a leaf
+    leaf: tuple[float, float]
+    rho: tuple[float, float]
+    own_feature: int  # local index of the split's feature
+    conditioned: bool
+    closing: tuple[int, ...]  # local features summed out here, lowest bit first
+    n_bits: int
+    known_map: tuple[np.ndarray | None, np.ndarray | None]
+    unknown_map: tuple[np.ndarray | None, np.ndarray | None]
+
+    @property
+    def n_open(self) -> int:
+        return self.n_bits - len(self.closing)
+
+
+@dataclass(frozen=True)
+class JunctionPlan:
+    """Row-independent layout of one tree: its splits in postorder (the root last)."""
+
+    features: np.ndarray  # global index of each local feature
+    split_feature: np.ndarray
+    split_threshold: np.ndarray
+    split_default_left: np.ndarray
+    nodes: tuple[_Node, ...]
+    n_q: int
+
+
+def compile_junction(tree: TreeTable) -> JunctionPlan | None:
+    """The layout of one tree, or ``None`` for a single leaf."""
+    if tree.left[0] < 0:
+        return None
+    splits = np.flatnonzero(tree.left >= 0)
+    split_of = np.full(tree.n_nodes, -1, dtype=np.int64)
+    split_of[splits] = np.arange(len(splits))
+    features, local = np.unique(tree.feature[splits], return_inverse=True)
+    local_of = np.full(tree.n_nodes, -1, dtype=np.int64)
+    local_of[splits] = local
+    total = np.bincount(local, minlength=len(features))
+    inside: dict[int, np.ndarray] = {}  # occurrences of each local feature in a node's subtree
+    open_bits: dict[int, tuple[int, ...]] = {}  # a node's open features, in its state order
+    position: dict[int, int] = {}
+    nodes = []
+    for u in _postorder(tree):
+        counts = np.zeros(len(features), dtype=np.int64)
+        if tree.left[u] < 0:
+            inside[u], open_bits[u] = counts, ()
+            continue
+        kids = (int(tree.left[u]), int(tree.right[u]))
+        own = int(local_of[u])
+        counts[own] += 1
+        counts += inside[kids[0]] + inside[kids[1]]
+        inside[u] = counts
+        is_open = (counts > 0) & (counts < total)
+        spans = (counts == total) & (inside[kids[0]] < counts) & (inside[kids[1]] < counts)
+        closing = tuple(int(f) for f in np.flatnonzero(spans) if f != own)
+        conditioned = bool(is_open[own])
+        others = tuple(int(f) for f in np.flatnonzero(is_open) if f != own)
+        bits = closing + others + ((own,) if conditioned else ())
+        open_bits[u] = others + ((own,) if conditioned else ())
+        maps = {}
+        for branch, fixed in (("known", 1), ("unknown", 0)):
+            states = np.arange(1 << len(bits))
+            if conditioned:  # the branch runs on the half of the states where the own bit says so
+                half = len(states) // 2
+                states = states[half:] if fixed else states[:half]
+            maps[branch] = tuple(
+                _state_map(bits, open_bits[c], states, own, fixed) if tree.left[c] >= 0 else None for c in kids
+            )
+        # the same array for both branches when the child does not read the split's own feature
+        shared = [k is not None and np.array_equal(k, v) for k, v in zip(maps["known"], maps["unknown"], strict=True)]
+        maps["known"] = tuple(
+            v if same else k for k, v, same in zip(maps["known"], maps["unknown"], shared, strict=True)
+        )
+        rho = cover_fractions(tree.cover[u], tree.cover[kids[0]], tree.cover[kids[1]])
+        nodes.append(
+            _Node(
+                split=int(split_of[u]),
+                children=tuple(position.get(c, -1) for c in kids),
+                leaf=tuple(float(tree.value[c]) if tree.left[c] < 0 else 0.0 for c in kids),
+                rho=(float(rho[0]), float(rho[1])),
+                own_feature=own,
+                conditioned=conditioned,
+                closing=closing,
+                n_bits=len(bits),
+                known_map=maps["known"],
+                unknown_map=maps["unknown"],
+            )
+        )
+        position[u] = len(nodes) - 1
+    return JunctionPlan(
+        features=features.astype(np.int64),
+        split_feature=tree.feature[splits].astype(np.int64),
+        split_threshold=tree.threshold[splits].astype(np.float64),
+        split_default_left=tree.default[splits] == tree.left[splits],
+        nodes=tuple(nodes),
+        n_q=_path_features(tree, local_of),
+    )
+
+
+def _postorder(tree: TreeTable) -> list[int]:
+    order, stack = [], [0]
+    while stack:
+        u = stack.pop()
+        order.append(u)
+        if tree.left[u] >= 0:
+            stack += [int(tree.left[u]), int(tree.right[u])]
+    return order[::-1]
+
+
+def _state_map(bits, child_open, states, own: int, own_known: int) -> np.ndarray:
+    """The child's open state read by each of the parent's ``states`` (the parent's own feature,
+    when the child reads it, fixed to ``own_known``)."""
+    child = np.zeros_like(states)
+    for k, feature in enumerate(child_open):
+        bit = ((states >> bits.index(feature)) & 1) if feature in bits else np.full_like(states, own_known)
+        child |= bit << k
+    return child
+
+
+def _path_features(tree: TreeTable, local_of: np.ndarray) -> int:
+    """Most distinct features on one root-to-leaf path: the quadrature's number of nodes."""
+    most, stack = 1, [(0, frozenset())]
+    while stack:
+        u, seen = stack.pop()
+        if tree.left[u] < 0:
+            most = max(most, len(seen))
+            continue
+        seen = seen | {int(local_of[u])}
+        stack += [(int(tree.left[u]), seen), (int(tree.right[u]), seen)]
+    return most
+
+
+@dataclass(frozen=True)
+class _Patterns:
+    """A node's distinct sub-patterns: each one's decision (True = left) and children's sub-patterns."""
+
+    count: int
+    decision: np.ndarray
+    child: tuple[np.ndarray, np.ndarray]
+
+
+def sub_patterns(plan: JunctionPlan, left: np.ndarray) -> tuple[list[_Patterns], np.ndarray]:
+    """Each node's distinct sub-patterns over rows with split decisions ``left (m, splits)``
+    (postorder), and the root's sub-pattern of each row."""
+    m = left.shape[0]
+    row_pattern: list[np.ndarray] = []
+    out: list[_Patterns] = []
+    zeros = np.zeros(m, dtype=np.int64)
+    for node in plan.nodes:
+        child = [row_pattern[c] if c >= 0 else zeros for c in node.children]
+        n_child = [out[c].count if c >= 0 else 1 for c in node.children]
+        key = (left[:, node.split].astype(np.int64) * n_child[0] + child[0]) * n_child[1] + child[1]
+        size = 2 * n_child[0] * n_child[1]
+        if size <= 4 * m:  # mark and rank instead of sorting
+            present = np.zeros(size, dtype=bool)
+            present[key] = True
+            distinct = np.flatnonzero(present)
+            inverse = (np.cumsum(present) - 1)[key]
+        else:
+            distinct, inverse = np.unique(key, return_inverse=True)
+            inverse = inverse.ravel()
+        row_pattern.append(inverse)
+        rest, right = np.divmod(distinct, n_child[1])
+        decision, left_child = np.divmod(rest, n_child[0])
+        out.append(_Patterns(len(distinct), decision.astype(bool), (left_child, right)))
+    return out, row_pattern[-1]
+
+
+def junction_work(plan: JunctionPlan, patterns: list[_Patterns]) -> float:
+    """States x sub-patterns x quadrature nodes, summed over the nodes: the elements of the arrays
+    one pass of the recursion touches."""
+    return float(plan.n_q * sum((1 << node.n_bits) * p.count for node, p in zip(plan.nodes, patterns, strict=True)))
+
+
+def junction_gradient(plan: JunctionPlan, left: np.ndarray, w_quad: np.ndarray, w_lin: np.ndarray) -> np.ndarray:
+    """Shapley values of ``sum_u w_quad[u] m_S(x_u)^2 + w_lin[u] m_S(x_u)`` per local feature ``(K,)``
+    over rows with split decisions ``left (m, splits)`` and weights ``(m,)``."""
+    patterns, root_pattern = sub_patterns(plan, left)
+    return gradient_on_patterns(plan, patterns, root_pattern, w_quad, w_lin)
+
+
+def gradient_on_patterns(plan, patterns, root_pattern, w_quad, w_lin) -> np.ndarray:
+    q, gl = gauss_legendre(plan.n_q)
+    values: list[tuple[np.ndarray, np.ndarray]] = []
+    saved = []
+    for node, pat in zip(plan.nodes, patterns, strict=True):
+        a, b, kept = _forward(node, pat, values, q)
+        values.append((a, b))
+        saved.append(kept)
+    grad = np.zeros(len(plan.features))
+    root = patterns[-1].count
+    seed = [np.bincount(root_pattern, weights=w, minlength=root) for w in (w_lin, w_quad)]
+    adjoints: list = [None] * len(plan.nodes)
+    adjoints[-1] = tuple(np.broadcast_to(s[:, None, None], (root, 1, len(q))) for s in seed)
+    for i in range(len(plan.nodes) - 1, -1, -1):
+        _backward(plan, i, patterns, saved[i], adjoints, q, gl, grad)
+        adjoints[i] = saved[i] = None
+    return grad
+
+
+def _forward(node: _Node, pat: _Patterns, values, q):
+    """``A, B (P, open states, Q)`` of one node, and what its reverse pass needs."""
+    qq = q[None, None, :]
+    goes_left = np.flatnonzero(pat.decision)
+    goes_right = np.flatnonzero(~pat.decision)
+    n_known = (1 << node.n_bits) // 2 if node.conditioned else 1 << node.n_bits
+    known = [np.empty((pat.count, n_known, len(q))) for _ in range(2)]
+    for side, rows in ((0, goes_left), (1, goes_right)):
+        for k, v in enumerate(_read(node, side, values, pat.child[side][rows], node.known_map[side])):
+            known[k][rows] = v
+    al, bl = _read(node, 0, values, pat.child[0], node.unknown_map[0])
+    ar, br = _read(node, 1, values, pat.child[1], node.unknown_map[1])
+    rl, rr = node.rho
+    unknown_a = rl * al + rr * ar
+    unknown_b = (2.0 * rl * rr) * (al * ar)
+    unknown_b += (rl * rl) * bl
+    unknown_b += (rr * rr) * br
+    if node.conditioned:
+        a = np.concatenate([np.broadcast_to(unknown_a, known[0].shape), known[0]], axis=1)
+        b = np.concatenate([np.broadcast_to(unknown_b, known[1].shape), known[1]], axis=1)
+        diff = None
+    else:
+        diff = (known[0] - unknown_a, known[1] - unknown_b)
+        a, b = unknown_a + qq * diff[0], unknown_b + qq * diff[1]
+    mixed = []
+    for _ in node.closing:
+        mixed.append((a, b))
+        a, b = (_mix(v, q) for v in (a, b))
+    return a, b, (al, ar, diff, mixed, goes_left, goes_right)
+
+
+def _mix(v: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Sum out the lowest state bit: ``q`` known, ``1 - q`` unknown."""
+    pairs = v.reshape(v.shape[0], -1, 2, v.shape[2])
+    return pairs[:, :, 0] + q * (pairs[:, :, 1] - pairs[:, :, 0])
+
+
+def _read(node: _Node, side: int, values, rows: np.ndarray, states: np.ndarray | None):
+    """A child's ``A, B`` at sub-patterns ``rows`` and open ``states``: ``(rows, states, Q)``."""
+    c = node.children[side]
+    if c < 0:
+        v = node.leaf[side]
+        return v, v * v
+    a, b = values[c]
+    if a.shape[1] == 1:
+        return a[rows], b[rows]
+    flat = (rows[:, None] * a.shape[1] + states[None, :]).ravel()
+    shape = (len(rows), len(states), a.shape[2])
+    return (v.reshape(-1, v.shape[2])[flat].reshape(shape) for v in (a, b))
+
+
+def _backward(plan: JunctionPlan, i: int, patterns, kept, adjoints, q, gl, grad) -> None:
+    """Send node ``i``'s adjoints to its children and add its features' gradients."""
+    node, pat = plan.nodes[i], patterns[i]
+    al, ar, diff, mixed, goes_left, goes_right = kept
+    qq = q[None, None, :]
+    ga, gb = adjoints[i]
+    for feature, (a, b) in zip(node.closing[::-1], mixed[::-1], strict=True):
+        grad[feature] += _integrated(ga * _bit_difference(a) + gb * _bit_difference(b), gl)
+        ga, gb = _unmix(ga, q), _unmix(gb, q)
+    if node.conditioned:
+        half = ga.shape[1] // 2
+        known_ga, known_gb = ga[:, half:], gb[:, half:]
+        unknown_ga, unknown_gb = ga[:, :half], gb[:, :half]
+    else:
+        grad[node.own_feature] += _integrated(ga * diff[0] + gb * diff[1], gl)
+        known_ga, known_gb = qq * ga, qq * gb
+        unknown_ga, unknown_gb = (1.0 - qq) * ga, (1.0 - qq) * gb
+    rl, rr = node.rho
+    cross = (2.0 * rl * rr) * unknown_gb
+    for side, rows, rho, other in ((0, goes_left, rl, ar), (1, goes_right, rr, al)):
+        c = node.children[side]
+        if c < 0:
+            continue
+        ga_side = rho * unknown_ga + cross * other
+        gb_side = np.broadcast_to((rho * rho) * unknown_gb, ga_side.shape).copy()
+        if node.known_map[side] is node.unknown_map[side]:  # one read of the child serves both branches
+            ga_side[rows] += known_ga[rows]
+            gb_side[rows] += known_gb[rows]
+        else:
+            child_rows = pat.child[side][rows]
+            _send(plan, patterns, adjoints, c, child_rows, node.known_map[side], known_ga[rows], known_gb[rows])
+        _send(plan, patterns, adjoints, c, pat.child[side], node.unknown_map[side], ga_side, gb_side)
+
+
+def _bit_difference(v: np.ndarray) -> np.ndarray:
+    """Known minus unknown on the lowest state bit: ``(P, S/2, Q)``."""
+    pairs = v.reshape(v.shape[0], -1, 2, v.shape[2])
+    return pairs[:, :, 1] - pairs[:, :, 0]
+
+
+def _unmix(g: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The adjoint of :func:`_mix`: ``(P, S, Q)`` to ``(P, 2 S, Q)``."""
+    return np.stack([(1.0 - q) * g, q * g], axis=2).reshape(g.shape[0], -1, g.shape[2])
+
+
+def _integrated(x: np.ndarray, gl: np.ndarray) -> float:
+    return float(x.reshape(-1, x.shape[-1]).sum(axis=0) @ gl)
+
+
+def _send(plan, patterns, adjoints, c: int, rows: np.ndarray, states, ga: np.ndarray, gb: np.ndarray) -> None:
+    """Add adjoints ``(rows, states, Q)`` of a node's reads into child ``c``'s ``(P_c, O_c, Q)``."""
+    if c < 0:
+        return
+    n_q = ga.shape[2]
+    n_child, n_open = patterns[c].count, 1 << plan.nodes[c].n_open
+    if adjoints[c] is None:
+        adjoints[c] = (np.zeros((n_child, n_open, n_q)), np.zeros((n_child, n_open, n_q)))
+    if n_open == 1:
+        target = rows
+        ga, gb = ga.sum(axis=1), gb.sum(axis=1)
+    else:
+        target = (rows[:, None] * n_open + states[None, :]).ravel()
+        shape = (len(rows), len(states), n_q)
+        ga, gb = np.broadcast_to(ga, shape), np.broadcast_to(gb, shape)
+    size = n_child * n_open * n_q
+    for total, g in zip(adjoints[c], (ga, gb), strict=True):
+        total.reshape(-1, n_q)[...] += _scatter_rows(target, np.ascontiguousarray(g).reshape(-1, n_q), size // n_q)
+
+
+def _scatter_rows(target: np.ndarray, g: np.ndarray, n_out: int) -> np.ndarray:
+    """``(n_out, Q)`` sums of the rows of ``g (k, Q)`` by ``target (k,)``."""
+    k, n_q = g.shape
+    if k * n_q < _SPARSE_SCATTER:
+        flat = (target[:, None] * n_q + np.arange(n_q)).ravel()
+        return np.bincount(flat, weights=g.ravel(), minlength=n_out * n_q).reshape(n_out, n_q)
+    # one entry per row: the sparse product adds whole rows, with no index per element
+    return sparse.csc_matrix((_ones(k), target, np.arange(k + 1)), shape=(n_out, k)) @ g
