@@ -15,8 +15,8 @@ Each node runs on the distinct decisions of its own subtree (its *sub-patterns*)
 over the distinct rows, so nodes near the leaves cost almost nothing.  Only the
 global (``rsq``) mode is computed here: pattern weights enter at the root and
 one reverse pass gives every feature's gradient, integrated over ``q`` with
-Gauss-Legendre quadrature (exact: the integrands are polynomials of degree below
-``2 D``, ``D`` the most distinct features on one path).
+Gauss-Legendre quadrature, with the LCA kernel's number of nodes (exact: a leaf
+pair's integrand has degree below the number of features on the two paths).
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import numpy as np
 from scipy import sparse
 
 from ._kernel import _ones, gauss_legendre
+from ._paths import tree_paths
+from ._plan import quadrature_nodes
 from ._trees import TreeTable, cover_fractions
 
 __all__ = ["JunctionPlan", "compile_junction", "junction_gradient", "junction_work"]
@@ -146,7 +148,7 @@ def compile_junction(tree: TreeTable) -> JunctionPlan | None:
         split_threshold=tree.threshold[splits].astype(np.float64),
         split_default_left=tree.default[splits] == tree.left[splits],
         nodes=tuple(nodes),
-        n_q=_path_features(tree, local_of),
+        n_q=quadrature_nodes(tree, tree_paths(tree)),
     )
 
 
@@ -168,19 +170,6 @@ def _state_map(bits, child_open, states, own: int, own_known: int) -> np.ndarray
         bit = ((states >> bits.index(feature)) & 1) if feature in bits else np.full_like(states, own_known)
         child |= bit << k
     return child
-
-
-def _path_features(tree: TreeTable, local_of: np.ndarray) -> int:
-    """Most distinct features on one root-to-leaf path: the quadrature's number of nodes."""
-    most, stack = 1, [(0, frozenset())]
-    while stack:
-        u, seen = stack.pop()
-        if tree.left[u] < 0:
-            most = max(most, len(seen))
-            continue
-        seen = seen | {int(local_of[u])}
-        stack += [(int(tree.left[u]), seen), (int(tree.right[u]), seen)]
-    return most
 
 
 @dataclass(frozen=True)
@@ -256,11 +245,6 @@ def _forward(node: _Node, pat: _Patterns, values, q):
     qq = q[None, None, :]
     goes_left = np.flatnonzero(pat.decision)
     goes_right = np.flatnonzero(~pat.decision)
-    n_known = (1 << node.n_bits) // 2 if node.conditioned else 1 << node.n_bits
-    known = [np.empty((pat.count, n_known, len(q))) for _ in range(2)]
-    for side, rows in ((0, goes_left), (1, goes_right)):
-        for k, v in enumerate(_read(node, side, values, pat.child[side][rows], node.known_map[side])):
-            known[k][rows] = v
     al, bl = _read(node, 0, values, pat.child[0], node.unknown_map[0])
     ar, br = _read(node, 1, values, pat.child[1], node.unknown_map[1])
     rl, rr = node.rho
@@ -268,6 +252,17 @@ def _forward(node: _Node, pat: _Patterns, values, q):
     unknown_b = (2.0 * rl * rr) * (al * ar)
     unknown_b += (rl * rl) * bl
     unknown_b += (rr * rr) * br
+    n_known = (1 << node.n_bits) // 2 if node.conditioned else 1 << node.n_bits
+    shape = (pat.count, n_known, len(q))
+    if all(node.known_map[side] is node.unknown_map[side] for side in (0, 1)):
+        # neither child reads the split's own feature: the known branch picks from the same reads
+        d = pat.decision[:, None, None]
+        known = [np.broadcast_to(np.where(d, left, right), shape) for left, right in ((al, ar), (bl, br))]
+    else:
+        known = [np.empty(shape) for _ in range(2)]
+        for side, rows in ((0, goes_left), (1, goes_right)):
+            for k, v in enumerate(_read(node, side, values, pat.child[side][rows], node.known_map[side])):
+                known[k][rows] = v
     if node.conditioned:
         a = np.concatenate([np.broadcast_to(unknown_a, known[0].shape), known[0]], axis=1)
         b = np.concatenate([np.broadcast_to(unknown_b, known[1].shape), known[1]], axis=1)

@@ -37,7 +37,7 @@ import numpy as np
 from ._paths import Paths, subtree_features, tree_paths
 from ._trees import TreeTable
 
-__all__ = ["CROSS", "DIAG", "LIN", "TreePlan", "compile_tree"]
+__all__ = ["CROSS", "DIAG", "LIN", "TreePlan", "compile_tree", "quadrature_nodes"]
 
 LIN, DIAG, CROSS = 0, 1, 2
 
@@ -155,7 +155,7 @@ def compile_tree(tree: TreeTable) -> TreePlan | None:
         code_size=n_local,
         leaf_value=value,
         expected_value=float(np.sum(value * np.prod(paths.ratio, axis=1))),
-        n_q=_quadrature_nodes(tree, paths),
+        n_q=quadrature_nodes(tree, paths),
         n_single=2 * len(paths.leaf),
         **_factor_layout({name: np.concatenate([single[name], cross[name]]) for name in single}, len(feature_ids)),
         item_group=cross["group"],
@@ -201,7 +201,7 @@ def _distinct_pairs(high: np.ndarray, low: np.ndarray) -> tuple[np.ndarray, np.n
     return keys >> bits, keys & ((np.int64(1) << bits) - 1), rank.ravel()
 
 
-def _quadrature_nodes(tree: TreeTable, paths: Paths) -> int:
+def quadrature_nodes(tree: TreeTable, paths: Paths) -> int:
     """Gauss-Legendre nodes that integrate every leaf pair's gradient exactly.
 
     A pair's integrand is a polynomial of degree ``|U| - 1`` in ``q``, with ``U``
