@@ -31,7 +31,7 @@ from ._paths import tree_paths
 from ._plan import quadrature_nodes
 from ._trees import TreeTable, cover_fractions
 
-__all__ = ["JunctionPlan", "compile_junction", "junction_gradient", "junction_work"]
+__all__ = ["JunctionPlan", "compile_junction", "expected_junction_work", "junction_gradient", "junction_work"]
 
 # Below this many elements a bincount over an index per element beats building a sparse matrix.
 _SPARSE_SCATTER = 1 << 14
@@ -78,6 +78,8 @@ class JunctionPlan:
     split_default_left: np.ndarray
     nodes: tuple[_Node, ...]
     n_q: int
+    node_states: np.ndarray  # states of each node (2^bits)
+    node_leaves: np.ndarray  # leaves below each node
 
 
 def compile_junction(tree: TreeTable) -> JunctionPlan | None:
@@ -94,13 +96,15 @@ def compile_junction(tree: TreeTable) -> JunctionPlan | None:
     inside: dict[int, np.ndarray] = {}  # occurrences of each local feature in a node's subtree
     open_bits: dict[int, tuple[int, ...]] = {}  # a node's open features, in its state order
     position: dict[int, int] = {}
+    leaves: dict[int, int] = {}
     nodes = []
     for u in _postorder(tree):
         counts = np.zeros(len(features), dtype=np.int64)
         if tree.left[u] < 0:
-            inside[u], open_bits[u] = counts, ()
+            inside[u], open_bits[u], leaves[u] = counts, (), 1
             continue
         kids = (int(tree.left[u]), int(tree.right[u]))
+        leaves[u] = leaves[kids[0]] + leaves[kids[1]]
         own = int(local_of[u])
         counts[own] += 1
         counts += inside[kids[0]] + inside[kids[1]]
@@ -149,6 +153,8 @@ def compile_junction(tree: TreeTable) -> JunctionPlan | None:
         split_default_left=tree.default[splits] == tree.left[splits],
         nodes=tuple(nodes),
         n_q=quadrature_nodes(tree, tree_paths(tree)),
+        node_states=np.array([1 << node.n_bits for node in nodes], dtype=float),
+        node_leaves=np.array([leaves[u] for u in position], dtype=float),
     )
 
 
@@ -206,6 +212,12 @@ def sub_patterns(plan: JunctionPlan, left: np.ndarray) -> tuple[list[_Patterns],
         decision, left_child = np.divmod(rest, n_child[0])
         out.append(_Patterns(len(distinct), decision.astype(bool), (left_child, right)))
     return out, row_pattern[-1]
+
+
+def expected_junction_work(plan: JunctionPlan, n_rows: int, per_leaf: float) -> float:
+    """:func:`junction_work` before the sub-patterns are found, as if each node saw ``per_leaf``
+    sub-patterns per leaf below it (at most one per row)."""
+    return float(plan.n_q * plan.node_states @ np.minimum(per_leaf * plan.node_leaves, n_rows))
 
 
 def junction_work(plan: JunctionPlan, patterns: list[_Patterns]) -> float:

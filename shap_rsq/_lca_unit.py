@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _kernel
-from ._junction import JunctionPlan, compile_junction, gradient_on_patterns, junction_work, sub_patterns
+from ._junction import (
+    JunctionPlan,
+    compile_junction,
+    expected_junction_work,
+    gradient_on_patterns,
+    junction_work,
+    sub_patterns,
+)
 from ._plan import TreePlan, compile_tree
 from ._trees import NodeArrays, TreeTable
 
@@ -34,6 +41,10 @@ _PATTERN_ELEMENTS = 1 << 24
 # stay small, so the LCA kernel, which works in blocks of patterns, takes the tree.
 _JUNCTION_SHARE = 0.05
 _JUNCTION_ELEMENTS = 1 << 22
+# Finding a tree's sub-patterns costs 1-3 ms, so trees that will not fit the budget are turned away
+# before: each node sees at least 9x as many sub-patterns as it has leaves below it (capped by the
+# rows) on the continuous data of the benchmarks (LightGBM, XGBoost depths 6-7).
+_PATTERNS_PER_LEAF = 8
 
 
 @dataclass
@@ -115,10 +126,13 @@ class LcaUnit:
         if self.junction == "never":
             return False
         plan = self.junction_plan
+        budget = min(_JUNCTION_ELEMENTS, _JUNCTION_SHARE * self.work * len(first))
+        cheaper = self.junction == "cheaper"
+        if cheaper and expected_junction_work(plan, len(first), _PATTERNS_PER_LEAF) > budget:
+            return False
         left = _kernel.split_decisions(plan, X, dtype, rows=first)[:, :-1]
         patterns, root_pattern = sub_patterns(plan, left)
-        work = junction_work(plan, patterns)
-        if self.junction == "cheaper" and work > min(_JUNCTION_ELEMENTS, _JUNCTION_SHARE * self.work * len(first)):
+        if cheaper and junction_work(plan, patterns) > budget:
             return False
         out[plan.features] += gradient_on_patterns(plan, patterns, root_pattern, per_quad, per_lin)
         return True

@@ -134,7 +134,7 @@ def test_leaf_wise_trees_pick_a_kernel_by_work_and_both_are_exact(fitted, monkey
     model, X, y, w = fitted(family, nan)
     explainer = RSquaredExplainer(model)
     leaf_wise = [u for u in explainer._units.units() if getattr(u, "junction", "never") == "cheaper"]
-    assert len(leaf_wise) >= 6
+    assert len(leaf_wise) >= 3
     expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
     np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
     assert len(calls) == (len(leaf_wise) if share else 0)
