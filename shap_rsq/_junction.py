@@ -21,7 +21,9 @@ pair's integrand has degree below the number of features on the two paths).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import sparse
@@ -87,56 +89,59 @@ def compile_junction(tree: TreeTable) -> JunctionPlan | None:
     if tree.left[0] < 0:
         return None
     splits = np.flatnonzero(tree.left >= 0)
-    split_of = np.full(tree.n_nodes, -1, dtype=np.int64)
-    split_of[splits] = np.arange(len(splits))
     features, local = np.unique(tree.feature[splits], return_inverse=True)
-    local_of = np.full(tree.n_nodes, -1, dtype=np.int64)
-    local_of[splits] = local
-    total = np.bincount(local, minlength=len(features))
-    inside: dict[int, np.ndarray] = {}  # occurrences of each local feature in a node's subtree
+    # plain Python below: a tree has tens of nodes, each with a handful of features in play
+    left, right, value = tree.left.tolist(), tree.right.tolist(), tree.value.tolist()
+    split_of = dict(zip(splits.tolist(), range(len(splits)), strict=True))
+    local_of = dict(zip(splits.tolist(), local.tolist(), strict=True))
+    total = Counter(local.tolist())
+    to_left, to_right = cover_fractions(
+        tree.cover[splits], tree.cover[tree.left[splits]], tree.cover[tree.right[splits]]
+    )
+    rho = dict(zip(splits.tolist(), zip(to_left.tolist(), to_right.tolist(), strict=True), strict=True))
+    inside: dict[int, Counter] = {}  # occurrences of each local feature in a node's subtree
     open_bits: dict[int, tuple[int, ...]] = {}  # a node's open features, in its state order
     position: dict[int, int] = {}
     leaves: dict[int, int] = {}
     nodes = []
     for u in _postorder(tree):
-        counts = np.zeros(len(features), dtype=np.int64)
-        if tree.left[u] < 0:
-            inside[u], open_bits[u], leaves[u] = counts, (), 1
+        if left[u] < 0:
+            inside[u], open_bits[u], leaves[u] = Counter(), (), 1
             continue
-        kids = (int(tree.left[u]), int(tree.right[u]))
+        kids = (left[u], right[u])
         leaves[u] = leaves[kids[0]] + leaves[kids[1]]
-        own = int(local_of[u])
+        own = local_of[u]
+        counts = inside[kids[0]] + inside[kids[1]]
         counts[own] += 1
-        counts += inside[kids[0]] + inside[kids[1]]
         inside[u] = counts
-        is_open = (counts > 0) & (counts < total)
-        spans = (counts == total) & (inside[kids[0]] < counts) & (inside[kids[1]] < counts)
-        closing = tuple(int(f) for f in np.flatnonzero(spans) if f != own)
-        conditioned = bool(is_open[own])
-        others = tuple(int(f) for f in np.flatnonzero(is_open) if f != own)
+        closing = tuple(
+            sorted(
+                f
+                for f, c in counts.items()
+                if f != own and c == total[f] and inside[kids[0]][f] < c and inside[kids[1]][f] < c
+            )
+        )
+        others = tuple(sorted(f for f, c in counts.items() if f != own and c < total[f]))
+        conditioned = counts[own] < total[own]
         bits = closing + others + ((own,) if conditioned else ())
         open_bits[u] = others + ((own,) if conditioned else ())
         maps = {}
         for branch, fixed in (("known", 1), ("unknown", 0)):
-            states = np.arange(1 << len(bits))
-            if conditioned:  # the branch runs on the half of the states where the own bit says so
-                half = len(states) // 2
-                states = states[half:] if fixed else states[:half]
             maps[branch] = tuple(
-                _state_map(bits, open_bits[c], states, own, fixed) if tree.left[c] >= 0 else None for c in kids
+                _state_map(len(bits), _sources(bits, open_bits[c], fixed), conditioned, fixed) if left[c] >= 0 else None
+                for c in kids
             )
-        # the same array for both branches when the child does not read the split's own feature
-        shared = [k is not None and np.array_equal(k, v) for k, v in zip(maps["known"], maps["unknown"], strict=True)]
+        # one array for both branches when the child does not read the split's own feature
         maps["known"] = tuple(
-            v if same else k for k, v, same in zip(maps["known"], maps["unknown"], shared, strict=True)
+            v if k is not None and np.array_equal(k, v) else k
+            for k, v in zip(maps["known"], maps["unknown"], strict=True)
         )
-        rho = cover_fractions(tree.cover[u], tree.cover[kids[0]], tree.cover[kids[1]])
         nodes.append(
             _Node(
-                split=int(split_of[u]),
+                split=split_of[u],
                 children=tuple(position.get(c, -1) for c in kids),
-                leaf=tuple(float(tree.value[c]) if tree.left[c] < 0 else 0.0 for c in kids),
-                rho=(float(rho[0]), float(rho[1])),
+                leaf=tuple(value[c] if left[c] < 0 else 0.0 for c in kids),
+                rho=rho[u],
                 own_feature=own,
                 conditioned=conditioned,
                 closing=closing,
@@ -159,22 +164,33 @@ def compile_junction(tree: TreeTable) -> JunctionPlan | None:
 
 
 def _postorder(tree: TreeTable) -> list[int]:
+    left, right = tree.left.tolist(), tree.right.tolist()
     order, stack = [], [0]
     while stack:
         u = stack.pop()
         order.append(u)
-        if tree.left[u] >= 0:
-            stack += [int(tree.left[u]), int(tree.right[u])]
+        if left[u] >= 0:
+            stack += [left[u], right[u]]
     return order[::-1]
 
 
-def _state_map(bits, child_open, states, own: int, own_known: int) -> np.ndarray:
-    """The child's open state read by each of the parent's ``states`` (the parent's own feature,
-    when the child reads it, fixed to ``own_known``)."""
+def _sources(bits: tuple[int, ...], child_open: tuple[int, ...], own_known: int) -> tuple[int, ...]:
+    """For each of the child's open features, the parent's state bit it reads, or ``-1 - own_known``
+    for the parent's own feature (not among the bits: fixed by the branch)."""
+    return tuple(bits.index(f) if f in bits else -1 - own_known for f in child_open)
+
+
+@lru_cache(maxsize=4096)
+def _state_map(n_bits: int, sources: tuple[int, ...], halved: bool, known: int) -> np.ndarray:
+    """The child's open state read by each parent state of a branch (the upper half of the states
+    for the known branch of a conditioned split, the lower half for its unknown branch)."""
+    states = np.arange(1 << n_bits)
+    if halved:
+        states = states[len(states) // 2 :] if known else states[: len(states) // 2]
     child = np.zeros_like(states)
-    for k, feature in enumerate(child_open):
-        bit = ((states >> bits.index(feature)) & 1) if feature in bits else np.full_like(states, own_known)
-        child |= bit << k
+    for k, bit in enumerate(sources):
+        child |= (((states >> bit) & 1) if bit >= 0 else -1 - bit) << k
+    child.flags.writeable = False
     return child
 
 
