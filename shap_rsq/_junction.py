@@ -9,7 +9,8 @@ occurrences, the recursion carries one value per known/unknown assignment of the
 feature.  A node's *states* are the assignments of the features that occur both
 inside and outside its subtree (*open*) and of those it sums out (*closing*), so
 the work grows as ``2^states`` per node rather than ``2^repeated`` per tree,
-which keeps it small on the leaf-wise trees of LightGBM and on depth-5 XGBoost.
+which keeps it small on the leaf-wise trees of LightGBM (level-wise trees of depth 6
+and more carry too many states: the LCA kernel takes them).
 
 Each node runs on the distinct decisions of its own subtree (its *sub-patterns*)
 over the distinct rows, so nodes near the leaves cost almost nothing.  Only the
@@ -33,7 +34,14 @@ from ._paths import tree_paths
 from ._plan import quadrature_nodes
 from ._trees import TreeTable, cover_fractions
 
-__all__ = ["JunctionPlan", "compile_junction", "expected_junction_work", "junction_gradient", "junction_work"]
+__all__ = [
+    "JunctionPlan",
+    "compile_junction",
+    "expected_junction_work",
+    "gradient_on_patterns",
+    "junction_work",
+    "sub_patterns",
+]
 
 # Below this many elements a bincount over an index per element beats building a sparse matrix.
 _SPARSE_SCATTER = 1 << 14
@@ -242,14 +250,11 @@ def junction_work(plan: JunctionPlan, patterns: list[_Patterns]) -> float:
     return float(plan.n_q * sum((1 << node.n_bits) * p.count for node, p in zip(plan.nodes, patterns, strict=True)))
 
 
-def junction_gradient(plan: JunctionPlan, left: np.ndarray, w_quad: np.ndarray, w_lin: np.ndarray) -> np.ndarray:
+def gradient_on_patterns(
+    plan: JunctionPlan, patterns: list[_Patterns], root_pattern: np.ndarray, w_quad: np.ndarray, w_lin: np.ndarray
+) -> np.ndarray:
     """Shapley values of ``sum_u w_quad[u] m_S(x_u)^2 + w_lin[u] m_S(x_u)`` per local feature ``(K,)``
-    over rows with split decisions ``left (m, splits)`` and weights ``(m,)``."""
-    patterns, root_pattern = sub_patterns(plan, left)
-    return gradient_on_patterns(plan, patterns, root_pattern, w_quad, w_lin)
-
-
-def gradient_on_patterns(plan, patterns, root_pattern, w_quad, w_lin) -> np.ndarray:
+    over distinct rows ``u`` with weights ``(m,)``, from their :func:`sub_patterns`."""
     q, gl = gauss_legendre(plan.n_q)
     values: list[tuple[np.ndarray, np.ndarray]] = []
     saved = []
