@@ -312,8 +312,7 @@ def _forward(node: _Node, pat: _Patterns, values, q):
 
 def _mix(v: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Sum out the lowest state bit: ``q`` known, ``1 - q`` unknown."""
-    pairs = v.reshape(v.shape[0], -1, 2, v.shape[2])
-    return pairs[:, :, 0] + q * (pairs[:, :, 1] - pairs[:, :, 0])
+    return v.reshape(v.shape[0], -1, 2, v.shape[2])[:, :, 0] + q * _bit_difference(v)
 
 
 def _read(node: _Node, side: int, values, rows: np.ndarray, states: np.ndarray | None):
@@ -381,8 +380,6 @@ def _integrated(x: np.ndarray, gl: np.ndarray) -> float:
 
 def _send(plan, patterns, adjoints, c: int, rows: np.ndarray, states, ga: np.ndarray, gb: np.ndarray) -> None:
     """Add adjoints ``(rows, states, Q)`` of a node's reads into child ``c``'s ``(P_c, O_c, Q)``."""
-    if c < 0:
-        return
     n_q = ga.shape[2]
     n_child, n_open = patterns[c].count, 1 << plan.nodes[c].n_open
     if adjoints[c] is None:
