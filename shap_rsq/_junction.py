@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import sparse
 
-from ._kernel import _ones, gauss_legendre
+from ._kernel import gauss_legendre
 from ._paths import tree_paths
 from ._plan import quadrature_nodes
+from ._sparse import OneHot
 from ._trees import TreeTable, cover_fractions
 
 __all__ = [
@@ -402,5 +402,6 @@ def _scatter_rows(target: np.ndarray, g: np.ndarray, n_out: int) -> np.ndarray:
     if k * n_q < _SPARSE_SCATTER:
         flat = (target[:, None] * n_q + np.arange(n_q)).ravel()
         return np.bincount(flat, weights=g.ravel(), minlength=n_out * n_q).reshape(n_out, n_q)
-    # one entry per row: the sparse product adds whole rows, with no index per element
-    return sparse.csc_matrix((_ones(k), target, np.arange(k + 1)), shape=(n_out, k)) @ g
+    out = np.zeros((n_out, n_q))
+    OneHot.picks(target, n_out).add_transposed(g, out)
+    return out

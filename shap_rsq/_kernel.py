@@ -23,10 +23,10 @@ import itertools
 from functools import lru_cache
 
 import numpy as np
-from scipy import sparse
 
 from ._cells import BLOCK, Cells, Factors, cell_tables, scatter_features, varying_products, weighted_slopes
 from ._plan import LIN, TreePlan
+from ._sparse import OneHot
 
 __all__ = ["gauss_legendre", "leaf_codes", "pattern_gradients", "weighted_gradient"]
 
@@ -88,29 +88,15 @@ def _group_coefficients(plan: TreePlan, q: np.ndarray):
     return coef, dcoef
 
 
-_ONES = np.ones(0)
-
-
-def _ones(n: int) -> np.ndarray:
-    """``n`` ones from a shared buffer that only grows (the one-hot matrices never write their data)."""
-    global _ONES
-    ones = _ONES
-    if ones.size < n:
-        ones = _ONES = np.ones(max(n, 2 * ones.size))
-    return ones[:n]
-
-
-def _segment_matrix(row_cell: np.ndarray, seg_starts: np.ndarray, n_cells: int) -> sparse.csr_matrix:
-    """One-hot ``(rows * segments, cells)``: row ``(u, s)`` selects the cells of the items of
-    segment ``s`` for row ``u``, so ``matrix @ values`` sums each side of each group."""
+def _segment_matrix(row_cell: np.ndarray, seg_starts: np.ndarray, n_cells: int) -> OneHot:
+    """One-hot ``(rows * segments, cells)``: row ``(u, s)`` picks the cells of the items of
+    segment ``s`` for row ``u``, so its ``sums`` of a cell table sum each side of each group."""
     n_rows, n_items = row_cell.shape
     index = np.int64 if row_cell.size >= 2**31 else np.int32
     indptr = np.empty(n_rows * len(seg_starts) + 1, dtype=index)
     indptr[:-1] = (np.arange(n_rows, dtype=index)[:, None] * n_items + seg_starts[None, :]).ravel()
     indptr[-1] = n_rows * n_items
-    data = _ones(row_cell.size)
-    shape = (len(indptr) - 1, n_cells)
-    return sparse.csr_matrix((data, row_cell.ravel().astype(index, copy=False), indptr), shape=shape, copy=False)
+    return OneHot(indptr, row_cell.ravel().astype(index, copy=False), n_cells)
 
 
 def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_lin: np.ndarray) -> np.ndarray:
@@ -144,7 +130,9 @@ def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_l
     for groups, _, chunk, _, block, gather, sums in _side_sums(plan, cells, first, value, codes.shape[0], 1):
         # the cotangent of a left item is w C_g B_g (and of a right item w C_g A_g)
         partner = sums[:, ::-1] * (w_quad[block, None, None, None] * coef[groups])
-        hist[chunk] += gather.T @ partner.reshape(-1, len(q))
+        chunk_hist = np.zeros((len(chunk), len(q)))
+        gather.add_transposed(partner.reshape(-1, len(q)), chunk_hist)
+        hist[chunk] += chunk_hist
         both[groups] += np.einsum("ugq,ugq->gq", sums[:, 0], partner[:, 0])
     out += weighted_slopes(plan, factors, rows, code, hist * gl)
     # both = sum_u w_u C_g A_g B_g; the coefficient's own derivative is dC/dq_k = C * dcoef_ratio
@@ -165,7 +153,7 @@ def _side_sums(plan: TreePlan, cells: Cells, first: np.ndarray, value: np.ndarra
         chunk_value = value[chunk]
         for rows in _blocks(n_rows, len(items) * n_q * per_q):
             gather = _segment_matrix(chunk_cell[rows], seg_starts, len(chunk))
-            sums = (gather @ chunk_value).reshape(-1, 2, groups.stop - groups.start, n_q)
+            sums = gather.sums(chunk_value).reshape(-1, 2, groups.stop - groups.start, n_q)
             yield groups, items, chunk, chunk_cell[rows], rows, gather, sums
 
 

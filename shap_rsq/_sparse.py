@@ -1,0 +1,112 @@
+"""One-hot sparse products: sums of table rows picked by index lists, and their transposes.
+
+The kernels gather rows of small tables by index and scatter cotangents back into them; a
+one-hot sparse matrix does both in compiled loops.  SciPy's matrix constructors check the
+index arrays on every call, which costs 40-80 microseconds, more than the product itself
+for the thousands of small products a model needs.  Here the same products call SciPy's
+compiled kernels (``scipy.sparse._sparsetools``) directly, once a first call has checked
+them against the public matrices, and fall back to the public matrices when the private
+kernels are missing or disagree.  Neither path checks that the indices are in range (SciPy's
+constructors check types and lengths only): the callers build them from their own tables.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from scipy import sparse
+
+__all__ = ["OneHot"]
+
+_ONES = np.ones(0)
+
+
+def _ones(n: int) -> np.ndarray:
+    """``n`` ones from a shared buffer that only grows (one-hot matrices never write their data)."""
+    global _ONES
+    ones = _ONES
+    if ones.size < n:
+        ones = _ONES = np.ones(max(n, 2 * ones.size))
+    return ones[:n]
+
+
+class OneHot:
+    """A ``(rows, columns)`` matrix with ones at ``(r, indices[indptr[r]:indptr[r + 1]])``.
+
+    ``indptr`` and ``indices`` are integer arrays of one type (int32 or int64), as in CSR.
+    """
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, n_columns: int):
+        self.indptr = indptr
+        self.indices = indices
+        self.shape = (len(indptr) - 1, n_columns)
+
+    @classmethod
+    def picks(cls, index: np.ndarray, n_columns: int) -> OneHot:
+        """One one per row, at column ``index[r]``: ``picks(t, n).T @ g`` sums the rows of ``g`` by ``t``."""
+        return cls(np.arange(len(index) + 1, dtype=index.dtype), index, n_columns)
+
+    def sums(self, table: np.ndarray) -> np.ndarray:
+        """``self @ table``: ``(rows, Q)``, each row the sum of the table rows it picks."""
+        out = np.zeros((self.shape[0], table.shape[1]))
+        _product(self, np.ascontiguousarray(table, dtype=float), out, transposed=False)
+        return out
+
+    def add_transposed(self, g: np.ndarray, out: np.ndarray) -> None:
+        """``out += self.T @ g``: each row of ``g (rows, Q)`` added into the rows of ``out (columns, Q)``
+        it picks."""
+        g = np.ascontiguousarray(g, dtype=float)
+        if out.flags.c_contiguous and out.dtype == float:
+            _product(self, g, out, transposed=True)
+        else:
+            total = np.zeros(out.shape)
+            _product(self, g, total, transposed=True)
+            out += total
+
+
+def _product(matrix: OneHot, x: np.ndarray, out: np.ndarray, transposed: bool) -> None:
+    """``out += matrix @ x`` (or ``matrix.T @ x``), ``x`` and ``out`` C-contiguous float64."""
+    kernels = _kernels()
+    n_rows, n_columns = matrix.shape
+    data = _ones(len(matrix.indices))
+    if kernels is not None:
+        # CSR arrays read as CSC are the transpose: the same arrays serve both products
+        if transposed:
+            kernels.csc_matvecs(
+                n_columns, n_rows, x.shape[1], matrix.indptr, matrix.indices, data, x.ravel(), out.ravel()
+            )
+        else:
+            kernels.csr_matvecs(
+                n_rows, n_columns, x.shape[1], matrix.indptr, matrix.indices, data, x.ravel(), out.ravel()
+            )
+        return
+    public = sparse.csr_matrix((data, matrix.indices, matrix.indptr), shape=matrix.shape, copy=False)
+    out += (public.T if transposed else public) @ x
+
+
+@lru_cache(maxsize=1)
+def _kernels():
+    """SciPy's compiled kernels, if they compute what the public matrices compute on a small case."""
+    try:
+        from scipy.sparse import _sparsetools as kernels
+    except ImportError:
+        return None
+    rng = np.random.default_rng(0)
+    for index_type in (np.int32, np.int64):
+        indptr = np.array([0, 2, 2, 5], dtype=index_type)
+        indices = np.array([1, 3, 0, 3, 3], dtype=index_type)
+        public = sparse.csr_matrix((np.ones(5), indices, indptr), shape=(3, 4))
+        for transposed, x in ((False, rng.random((4, 3))), (True, rng.random((3, 3)))):
+            expected = (public.T if transposed else public) @ x
+            out = np.zeros(expected.shape)
+            try:
+                if transposed:
+                    kernels.csc_matvecs(4, 3, 3, indptr, indices, np.ones(5), x.ravel(), out.ravel())
+                else:
+                    kernels.csr_matvecs(3, 4, 3, indptr, indices, np.ones(5), x.ravel(), out.ravel())
+            except Exception:  # any change of the private signature means: do not use it
+                return None
+            if not np.allclose(out, expected, rtol=1e-15, atol=0):
+                return None
+    return kernels

@@ -1,0 +1,51 @@
+"""The one-hot products of ``_sparse`` call SciPy's compiled kernels directly (its public matrices
+check their index arrays on every call, which costs more than the small products themselves); both
+paths must give the public matrices' sums."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from shap_rsq import _sparse
+
+
+@pytest.fixture(params=["compiled", "public"])
+def path(request, monkeypatch):
+    if request.param == "public":
+        monkeypatch.setattr(_sparse, "_kernels", lambda: None)
+    else:
+        assert _sparse._kernels() is not None  # SciPy still ships the kernels with the checked signature
+    return request.param
+
+
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_one_hot_sums_and_transposed_sums_match_scipy(path, index_type):
+    rng = np.random.default_rng(3)
+    counts = rng.integers(0, 5, size=40)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_type)
+    indices = rng.integers(0, 25, size=int(indptr[-1])).astype(index_type)
+    public = sparse.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(40, 25))
+    matrix = _sparse.OneHot(indptr, indices, 25)
+
+    table = rng.normal(size=(25, 7))
+    np.testing.assert_allclose(matrix.sums(table), public @ table, rtol=1e-14, atol=1e-14)
+
+    g = rng.normal(size=(40, 7))
+    out = rng.normal(size=(25, 7))
+    expected = out + public.T @ g
+    matrix.add_transposed(g, out)
+    np.testing.assert_allclose(out, expected, rtol=1e-14, atol=1e-14)
+
+    strided = np.zeros((25, 14))[:, ::2]  # not contiguous: summed through a temporary
+    matrix.add_transposed(g, strided)
+    np.testing.assert_allclose(strided, public.T @ g, rtol=1e-14, atol=1e-14)
+
+
+def test_picks_sum_rows_by_target(path):
+    target = np.array([2, 0, 2, 2, 1])
+    g = np.arange(10.0).reshape(5, 2)
+    out = np.zeros((4, 2))
+    _sparse.OneHot.picks(target, 4).add_transposed(g, out)
+    np.testing.assert_array_equal(out, [[2, 3], [8, 9], [0 + 4 + 6, 1 + 5 + 7], [0, 0]])
