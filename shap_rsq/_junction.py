@@ -43,9 +43,6 @@ __all__ = [
     "sub_patterns",
 ]
 
-# Below this many elements a bincount over an index per element beats building a sparse matrix.
-_SPARSE_SCATTER = 1 << 14
-
 
 @dataclass(frozen=True)
 class _Node:
@@ -391,17 +388,6 @@ def _send(plan, patterns, adjoints, c: int, rows: np.ndarray, states, ga: np.nda
         target = (rows[:, None] * n_open + states[None, :]).ravel()
         shape = (len(rows), len(states), n_q)
         ga, gb = np.broadcast_to(ga, shape), np.broadcast_to(gb, shape)
-    size = n_child * n_open * n_q
+    picks = OneHot.picks(target, n_child * n_open)
     for total, g in zip(adjoints[c], (ga, gb), strict=True):
-        total.reshape(-1, n_q)[...] += _scatter_rows(target, np.ascontiguousarray(g).reshape(-1, n_q), size // n_q)
-
-
-def _scatter_rows(target: np.ndarray, g: np.ndarray, n_out: int) -> np.ndarray:
-    """``(n_out, Q)`` sums of the rows of ``g (k, Q)`` by ``target (k,)``."""
-    k, n_q = g.shape
-    if k * n_q < _SPARSE_SCATTER:
-        flat = (target[:, None] * n_q + np.arange(n_q)).ravel()
-        return np.bincount(flat, weights=g.ravel(), minlength=n_out * n_q).reshape(n_out, n_q)
-    out = np.zeros((n_out, n_q))
-    OneHot.picks(target, n_out).add_transposed(g, out)
-    return out
+        picks.add_transposed(g.reshape(-1, n_q), total.reshape(-1, n_q))
