@@ -15,7 +15,16 @@ import numpy as np
 
 from ._plan import TreePlan
 
-__all__ = ["BLOCK", "Cells", "Factors", "cell_tables", "scatter_features", "varying_products", "weighted_slopes"]
+__all__ = [
+    "BLOCK",
+    "Cells",
+    "Factors",
+    "cell_tables",
+    "kept_factors",
+    "scatter_features",
+    "varying_products",
+    "weighted_slopes",
+]
 
 # Upper bound on the float64 elements of one temporary array (4 MB).  The
 # kernel's passes are memory-bound elementwise products: blocks that stay in
@@ -163,17 +172,23 @@ def _var_blocks(plan: TreePlan, rows: np.ndarray, n_q: int):
 
 
 def varying_products(
-    plan: TreePlan, factors: Factors, rows: np.ndarray, code: np.ndarray, weight: np.ndarray | None = None
+    plan: TreePlan,
+    factors: Factors,
+    rows: np.ndarray,
+    code: np.ndarray,
+    weight: np.ndarray | None = None,
+    kept: list | None = None,
 ):
     """Product of the bit-dependent factors of each cell ``(C, Q)``; with ``weight (C, Q)``
-    also ``sum_q weight * d product / d q_f`` per bit-dependent factor ``(C, F)``."""
+    also ``sum_q weight * d product / d q_f`` per bit-dependent factor ``(C, F)``.
+
+    ``kept``, when given, holds the gathered factors between two calls on the same cells: the
+    first call fills it, the next reads it (see :func:`kept_factors`).
+    """
     n_q = factors.value.shape[1]
     value = np.ones((len(rows), n_q))
     integrated = None if weight is None else np.zeros((len(rows), factors.width))
-    for block, width in _var_blocks(plan, rows, n_q):
-        if width == 0:
-            continue
-        values, slopes = factors.varying(plan, rows[block], code[block], width)
+    for block, width, values, slopes in _gathered_blocks(plan, factors, rows, code, kept):
         if weight is None:
             value[block] = np.prod(values, axis=0)
             continue
@@ -182,10 +197,33 @@ def varying_products(
     return value, integrated
 
 
-def weighted_slopes(plan: TreePlan, factors: Factors, rows: np.ndarray, code: np.ndarray, weight: np.ndarray):
+def kept_factors(plan: TreePlan, rows: np.ndarray, n_q: int, limit: int) -> list | None:
+    """An empty list to keep the gathered factors of cells of items ``rows`` between the value and
+    the slope passes, or ``None`` when they would exceed ``limit`` elements."""
+    return [] if int(plan.item_n_var[rows].sum()) * n_q <= limit else None
+
+
+def _gathered_blocks(plan: TreePlan, factors: Factors, rows: np.ndarray, code: np.ndarray, kept: list | None):
+    """``(block, width, values, slopes)`` of the cells with bit-dependent factors, from ``kept``
+    when an earlier call filled it."""
+    if kept:
+        yield from kept
+        return
+    for block, width in _var_blocks(plan, rows, factors.value.shape[1]):
+        if width == 0:
+            continue
+        gathered = (block, width, *factors.varying(plan, rows[block], code[block], width))
+        if kept is not None:
+            kept.append(gathered)
+        yield gathered
+
+
+def weighted_slopes(
+    plan: TreePlan, factors: Factors, rows: np.ndarray, code: np.ndarray, weight: np.ndarray, kept: list | None = None
+):
     """Per-feature ``sum_cells sum_q weight * d item / d q_f`` ``(K,)`` for cells of items ``rows``
     (the cells of each item consecutive)."""
-    varying, integrated = varying_products(plan, factors, rows, code, weight * factors.constant[rows])
+    varying, integrated = varying_products(plan, factors, rows, code, weight * factors.constant[rows], kept)
     # the bit-free factors are the same on every cell of an item: sum weight * varying per item first
     first = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
     items = rows[first]
