@@ -167,6 +167,8 @@ def decision_keys(X: np.ndarray, feature: np.ndarray, threshold: np.ndarray, def
 
     The split columns are copied once, one contiguous row per distinct column (trees share
     features), so each split compares whole rows; NaN handling is skipped when they have none.
+    When many splits repeat (binary features, a few borders per feature), each distinct split
+    is compared once and the trees read its decisions.
     """
     columns, position = np.unique(feature, return_inverse=True)
     position = position.reshape(feature.shape)
@@ -175,13 +177,41 @@ def decision_keys(X: np.ndarray, feature: np.ndarray, threshold: np.ndarray, def
     has_nan = bool(np.isnan(values).any())
     key_type = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if np.iinfo(t).bits > max(shift))
     key = np.zeros((feature.shape[0], X.shape[0]), dtype=key_type)
+    distinct, split_id = _distinct_splits(position, threshold, default_left if has_nan else None)
+    if len(distinct) * 2 <= feature.size:
+        left = _decisions(
+            values[position.ravel()[distinct]],
+            threshold.ravel()[distinct, None],
+            default_left.ravel()[distinct, None],
+            has_nan,
+        )
+        table = left.view(np.uint8)  # (distinct, n)
+        for h in range(feature.shape[1]):
+            key |= table[split_id[:, h]].astype(key_type, copy=False) << key_type(shift[h])
+        return np.ascontiguousarray(key.T)
     for h in range(feature.shape[1]):
-        x = values[position[:, h]]  # (T, n)
-        left = x <= threshold[:, h, None]
-        if has_nan:
-            left = np.where(np.isnan(x), default_left[:, h, None], left)
+        left = _decisions(values[position[:, h]], threshold[:, h, None], default_left[:, h, None], has_nan)  # (T, n)
         key |= left.astype(key_type) << key_type(shift[h])
     return np.ascontiguousarray(key.T)
+
+
+def _decisions(x: np.ndarray, threshold: np.ndarray, default_left: np.ndarray, has_nan: bool) -> np.ndarray:
+    left = x <= threshold
+    return np.where(np.isnan(x), default_left, left) if has_nan else left
+
+
+def _distinct_splits(position: np.ndarray, threshold: np.ndarray, default_left: np.ndarray | None):
+    """First occurrence of each distinct ``(column, threshold[, default])`` among splits ``(T, H)``
+    (flat indices) and each split's rank among them ``(T, H)``."""
+    parts = [position.ravel().astype(np.int64), threshold.ravel().astype(np.float64).view(np.int64)]
+    if default_left is not None:
+        parts.append(default_left.ravel().astype(np.int64))
+    order = np.lexsort(parts[::-1])
+    stacked = np.stack(parts, axis=1)[order]
+    new = np.concatenate([[True], np.any(stacked[1:] != stacked[:-1], axis=1)])
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.cumsum(new) - 1
+    return order[new], rank.reshape(position.shape)
 
 
 def _comparable_threshold(threshold: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -241,6 +241,30 @@ def test_decision_keys_compare_in_the_models_precision(dtype):
     assert np.float64(np.float32(between)) != between  # the kept-wide case is exercised
 
 
+@pytest.mark.parametrize("with_nan", [False, True])
+def test_decision_keys_of_repeated_splits_read_each_distinct_split_once(with_nan):
+    """Many trees splitting on the same few (column, threshold, default) triples take the path that
+    compares each distinct split once; its keys are the per-split comparisons', NaN included, and
+    splits that differ only in their default direction stay apart when rows have NaN."""
+    rng = np.random.default_rng(8)
+    X = rng.binomial(1, 0.5, size=(300, 6)).astype(float)
+    if with_nan:
+        X[rng.random(X.shape) < 0.1] = np.nan
+    n_trees, depth = 40, 3
+    feature = rng.integers(0, 3, size=(n_trees, depth))
+    threshold = np.full((n_trees, depth), 0.5)
+    default_left = rng.random((n_trees, depth)) < 0.5
+    shift = np.array([2, 0, 1])
+    split_ids = _enumerate._distinct_splits(feature, threshold, default_left if with_nan else None)[0]
+    assert len(split_ids) * 2 <= feature.size  # the shared path runs
+
+    keys = _enumerate.decision_keys(X, feature, threshold, default_left, np.float64, shift)
+
+    x = X[:, feature]  # (n, T, H)
+    left = np.where(np.isnan(x), default_left, x <= threshold)
+    np.testing.assert_array_equal(keys, np.sum(left.astype(np.int64) << shift, axis=2))
+
+
 @pytest.mark.parametrize("depth", [1, 2, 3, 4])
 def test_pattern_keys_reach_the_leaf_that_the_heap_walk_reaches(depth):
     # pattern indices put each node's sub-pattern in one run of bits (preorder); the leaf read
