@@ -28,6 +28,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ._cells import rows_of
 from ._kernel import gauss_legendre
 from ._paths import tree_paths
 from ._plan import quadrature_nodes
@@ -320,10 +321,10 @@ def _read(node: _Node, side: int, values, rows: np.ndarray, states: np.ndarray |
         return v, v * v
     a, b = values[c]
     if a.shape[1] == 1:
-        return a[rows], b[rows]
+        return rows_of(a, rows), rows_of(b, rows)
     flat = (rows[:, None] * a.shape[1] + states[None, :]).ravel()
     shape = (len(rows), len(states), a.shape[2])
-    return (v.reshape(-1, v.shape[2])[flat].reshape(shape) for v in (a, b))
+    return (rows_of(v.reshape(-1, v.shape[2]), flat).reshape(shape) for v in (a, b))
 
 
 def _backward(plan: JunctionPlan, i: int, patterns, kept, adjoints, q, gl, grad) -> None:
@@ -352,11 +353,12 @@ def _backward(plan: JunctionPlan, i: int, patterns, kept, adjoints, q, gl, grad)
         ga_side = rho * unknown_ga + cross * other
         gb_side = np.broadcast_to((rho * rho) * unknown_gb, ga_side.shape).copy()
         if node.known_map[side] is node.unknown_map[side]:  # one read of the child serves both branches
-            ga_side[rows] += known_ga[rows]
-            gb_side[rows] += known_gb[rows]
+            went = (pat.decision if side == 0 else ~pat.decision)[:, None, None]
+            np.add(ga_side, known_ga, out=ga_side, where=went)
+            np.add(gb_side, known_gb, out=gb_side, where=went)
         else:
-            child_rows = pat.child[side][rows]
-            _send(plan, patterns, adjoints, c, child_rows, node.known_map[side], known_ga[rows], known_gb[rows])
+            known = (rows_of(known_ga, rows), rows_of(known_gb, rows))
+            _send(plan, patterns, adjoints, c, pat.child[side][rows], node.known_map[side], *known)
         _send(plan, patterns, adjoints, c, pat.child[side], node.unknown_map[side], ga_side, gb_side)
 
 

@@ -102,15 +102,16 @@ def _group_coefficients(plan: TreePlan, q: np.ndarray):
     return coef, dcoef
 
 
-def _segment_matrix(row_cell: np.ndarray, seg_starts: np.ndarray, n_cells: int) -> OneHot:
+def _segment_indptr(n_rows: int, n_items: int, seg_starts: np.ndarray, dtype) -> np.ndarray:
+    """Row pointers of :func:`_segment_matrix` for up to ``n_rows`` rows: the first ``m * segments + 1``
+    serve any block of ``m`` rows (``seg_starts[0]`` is 0), so a chunk builds them once."""
+    return (np.arange(n_rows + 1, dtype=dtype)[:, None] * n_items + seg_starts[None, :].astype(dtype)).ravel()
+
+
+def _segment_matrix(row_cell: np.ndarray, indptr: np.ndarray, n_segments: int, n_cells: int) -> OneHot:
     """One-hot ``(rows * segments, cells)``: row ``(u, s)`` picks the cells of the items of
     segment ``s`` for row ``u``, so its ``sums`` of a cell table sum each side of each group."""
-    n_rows, n_items = row_cell.shape
-    index = np.int64 if row_cell.size >= 2**31 else np.int32
-    indptr = np.empty(n_rows * len(seg_starts) + 1, dtype=index)
-    indptr[:-1] = (np.arange(n_rows, dtype=index)[:, None] * n_items + seg_starts[None, :]).ravel()
-    indptr[-1] = n_rows * n_items
-    return OneHot(indptr, row_cell.ravel().astype(index, copy=False), n_cells)
+    return OneHot(indptr[: row_cell.shape[0] * n_segments + 1], row_cell.ravel(), n_cells)
 
 
 def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_lin: np.ndarray) -> np.ndarray:
@@ -140,18 +141,19 @@ def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_l
     kept = kept_factors(plan, rows, len(q), _KEPT_FACTORS)
     value = rows_of(factors.constant, rows) * varying_products(plan, factors, rows, code, kept=kept)[0]
     coef, dcoef = _group_coefficients(plan, q)
+    # the cotangent of a left item is C_g sum_u w_u B_g (of a right item C_g sum_u w_u A_g): the
+    # group's coefficient, the same for every row, multiplies the histograms once at the end
     hist = np.zeros((len(cell_item), len(q)))
-    both = np.zeros_like(coef)
+    both = np.zeros_like(coef)  # sum_u w_u A_g B_g
     for groups, _, chunk, _, block, gather, sums in _side_sums(plan, cells, first, value, codes.shape[0], 1):
-        # the cotangent of a left item is w C_g B_g (and of a right item w C_g A_g)
-        partner = sums[:, ::-1] * (w_quad[block, None, None, None] * coef[groups])
+        partner = sums[:, ::-1] * w_quad[block, None, None, None]
         chunk_hist = np.zeros((gather.shape[1], len(q)))
         gather.add_transposed(partner.reshape(-1, len(q)), chunk_hist)
         _add_to_spans(hist, chunk, chunk_hist)
         both[groups] += np.einsum("ugq,ugq->gq", sums[:, 0], partner[:, 0])
-    out += weighted_slopes(plan, factors, rows, code, hist * gl, kept)
-    # both = sum_u w_u C_g A_g B_g; the coefficient's own derivative is dC/dq_k = C * dcoef_ratio
-    out += scatter_features(plan, plan.group_T, np.einsum("gq,gtq,q->gt", both, dcoef / coef[:, None, :], gl))
+    hist *= rows_of(coef * gl, plan.item_group[cell_item])
+    out += weighted_slopes(plan, factors, rows, code, hist, kept)
+    out += scatter_features(plan, plan.group_T, np.einsum("gq,gtq,q->gt", both, dcoef, gl))
     return out
 
 
@@ -167,8 +169,10 @@ def _side_sums(plan: TreePlan, cells: Cells, first: np.ndarray, value: np.ndarra
         # the chunk's cells renumbered from 0: its value and cotangent tables stay in cache
         chunk_cell = cells.row_cells(plan, cross, base, items)
         chunk_value = _rows_of_spans(value, chunk)
-        for rows in _blocks(n_rows, len(items) * n_q * per_q):
-            gather = _segment_matrix(chunk_cell[rows], seg_starts, len(chunk_value))
+        blocks = list(_blocks(n_rows, len(items) * n_q * per_q))
+        indptr = _segment_indptr(blocks[0].stop, len(items), seg_starts, chunk_cell.dtype)
+        for rows in blocks:
+            gather = _segment_matrix(chunk_cell[rows], indptr, len(seg_starts), len(chunk_value))
             sums = gather.sums(chunk_value).reshape(-1, 2, groups.stop - groups.start, n_q)
             yield groups, items, chunk, chunk_cell[rows], rows, gather, sums
 
