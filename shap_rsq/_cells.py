@@ -20,11 +20,9 @@ __all__ = [
     "Cells",
     "Factors",
     "cell_tables",
-    "kept_factors",
     "rows_of",
     "scatter_features",
-    "varying_products",
-    "weighted_slopes",
+    "weighted_all_but_one",
 ]
 
 # Upper bound on the float64 elements of one temporary array (4 MB).  The
@@ -154,7 +152,7 @@ def _all_but_one(factors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return after, others
 
 
-def _weighted_all_but_one(factors: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def weighted_all_but_one(factors: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For ``factors (F, C, Q)``: their product ``(C, Q)`` and ``sum_q weight * (product of the
     others)`` ``(F, C)``, without forming the ``(F, C, Q)`` products of the others."""
     before = np.empty_like(factors)
@@ -179,68 +177,6 @@ def _var_blocks(plan: TreePlan, rows: np.ndarray, n_q: int):
         step = max(1, BLOCK // (2 * max(1, int(w)) * n_q))
         for first in range(start, stop, step):
             yield order[first : min(stop, first + step)], int(w)
-
-
-def varying_products(
-    plan: TreePlan,
-    factors: Factors,
-    rows: np.ndarray,
-    code: np.ndarray,
-    weight: np.ndarray | None = None,
-    kept: list | None = None,
-):
-    """Product of the bit-dependent factors of each cell ``(C, Q)``; with ``weight (C, Q)``
-    also ``sum_q weight * d product / d q_f`` per bit-dependent factor ``(C, F)``.
-
-    ``kept``, when given, holds the gathered factors between two calls on the same cells: the
-    first call fills it, the next reads it (see :func:`kept_factors`).
-    """
-    n_q = factors.value.shape[1]
-    value = np.ones((len(rows), n_q))
-    integrated = None if weight is None else np.zeros((len(rows), factors.width))
-    for block, width, values, slopes in _gathered_blocks(plan, factors, rows, code, kept):
-        if weight is None:
-            value[block] = np.prod(values, axis=0)
-            continue
-        value[block], others = _weighted_all_but_one(values, weight[block])
-        integrated[block, :width] = (others * slopes).T
-    return value, integrated
-
-
-def kept_factors(plan: TreePlan, rows: np.ndarray, n_q: int, limit: int) -> list | None:
-    """An empty list to keep the gathered factors of cells of items ``rows`` between the value and
-    the slope passes, or ``None`` when they would exceed ``limit`` elements."""
-    return [] if int(plan.item_n_var[rows].sum()) * n_q <= limit else None
-
-
-def _gathered_blocks(plan: TreePlan, factors: Factors, rows: np.ndarray, code: np.ndarray, kept: list | None):
-    """``(block, width, values, slopes)`` of the cells with bit-dependent factors, from ``kept``
-    when an earlier call filled it."""
-    if kept:
-        yield from kept
-        return
-    for block, width in _var_blocks(plan, rows, factors.value.shape[1]):
-        if width == 0:
-            continue
-        gathered = (block, width, *factors.varying(plan, rows[block], code[block], width))
-        if kept is not None:
-            kept.append(gathered)
-        yield gathered
-
-
-def weighted_slopes(
-    plan: TreePlan, factors: Factors, rows: np.ndarray, code: np.ndarray, weight: np.ndarray, kept: list | None = None
-):
-    """Per-feature ``sum_cells sum_q weight * d item / d q_f`` ``(K,)`` for cells of items ``rows``
-    (the cells of each item consecutive)."""
-    varying, integrated = varying_products(plan, factors, rows, code, weight * rows_of(factors.constant, rows), kept)
-    # the bit-free factors are the same on every cell of an item: sum weight * varying per item first
-    first = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
-    items = rows[first]
-    per_item = np.add.reduceat(weight * varying, first, axis=0)
-    free = np.einsum("iq,ifq->if", per_item, rows_of(factors.constant_slope, items))
-    by_cell = scatter_features(plan, plan.fac_feat[rows], integrated)
-    return by_cell + scatter_features(plan, plan.fac_feat[items], free)
 
 
 def cell_tables(plan: TreePlan, items: slice, cells: Cells, factors: Factors):

@@ -29,12 +29,10 @@ from ._cells import (
     Cells,
     Factors,
     cell_tables,
-    kept_factors,
     rows_of,
     scatter_features,
-    varying_products,
-    weighted_slopes,
 )
+from ._combos import Layout
 from ._plan import LIN, TreePlan
 from ._sparse import OneHot
 
@@ -43,10 +41,6 @@ __all__ = ["gauss_legendre", "leaf_codes", "pattern_gradients", "weighted_gradie
 # Cross cells (both sides of consecutive groups) whose value and cotangent tables every row block
 # reads and writes at random: 2^13 cells x 8 nodes x 2 tables x 8 bytes stay within a core's L2.
 _CHUNK_CELLS = 1 << 13
-# The cross cells' gathered factors are kept from the value pass to the slope pass up to this many
-# elements (8 MB): 5-7% less time at depth 5 and 6 (alternating runs).  Deeper trees gather several
-# times more, and keeping all of it (up to 2^22 elements) made depth 7 and 8 slower, not faster.
-_KEPT_FACTORS = 1 << 20
 
 
 @lru_cache(maxsize=64)
@@ -126,20 +120,18 @@ def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_l
     single = slice(0, plan.n_single)
     cell_item, cell_real, first = cells.item_cells(plan, single)
     row_cell = cells.row_cells(plan, single, first[:-1])
-    rows = np.arange(single.start, single.stop)[cell_item]
     weight = np.where(plan.item_kind[single] == LIN, w_lin[:, None], w_quad[:, None])
     per_cell = np.bincount(row_cell.ravel(), weights=weight.ravel(), minlength=len(cell_item))
-    out = weighted_slopes(plan, factors, rows, cells.cell_code[cell_real], per_cell[:, None] * gl)
+    layout = Layout(plan, np.arange(single.start, single.stop)[cell_item], cells.cell_code[cell_real])
+    out = layout.weighted_slopes(plan, factors, per_cell[:, None] * gl)
 
     n_items = len(plan.item_leaf)
     if n_items == plan.n_single:
         return out
     cross = slice(plan.n_single, n_items)
     cell_item, cell_real, first = cells.item_cells(plan, cross)
-    rows = np.arange(cross.start, cross.stop)[cell_item]
-    code = cells.cell_code[cell_real]
-    kept = kept_factors(plan, rows, len(q), _KEPT_FACTORS)
-    value = rows_of(factors.constant, rows) * varying_products(plan, factors, rows, code, kept=kept)[0]
+    layout = Layout(plan, np.arange(cross.start, cross.stop)[cell_item], cells.cell_code[cell_real])
+    value = layout.values(plan, factors)
     coef, dcoef = _group_coefficients(plan, q)
     # the cotangent of a left item is C_g sum_u w_u B_g (of a right item C_g sum_u w_u A_g): the
     # group's coefficient, the same for every row, multiplies the histograms once at the end
@@ -152,7 +144,7 @@ def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_l
         _add_to_spans(hist, chunk, chunk_hist)
         both[groups] += np.einsum("ugq,ugq->gq", sums[:, 0], partner[:, 0])
     hist *= rows_of(coef * gl, plan.item_group[cell_item])
-    out += weighted_slopes(plan, factors, rows, code, hist, kept)
+    out += layout.weighted_slopes(plan, factors, hist)
     out += scatter_features(plan, plan.group_T, np.einsum("gq,gtq,q->gt", both, dcoef, gl))
     return out
 

@@ -189,3 +189,27 @@ def test_models_trained_without_nan_route_it_as_their_predict_does(fitted, famil
     np.testing.assert_array_equal(together, one_by_one)
     expected_global, _ = rsq_oracle(explainer.forest, holes, y, w)
     np.testing.assert_allclose(explainer.rsq(holes, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
+
+
+@pytest.mark.parametrize("ratio", [0.0, np.inf])
+@pytest.mark.parametrize(("family", "nan"), [("DecisionTreeRegressor", True), ("LGBMRegressor", True)])
+def test_dense_and_cell_by_cell_tables_give_the_same_values(fitted, monkeypatch, family, nan, ratio):
+    # items are tabulated on every combination of their bits when most combinations occur, cell
+    # by cell otherwise; forcing either way everywhere must not change a value
+    from shap_rsq import _combos, _lca_unit
+
+    widths = []
+    original = _combos.Layout.__init__
+
+    def spy(self, *args):
+        original(self, *args)
+        widths.extend(group.dense for group in self.widths if group.width > 0)
+
+    monkeypatch.setattr(_combos.Layout, "__init__", spy)
+    monkeypatch.setattr(_combos, "_DENSE_RATIO", ratio)
+    monkeypatch.setattr(_lca_unit, "_JUNCTION_SHARE", 0.0)  # leaf-wise trees through the LCA kernel too
+    model, X, y, w = fitted(family, nan)
+    explainer = RSquaredExplainer(model)
+    expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
+    assert widths and set(widths) == {ratio > 0}
