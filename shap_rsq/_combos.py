@@ -33,14 +33,13 @@ _MAX_DENSE_WIDTH = 20
 
 @dataclass(frozen=True)
 class _Width:
-    """The cells of one width: positions among the range's cells, their items and where each
-    item's cells start, and the width's rows of the table."""
+    """The cells of one width: their positions among the range's cells, their items (each once),
+    and the width's rows of the table."""
 
     width: int
     dense: bool
     cells: np.ndarray
     items: np.ndarray
-    item_starts: np.ndarray
     offset: int
     size: int
 
@@ -72,7 +71,7 @@ class Layout:
             else:
                 self.slot[cells] = offset + np.arange(len(cells))
                 size = len(cells)
-            self.widths.append(_Width(w, dense, cells, item[item_starts], item_starts, offset, size))
+            self.widths.append(_Width(w, dense, cells, item[item_starts], offset, size))
             offset += size
         self.size = offset
 
@@ -80,48 +79,51 @@ class Layout:
         """Each cell's item value (its bit-free part included) at the quadrature nodes ``(C, Q)``."""
         n_q = factors.value.shape[1]
         table = np.empty((self.size, n_q))
-        for group in self.widths:
-            part = table[group.offset : group.offset + group.size]
+        for group, block, part in self._blocks(table):
             w = group.width
             if group.dense:
-                for block in _item_blocks(len(group.items), w, n_q):
-                    items = group.items[block]
-                    tables = _prefix_tables(factors, items, _factor_values(factors, items, w)[0])
-                    part[block.start << w : block.stop << w] = tables[-1].reshape(-1, n_q)
-                continue
-            for block in _cell_blocks(len(group.cells), w, n_q):
+                items = group.items[block]
+                part[:] = _prefix_tables(factors, items, _factor_values(factors, items, w)[0])[-1].reshape(-1, n_q)
+            else:
                 item, code = self._cells(group, block)
-                values, _ = factors.varying(plan, item, code, w)
-                part[block] = rows_of(factors.constant, item) * np.prod(values, axis=0)
+                part[:] = rows_of(factors.constant, item) * np.prod(factors.varying(plan, item, code, w)[0], axis=0)
         return rows_of(table, self.slot)
 
     def weighted_slopes(self, plan: TreePlan, factors: Factors, weight: np.ndarray) -> np.ndarray:
         """Per-feature ``sum_cells sum_q weight * d item / d q_f`` ``(K,)``."""
-        n_q = weight.shape[1]
-        table = np.zeros((self.size, n_q))
+        table = np.zeros((self.size, weight.shape[1]))
         OneHot.picks(self.slot, self.size).add_transposed(weight, table)  # slots are distinct
         out = np.zeros(plan.n_features)
+        for group, block, part in self._blocks(table):
+            w = group.width
+            if group.dense:
+                items = group.items[block]
+                integrated, total = _dense_slopes(factors, items, w, part.reshape(len(items), 1 << w, -1))
+                out += scatter_features(plan, plan.fac_feat[items, :w], integrated)
+                out += _bit_free_slopes(plan, factors, items, total)
+                continue
+            item, code = self._cells(group, block)
+            values, slopes = factors.varying(plan, item, code, w)
+            varying, integrated = weighted_all_but_one(values, part * rows_of(factors.constant, item))
+            out += scatter_features(plan, plan.fac_feat[item, :w], (integrated * slopes).T)
+            # the bit-free factors are the same on every cell of an item: sum per item first
+            first = np.flatnonzero(np.concatenate([[True], item[1:] != item[:-1]]))
+            out += _bit_free_slopes(plan, factors, item[first], np.add.reduceat(part * varying, first, axis=0))
+        return out
+
+    def _blocks(self, table: np.ndarray):
+        """``(width, block, rows of the table)``: blocks of items of the dense widths, of cells of
+        the sparse ones, each small enough for the cache."""
+        n_q = table.shape[1]
         for group in self.widths:
             part = table[group.offset : group.offset + group.size]
             w = group.width
             if group.dense:
                 for block in _item_blocks(len(group.items), w, n_q):
-                    items = group.items[block]
-                    own = part[block.start << w : block.stop << w].reshape(len(items), 1 << w, n_q)
-                    integrated, total = _dense_slopes(factors, items, w, own)
-                    out += scatter_features(plan, plan.fac_feat[items, :w], integrated)
-                    out += _bit_free_slopes(plan, factors, items, total)
-                continue
-            for block in _cell_blocks(len(group.cells), w, n_q):
-                item, code = self._cells(group, block)
-                values, slopes = factors.varying(plan, item, code, w)
-                varying, integrated = weighted_all_but_one(values, part[block] * rows_of(factors.constant, item))
-                out += scatter_features(plan, plan.fac_feat[item, :w], (integrated * slopes).T)
-                # the bit-free factors are the same on every cell of an item: sum per item first
-                first = np.flatnonzero(np.concatenate([[True], item[1:] != item[:-1]]))
-                total = np.add.reduceat(part[block] * varying, first, axis=0)
-                out += _bit_free_slopes(plan, factors, item[first], total)
-        return out
+                    yield group, block, part[block.start << w : block.stop << w]
+            else:
+                for block in _cell_blocks(len(group.cells), w, n_q):
+                    yield group, block, part[block]
 
     def _cells(self, group: _Width, block: slice) -> tuple[np.ndarray, np.ndarray]:
         cells = group.cells[block]
