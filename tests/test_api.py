@@ -93,7 +93,7 @@ def test_parallel_jobs_give_identical_results(frame_model, depth, monkeypatch):
     # ones, and forests with less work than a pool's start-up, stay in one block in this process
     assert len(_unit_blocks(units, 2, local=False, n_rows=len(y))) == 1
     monkeypatch.setattr(_engine, "_PARALLEL_WORK", 0.0)
-    assert len(_unit_blocks(units, 2, local=False, n_rows=len(y))) == (1 if depth == 3 else 8)
+    assert len(_unit_blocks(units, 2, local=False, n_rows=len(y))) == (1 if depth == 3 else 2 * _engine._BLOCKS_PER_JOB)
     serial = RSquaredExplainer(model).rsq(frame, y, sample_weight=w)
     parallel = RSquaredExplainer(model, n_jobs=2).rsq(frame, y, sample_weight=w)
     np.testing.assert_allclose(serial, parallel, atol=1e-12)
