@@ -279,3 +279,15 @@ def test_pattern_keys_reach_the_leaf_that_the_heap_walk_reaches(depth):
         node = 2 * node + np.where(left[np.arange(len(keys)), 0, node], 1, 2)
     np.testing.assert_array_equal(_enumerate.pattern_leaf(depth, keys), node - n_splits)
     assert sorted(bits) == list(range(n_splits)) and bits[0] == n_splits - 1  # the root most significant
+
+
+@settings(max_examples=60, deadline=None)
+@given(trees(n_features=6))
+def test_recursion_counts_the_quadrature_nodes_of_the_lca_plan(tree):
+    # the conditioned recursion counts its nodes from the node lists, without every leaf's path
+    from shap_rsq._junction import _quadrature_count
+    from shap_rsq._paths import tree_paths
+    from shap_rsq._plan import quadrature_nodes
+
+    expected = quadrature_nodes(tree, tree_paths(tree))
+    assert _quadrature_count(tree.left.tolist(), tree.right.tolist(), tree.feature.tolist()) == expected
