@@ -4,9 +4,10 @@ A row reaches an item only through the bits of its leaf code that the item's
 bit-dependent factors read (its *view*).  :class:`Cells` finds the distinct
 ``(view, masked code)`` cells among the rows and which cell each row falls in;
 :class:`Factors` holds every factor of every item at both values of its bit, at
-the quadrature nodes.  The functions below evaluate items on cells: their
-products, and the weighted sums of their slopes, from prefix and suffix
-products (never dividing, so zero cover fractions are safe).
+the quadrature nodes.  The functions below evaluate items cell by cell: their
+products and slopes from prefix and suffix products (never dividing, so zero
+cover fractions are safe).  ``_combos`` tabulates the items whose bit
+combinations mostly occur on all of them instead.
 """
 
 from __future__ import annotations

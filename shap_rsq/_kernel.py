@@ -12,7 +12,8 @@ prefix and suffix products, never by division, so zero cover fractions are safe.
 
 A row reaches the kernel only through its leaf codes, and an item only through
 the bits its bit-dependent factors read (its *view* of the code).  Items are
-evaluated once per distinct ``(view, masked code)`` *cell* (``_cells``); rows then
+evaluated once per distinct ``(view, masked code)`` *cell* (``_cells``, or on all
+bit combinations where most of them occur, ``_combos``); rows then
 gather their groups' side sums from the cells and scatter their cotangents back,
 and in the global mode the row weights are first accumulated per cell.
 """
