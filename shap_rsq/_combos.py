@@ -60,18 +60,18 @@ class Layout:
             start, stop = np.searchsorted(ordered, [w, w + 1])
             cells = order[start:stop]
             item = rows[cells]
-            item_starts = np.flatnonzero(np.concatenate([[True], item[1:] != item[:-1]]))
-            n_items = len(item_starts)
+            first = _first_of_item(item)
+            n_items = int(first.sum())
             # a dense table costs about 2^w per item, the cell-by-cell products w per cell
             dense = w == 0 or (w <= _MAX_DENSE_WIDTH and n_items << w <= _DENSE_RATIO * w * len(cells))
             if dense:
-                rank = np.repeat(np.arange(n_items), np.diff(np.append(item_starts, len(cells))))
+                rank = np.cumsum(first) - 1
                 self.slot[cells] = offset + (rank << w) + _combination(plan, item, code[cells], w)
                 size = n_items << w
             else:
                 self.slot[cells] = offset + np.arange(len(cells))
                 size = len(cells)
-            self.widths.append(_Width(w, dense, cells, item[item_starts], offset, size))
+            self.widths.append(_Width(w, dense, cells, item[first], offset, size))
             offset += size
         self.size = offset
 
@@ -107,7 +107,7 @@ class Layout:
             varying, integrated = weighted_all_but_one(values, part * rows_of(factors.constant, item))
             out += scatter_features(plan, plan.fac_feat[item, :w], (integrated * slopes).T)
             # the bit-free factors are the same on every cell of an item: sum per item first
-            first = np.flatnonzero(np.concatenate([[True], item[1:] != item[:-1]]))
+            first = np.flatnonzero(_first_of_item(item))
             out += _bit_free_slopes(plan, factors, item[first], np.add.reduceat(part * varying, first, axis=0))
         return out
 
@@ -128,6 +128,11 @@ class Layout:
     def _cells(self, group: _Width, block: slice) -> tuple[np.ndarray, np.ndarray]:
         cells = group.cells[block]
         return self.rows[cells], self.code[cells]
+
+
+def _first_of_item(item: np.ndarray) -> np.ndarray:
+    """Marks the first of each run of equal items (the cells of an item are consecutive)."""
+    return np.concatenate([[True], item[1:] != item[:-1]])
 
 
 def _combination(plan: TreePlan, item: np.ndarray, code: np.ndarray, width: int) -> np.ndarray:
