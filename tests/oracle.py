@@ -7,6 +7,7 @@ to the sequential tree games of the definition in ``docs/method.md``.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from itertools import combinations
 from math import factorial
 
@@ -87,3 +88,56 @@ def tree_shap_oracle(tree: TreeTable, X: np.ndarray) -> np.ndarray:
     """Path-dependent SHAP values of one tree ``(n, p)`` by subset enumeration."""
     p = X.shape[1]
     return shapley(lambda known: conditional_expectation(tree, X, known), p).T
+
+
+def rsq_rational(forest: Forest, X: np.ndarray, y: np.ndarray) -> list[Fraction]:
+    """Feature R^2 in exact rational arithmetic on the model's stored numbers (p <= 5, few rows).
+
+    Leaf values, covers and targets are taken as the exact binary fractions they are stored as;
+    nothing is rounded afterwards, so this is the reference for numerical error.
+    """
+    X = forest.cast(X)
+    n, p = X.shape
+    target = [Fraction(float(v)) for v in y]
+    sst = sum((v - sum(target) / n) ** 2 for v in target)
+    f = [Fraction(forest.base_offset)] * n
+    expected = [_rational_expectation(tree, X[0], frozenset()) for tree in forest.trees]
+    f = [f[i] + sum(expected) for i in range(n)]
+    weight = {s: Fraction(factorial(s) * factorial(p - s - 1), factorial(p)) for s in range(p)}
+    shares = [Fraction(0)] * p
+    for tree, c in zip(forest.trees, expected, strict=True):
+        residual = [target[i] - f[i] for i in range(n)]
+        game = {}
+        for size in range(p + 1):
+            for subset in combinations(range(p), size):
+                known = frozenset(subset)
+                m = [_rational_expectation(tree, X[i], known) - c for i in range(n)]
+                game[known] = -sum(m[i] * m[i] - 2 * residual[i] * m[i] for i in range(n))
+        for j in range(p):
+            others = [k for k in range(p) if k != j]
+            for size in range(p):
+                for subset in combinations(others, size):
+                    s = frozenset(subset)
+                    shares[j] += weight[size] * (game[s | {j}] - game[s])
+        full = frozenset(range(p))
+        f = [f[i] + _rational_expectation(tree, X[i], full) - c for i in range(n)]
+    return [share / sst for share in shares]
+
+
+def _rational_expectation(tree: TreeTable, x: np.ndarray, known: frozenset[int]) -> Fraction:
+    def walk(node: int) -> Fraction:
+        if tree.left[node] < 0:
+            return Fraction(float(tree.value[node]))
+        left, right = int(tree.left[node]), int(tree.right[node])
+        k = int(tree.feature[node])
+        if k in known:
+            v = x[k]
+            go_left = tree.default[node] == left if np.isnan(v) else v <= tree.threshold[node]
+            return walk(left if go_left else right)
+        cover = Fraction(float(tree.cover[node]))
+        if cover == 0:
+            return (walk(left) + walk(right)) / 2
+        left_part = Fraction(float(tree.cover[left])) * walk(left)
+        return (left_part + Fraction(float(tree.cover[right])) * walk(right)) / cover
+
+    return walk(0)

@@ -1,0 +1,64 @@
+"""Shares do not move when y and the predictions shift by a constant (targets in the millions).
+
+R² is invariant to a common shift of y and f; the shares must be too.  The reference is exact
+rational arithmetic on the model's stored numbers (``oracle.rsq_rational``).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from oracle import rsq_rational
+from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+from sklearn.metrics import r2_score
+from sklearn.tree import DecisionTreeRegressor
+
+from shap_rsq import RSquaredExplainer
+
+SHIFTS = [0.0, 1e6, 1e8]
+
+
+def _data(n=40, p=4, seed=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    y = X[:, 0] + 0.5 * X[:, 1] * X[:, 2] + rng.normal(scale=0.3, size=n)
+    return X, y
+
+
+def _models():
+    yield "tree", DecisionTreeRegressor(max_depth=3, random_state=0)
+    yield "forest", RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0)
+    yield "boosting", GradientBoostingRegressor(n_estimators=4, max_depth=2, random_state=0)
+    lightgbm = pytest.importorskip("lightgbm")
+    yield "lightgbm", lightgbm.LGBMRegressor(n_estimators=4, num_leaves=4, min_child_samples=3, verbose=-1)
+
+
+@pytest.mark.parametrize("shift", SHIFTS)
+@pytest.mark.parametrize("name", ["tree", "forest", "boosting", "lightgbm"])
+def test_shares_of_a_shifted_target_match_exact_rational_arithmetic(name, shift):
+    model = dict(_models())[name]
+    X, y = _data()
+    y = y + shift
+    model.fit(X, y)
+    explainer = RSquaredExplainer(model)
+    shares = explainer.rsq(X, y)
+    exact = np.array([float(v) for v in rsq_rational(explainer.forest, X, y)])
+    # y itself is stored to 1 ulp (1.5e-8 at 1e8): residuals carry that much, no more
+    np.testing.assert_allclose(shares, exact, rtol=0, atol=1e-9 + 1e-16 * shift)
+
+
+@pytest.mark.parametrize("shift", [1e6, 1e8])
+def test_shares_move_less_than_1e_6_when_target_and_trees_shift(shift):
+    X, y = _data(n=200, p=5, seed=1)
+    base = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
+    # the same tree with every value shifted (scikit-learn's own split search loses its digits at 1e8)
+    moved = copy.deepcopy(base)
+    moved.tree_.value[:] += shift
+    np.testing.assert_allclose(moved.predict(X) - shift, base.predict(X), atol=1e-7)
+    before = RSquaredExplainer(base).rsq(X, y)
+    after = RSquaredExplainer(moved).rsq(X, y + shift)
+    assert np.max(np.abs(after - before)) < 1e-6
+    r2 = r2_score(y + shift, moved.predict(X))
+    assert abs(after.sum() - r2) < 1e-6  # efficiency: E f equals the mean of y for a tree fitted on these rows
