@@ -3,7 +3,8 @@
 Rows are independent once the trees are fixed: each block of rows plays every
 tree's game on its own rows, and the feature sums add up.  Only the total sum of
 squares needs all rows, and dask computes it first.  The compiled units are
-shipped once to the cluster and shared by every block's task.
+shipped once to the cluster and shared by every block's task.  Every block's
+values go through the same checks as in-memory inputs, so the messages match.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._engine import decompose
+from ._validation import check_column_shape, check_weight_total, check_weights, numeric_dtype, target_values
 
 __all__ = ["is_dask_array", "rsq_over_blocks"]
 
@@ -24,30 +26,28 @@ def is_dask_array(value: Any) -> bool:
 def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_sample) -> np.ndarray:
     """Feature shares of R^2 for a dask array ``X`` (rows in blocks; columns must fit in one block)."""
     import dask
-    import dask.array as da
 
+    numeric_dtype("X", X.dtype)
     if X.ndim != 2 or X.shape[1] != n_features:
         raise ValueError(f"X has shape {X.shape}, but the model was fitted with {n_features} features.")
     X = X.rechunk({1: -1})
     rows = X.chunks[0]
-    if len(y) != X.shape[0]:
-        raise ValueError(f"y has {len(y)} values but X has {X.shape[0]} rows.")
-    y = da.asarray(y).rechunk((rows,))
-    w = da.ones(X.shape[0], chunks=(rows,)) if sample_weight is None else da.asarray(sample_weight).rechunk((rows,))
-    total_w, total_wy = dask.compute(w.sum(), (w * y).sum())
-    if not np.isfinite(total_wy):
-        raise ValueError("y contains NaN or infinity; R^2 needs a finite target.")
-    if not np.isfinite(total_w) or total_w <= 0 or dask.compute(w.min())[0] < 0:
-        raise ValueError("sample_weight must be finite and non-negative with a positive sum.")
-    mean = total_wy / total_w
-    sst = float(dask.compute((w * (y - mean) ** 2).sum())[0])
+    y = _column_in_blocks("y", y, X.shape[0], rows)
+    w = None if sample_weight is None else _column_in_blocks("sample_weight", sample_weight, X.shape[0], rows)
+    blocks = list(zip(y.to_delayed().ravel(), _weight_blocks(w, rows), strict=True))
+    checked = [dask.delayed(_checked_block)(yb, wb, n) for (yb, wb), n in zip(blocks, rows, strict=True)]
+    sums = dask.compute(*[dask.delayed(_weighted_sums)(block) for block in checked])
+    total_w = sum(s[0] for s in sums)
+    check_weight_total(total_w)
+    mean = sum(s[1] for s in sums) / total_w
+    sst = float(sum(dask.compute(*[dask.delayed(_squares_about)(block, mean) for block in checked])))
     if sst <= 0.0:
         raise ValueError("y is constant (over the rows with positive weight): R^2 is undefined.")
 
     shared = dask.delayed(units, pure=True, traverse=False)
     parts = [
-        dask.delayed(_block_values)(forest, shared, xb, yb, wb)
-        for xb, yb, wb in zip(X.to_delayed().ravel(), y.to_delayed().ravel(), w.to_delayed().ravel(), strict=True)
+        dask.delayed(_block_values)(forest, shared, xb, block)
+        for xb, block in zip(X.to_delayed().ravel(), checked, strict=True)
     ]
     total, first_prediction = dask.compute(sum(p[0] for p in parts), parts[0][1])
     first_rows = X.blocks[0][:32].compute()  # separately: one compute mixing arrays and delayed misorders results
@@ -55,12 +55,43 @@ def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_s
     return total / sst
 
 
-def _block_values(forest, units, X, y, w):
+def _column_in_blocks(name: str, values, n_rows: int, rows: tuple[int, ...]):
+    """``y`` or weights as a 1-D dask array chunked like the rows of ``X`` (shape and dtype checked now,
+    values block by block)."""
+    import dask.array as da
+
+    if not is_dask_array(values):
+        values = np.asarray(values)
+    numeric_dtype(name, values.dtype)
+    check_column_shape(name, values.shape, n_rows)
+    if values.ndim == 2:
+        values = values[:, 0]
+    return da.asarray(values).rechunk((rows,))
+
+
+def _weight_blocks(w, rows: tuple[int, ...]) -> list:
+    return [None] * len(rows) if w is None else list(w.to_delayed().ravel())
+
+
+def _checked_block(y, w, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    target = target_values(y)
+    return target, check_weights(w, np.empty((n_rows, 0)), allow_all_zero=True)
+
+
+def _weighted_sums(block) -> tuple[float, float]:
+    y, w = block
+    return float(w.sum()), float(w @ y)
+
+
+def _squares_about(block, mean: float) -> float:
+    y, w = block
+    return float(w @ (y - mean) ** 2)
+
+
+def _block_values(forest, units, X, block):
     rows = np.asarray(X, dtype=np.float64)
     if np.isinf(rows).any():
         raise ValueError("X contains infinity; use NaN for missing values.")
-    y = np.asarray(y, dtype=np.float64)
-    if not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinity; R^2 needs a finite target.")
-    result = decompose(forest, units, rows, y, np.asarray(w, dtype=np.float64))
+    y, w = block
+    result = decompose(forest, units, rows, y, w)
     return result.values, result.prediction

@@ -1,90 +1,245 @@
-"""Checks of the rows, target and weights passed to the explainer, with errors that name the problem."""
+"""Checks of the rows, target and weights passed to the explainer, with errors that name the problem.
+
+Every input path (NumPy, pandas, polars, pyarrow, dask) goes through these functions, so a
+problem is reported with the same words whatever container it came in.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+import narwhals.stable.v2 as nw
 import numpy as np
-import pandas as pd
 from sklearn.utils.validation import _check_sample_weight, check_array, column_or_1d
 
-__all__ = ["check_rows", "check_target", "check_weights"]
+__all__ = [
+    "Rows",
+    "check_column_shape",
+    "check_rows",
+    "check_target",
+    "check_weight_total",
+    "check_weights",
+    "column_mismatch",
+    "numeric_dtype",
+    "target_values",
+]
 
 
-def check_rows(
-    X: Any, n_features: int, model_names: list[str] | None, min_rows: int = 2
-) -> tuple[np.ndarray, list[str] | None]:
-    """Rows as a float array ``(n, p)`` and their column names (when ``X`` is a DataFrame).
+@dataclass(frozen=True)
+class Rows:
+    """Validated rows in the model's feature order.
 
-    NaN is allowed (trees route it to their default child); infinity, non-numeric
-    columns, the wrong width and columns that do not match the model's are refused.
+    Attributes
+    ----------
+    array : ndarray of shape (n_samples, n_features)
+        Float64 or float32 rows; NaN marks a missing value.
+    columns : list of str or None
+        Labels of the columns of ``array`` (the model's names when the input was a DataFrame
+        matched by name, the input's own names when matched by position), ``None`` for arrays.
     """
-    columns = _frame_columns(X)
-    if columns is not None:
-        _check_numeric_columns(X)
-        if model_names is not None and not _generic_names(model_names) and not _same_names(columns, model_names):
-            raise ValueError(
-                "X has columns that do not match the features the model was fitted with: "
-                f"expected {_preview(model_names)}, got {_preview(columns)}."
-            )
-    # float32 is kept as is and finiteness is checked in row blocks: no (n, p) temporary
-    array = check_array(
-        X, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=min_rows, input_name="X"
-    )
+
+    array: np.ndarray
+    columns: list[str] | None
+
+
+def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: str = "", min_rows: int = 2) -> Rows:
+    """Rows as a float array ``(n, p)`` in the model's feature order.
+
+    A DataFrame (any library narwhals reads: pandas, polars, pyarrow, ...) is matched to the
+    model by column name whenever the model recorded real names: reordered columns are put back
+    in the model's order, and missing or extra columns are named in the error.  Only a model
+    without names (or with the names its library makes up for arrays) is matched by position.
+    NaN is allowed (trees route it to their default child); infinity and non-numeric values
+    are refused.
+    """
+    frame = _as_frame(X)
+    if isinstance(frame, nw.DataFrame):
+        array, columns = _frame_rows(frame, n_features, model_names, family, min_rows)
+    else:
+        _check_not_text(X)
+        array, columns = _array(X, min_rows), None
+    # finiteness is checked in row blocks: no (n, p) temporary
     step = max(1, (1 << 20) // max(1, array.shape[1]))
     if any(np.isinf(array[i : i + step]).any() for i in range(0, array.shape[0], step)):
         raise ValueError("X contains infinity; use NaN for missing values.")
     if array.shape[1] != n_features:
         raise ValueError(f"X has {array.shape[1]} features, but the model was fitted with {n_features} features.")
-    return array, columns
+    return Rows(array, columns)
 
 
 def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool = True) -> np.ndarray:
     """The target as a finite float vector of length ``n_rows`` (with positive weighted variance, R^2's
     denominator, when ``require_variance``)."""
-    target = column_or_1d(
-        check_array(y, dtype=np.float64, ensure_2d=False, ensure_all_finite=False, input_name="y"), warn=True
-    )
-    if len(target) != n_rows:
-        raise ValueError(f"y has {len(target)} values but X has {n_rows} rows.")
-    if not np.all(np.isfinite(target)):
-        raise ValueError("y contains NaN or infinity; R^2 needs a finite target.")
+    check_column_shape("y", np.shape(y), n_rows)
+    target = target_values(y)
     mean = np.average(target, weights=w)
     if require_variance and np.sum(w * (target - mean) ** 2) <= 0.0:
         raise ValueError("y is constant (over the rows with positive weight): R^2 is undefined.")
     return target
 
 
-def check_weights(sample_weight: Any, X: np.ndarray) -> np.ndarray:
-    """Non-negative finite weights of length ``n``, not all zero (ones when ``None``)."""
-    return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+def target_values(y: Any) -> np.ndarray:
+    """``y`` as a finite float vector (one column of a 2-D ``y`` is accepted, with sklearn's warning)."""
+    y = nw.to_native(nw.from_native(y, series_only=True, pass_through=True)) if not _is_plain(y) else y
+    numeric_dtype("y", getattr(y, "dtype", np.asarray(y).dtype))
+    try:
+        array = check_array(y, dtype=np.float64, ensure_2d=False, ensure_all_finite=False, input_name="y")
+    except ValueError as error:
+        if "convert" not in str(error):
+            raise
+        raise ValueError(f"y holds values that are not numbers ({error}).") from error
+    target = column_or_1d(array, warn=True)
+    if not np.all(np.isfinite(target)):
+        raise ValueError("y contains NaN or infinity; R^2 needs a finite target.")
+    return target
 
 
-def _frame_columns(X: Any) -> list[str] | None:
+def check_weights(sample_weight: Any, X: np.ndarray, *, allow_all_zero: bool = False) -> np.ndarray:
+    """Non-negative finite weights of length ``n``, not all zero (ones when ``None``).
+
+    ``allow_all_zero`` is for one block of rows among others: the sum is checked over all blocks.
+    """
+    if sample_weight is not None and not _is_plain(sample_weight):
+        sample_weight = nw.to_native(nw.from_native(sample_weight, series_only=True, pass_through=True))
+    if sample_weight is not None and not np.isscalar(sample_weight):
+        numeric_dtype("sample_weight", getattr(sample_weight, "dtype", np.asarray(sample_weight).dtype))
+        check_column_shape("sample_weight", np.shape(sample_weight), X.shape[0])
+    return _check_sample_weight(
+        sample_weight, X, dtype=np.float64, ensure_non_negative=True, allow_all_zero_weights=allow_all_zero
+    )
+
+
+def check_column_shape(name: str, shape: tuple[int, ...], n_rows: int) -> None:
+    """One value per row: 1-D (or a single column) of length ``n_rows``."""
+    if len(shape) == 2 and shape[1] != 1:
+        what = "the model has one output, so y must be 1-D" if name == "y" else "one weight per row is expected"
+        raise ValueError(f"{name} has {shape[1]} columns; {what}.")
+    if len(shape) not in (1, 2):
+        raise ValueError(f"{name} must be 1-D (one value per row of X); got shape {shape}.")
+    if shape[0] != n_rows:
+        raise ValueError(f"{name} has {shape[0]} values but X has {n_rows} rows.")
+
+
+def check_weight_total(total: float) -> None:
+    """The message scikit-learn gives for all-zero weights, for weights summed block by block."""
+    if not total > 0:
+        raise ValueError("Sample weights must contain at least one non-zero number.")
+
+
+def numeric_dtype(name: str, dtype: Any) -> None:
+    """Refuse text before anything converts it: NumPy would turn '1.5' into a number, silently."""
+    if getattr(dtype, "kind", None) in ("U", "S"):
+        raise ValueError(f"{name} holds text ({dtype}); pass numbers.")
+
+
+def column_mismatch(columns: list[str], expected: list[str]) -> str:
+    """A sentence naming the missing and the unexpected columns (empty when the sets agree)."""
+    present, wanted = set(columns), set(expected)
+    missing = [c for c in expected if c not in present]
+    extra = [c for c in columns if c not in wanted]
+    parts = []
+    if missing:
+        parts.append(f"missing {_listed(missing)}")
+    if extra:
+        parts.append(f"unexpected {_listed(extra)}")
+    return "; ".join(parts)
+
+
+def _as_frame(X: Any):
+    """A narwhals DataFrame for any eager DataFrame library, else ``X`` itself."""
     columns = getattr(X, "columns", None)
-    return None if columns is None else [str(c) for c in columns]
+    if columns is not None:
+        # narwhals refuses duplicated names too, without saying which input it was reading
+        names = [str(c) for c in columns]
+        duplicated = sorted({c for c in names if names.count(c) > 1})
+        if duplicated:
+            raise ValueError(f"X has duplicated column names {_listed(duplicated)}.")
+    return nw.from_native(X, eager_only=True, pass_through=True)
 
 
-def _check_numeric_columns(X: Any) -> None:
-    bad = [
-        str(name)
-        for name, dtype in X.dtypes.items()
-        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
-    ]
-    if bad:
-        raise ValueError(f"X has non-numeric columns {_preview(bad)}; encode them as numbers first.")
+def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int) -> tuple[np.ndarray, list[str]]:
+    columns = [str(c) for c in frame.columns]
+    _check_numeric_columns(frame, columns)
+    order = _model_order(columns, model_names, family)
+    if order is not None and order != list(range(len(order))):
+        # a reordering copies the frame; in the model's order it goes to the array conversion as it is
+        frame = frame.select([nw.col(frame.columns[i]) for i in order])
+        columns = [columns[i] for i in order]
+    native = nw.to_native(frame)
+    # pandas frames go to scikit-learn as they are (it knows their extension dtypes); others through NumPy
+    data = native if frame.implementation.is_pandas() else frame.to_numpy()
+    return _array(data, min_rows), columns
 
 
-def _same_names(columns: list[str], model_names: list[str]) -> bool:
-    # LightGBM stores the column 'a b' as 'a_b'; the frame it was fitted on must still be accepted
-    return [c.replace(" ", "_") for c in columns] == [m.replace(" ", "_") for m in model_names]
+def _model_order(columns: list[str], model_names, family: str) -> list[int] | None:
+    """Positions of the model's features among ``columns``, or ``None`` to match by position.
+
+    A model that recorded real names is matched by name, and a mismatch is an error.  Names that a
+    library makes up when fitted on an array (LightGBM's ``Column_0``, CatBoost's ``0``) are only
+    used when the columns are exactly those names, in any order.
+    """
+    if model_names is None:
+        return None
+    spelled = {_spelling(c): i for i, c in enumerate(columns)}
+    if len(spelled) == len(columns) and all(_spelling(m) in spelled for m in model_names):
+        if len(columns) == len(model_names):
+            return [spelled[_spelling(m)] for m in model_names]
+    if _made_up_names(model_names, family):
+        return None
+    mismatch = column_mismatch([_spelling(c) for c in columns], [_spelling(m) for m in model_names])
+    raise ValueError(f"X does not have the columns the model was fitted with: {mismatch}.")
 
 
-def _generic_names(names: list[str]) -> bool:
-    # models fitted on arrays make up names such as 'f0', 'Column_0' or '0'
+def _spelling(name: str) -> str:
+    # LightGBM stores the column 'a b' as 'a_b'; the frame it was fitted on must still match
+    return name.replace(" ", "_")
+
+
+def _generic_names(names: list[str], family: str | None = None) -> bool:
+    """Names made up for arrays; without ``family``, any library's invented pattern counts."""
+    if family is not None:
+        return _made_up_names(names, family)
     return all(n in (f"f{i}", f"Column_{i}", str(i), f"Feature_{i}") for i, n in enumerate(names))
 
 
-def _preview(names: list[str], limit: int = 8) -> str:
+def _made_up_names(names: list[str], family: str) -> bool:
+    """Names the library invented because it was fitted on an array (so they carry no meaning).
+
+    scikit-learn and XGBoost record no names for arrays: any names they hold are the user's, even
+    '0'..'4' (XGBoost stores integer column names as strings).
+    """
+    invented = {"lightgbm": "Column_{}", "catboost": "{}"}.get(family)
+    return invented is not None and all(n == invented.format(i) for i, n in enumerate(names))
+
+
+def _check_numeric_columns(frame, columns: list[str]) -> None:
+    bad = [name for name, dtype in zip(columns, frame.schema.values(), strict=True) if not _is_number(dtype)]
+    if bad:
+        raise ValueError(f"X has non-numeric columns {_listed(bad)}; encode them as numbers first.")
+
+
+def _is_number(dtype) -> bool:
+    return dtype.is_numeric() or dtype == nw.Boolean
+
+
+def _check_not_text(X: Any) -> None:
+    dtype = getattr(X, "dtype", None)
+    numeric_dtype("X", np.asarray(X).dtype if dtype is None else dtype)
+
+
+def _array(data: Any, min_rows: int) -> np.ndarray:
+    # float32 is kept as is: a float32 copy of wide X would double its memory
+    return check_array(
+        data, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=min_rows, input_name="X"
+    )
+
+
+def _is_plain(value: Any) -> bool:
+    return value is None or isinstance(value, (np.ndarray, list, tuple))
+
+
+def _listed(names: list[str], limit: int = 20) -> str:
     shown = ", ".join(repr(n) for n in names[:limit])
-    return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)} columns)"
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return f"{shown}{more}"

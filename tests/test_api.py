@@ -33,7 +33,7 @@ def test_rsq_returns_a_series_for_frames_and_an_array_for_arrays(frame_model):
     array = explainer.rsq(frame.to_numpy(), y)
     assert isinstance(series, pd.Series)
     assert list(series.index) == list(frame.columns)
-    assert series.name == "r2"
+    assert series.name == "rsq"
     assert isinstance(array, np.ndarray) and array.shape == (6,)
     np.testing.assert_allclose(series.to_numpy(), array, atol=1e-15)
 

@@ -62,3 +62,37 @@ def test_joblib_dask_backend_spreads_the_work_over_the_cluster(cluster_client, p
         spread = RSquaredExplainer(model, n_jobs=2).rsq(X, y, sample_weight=w)
     np.testing.assert_allclose(spread, serial, atol=1e-12, rtol=0)
     assert len({task["worker"] for task in stream.data}) == 2
+
+
+def _bad_inputs(y, w):
+    nan_w, inf_w = w.copy(), w.copy()
+    nan_w[3], inf_w[5] = np.nan, np.inf
+    negative = w.copy()
+    negative[7] = -1.0
+    return [
+        ("NaN weight", y, nan_w),
+        ("infinite weight", y, inf_w),
+        ("negative weight", y, negative),
+        ("all-zero weights", y, np.zeros_like(w)),
+        ("short weights", y, w[:-1]),
+        ("2-D weights", y, np.column_stack([w, w])),
+        ("two targets", np.column_stack([y, y]), None),
+        ("text target", y.astype(str), None),
+        ("NaN target", np.where(np.arange(len(y)) == 4, np.nan, y), None),
+    ]
+
+
+@pytest.mark.parametrize("case", range(9))
+@pytest.mark.parametrize("lazy_columns", [False, True])
+def test_dask_inputs_are_refused_with_the_in_memory_message(problem, case, lazy_columns):
+    model, X, y, w = problem
+    explainer = RSquaredExplainer(model)
+    name, target, weights = _bad_inputs(y, w)[case]
+    with pytest.raises(ValueError) as in_memory:
+        explainer.rsq(X, target, sample_weight=weights)
+    if lazy_columns:
+        target = da.from_array(target, chunks=250)
+        weights = None if weights is None else da.from_array(weights, chunks=250)
+    with pytest.raises(ValueError) as lazy:
+        explainer.rsq(da.from_array(X, chunks=(200, 6)), target, sample_weight=weights)
+    assert str(lazy.value) == str(in_memory.value), name

@@ -224,7 +224,7 @@ def test_rows_problems_are_named(data, explainer):
     with pytest.raises(ValueError, match="X contains infinity"):
         explainer.rsq(np.where(np.arange(X.size).reshape(X.shape) == 7, np.inf, X), y)
     frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(6)]).assign(x5="text")
-    with pytest.raises(ValueError, match="non-numeric columns \\['x5'\\]"):
+    with pytest.raises(ValueError, match="non-numeric columns 'x5'"):
         explainer.rsq(frame, y)
 
 
@@ -232,8 +232,8 @@ def test_columns_must_match_the_names_the_model_was_fitted_with(data):
     X, y, _ = data
     frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(6)])
     explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=3).fit(frame, y))
-    with pytest.raises(ValueError, match="do not match the features the model was fitted with"):
-        explainer.rsq(frame[frame.columns[::-1]], y)
+    with pytest.raises(ValueError, match="missing 'x5'; unexpected 'z'"):
+        explainer.rsq(frame.rename(columns={"x5": "z"}), y)
     assert list(explainer.rsq(frame, y).index) == list(frame.columns)
 
 
@@ -244,8 +244,10 @@ def test_lightgbm_accepts_the_frame_whose_spaces_it_renamed(data):
     assert model.booster_.feature_name()[0] == "x_0"
     shares = RSquaredExplainer(model).rsq(frame, y)
     assert list(shares.index) == list(frame.columns)
-    with pytest.raises(ValueError, match="do not match the features the model was fitted with"):
-        RSquaredExplainer(model).rsq(frame[frame.columns[::-1]], y)
+    reordered = RSquaredExplainer(model).rsq(frame[frame.columns[::-1]], y)
+    pd.testing.assert_series_equal(reordered, shares)
+    with pytest.raises(ValueError, match="missing 'x_0'"):
+        RSquaredExplainer(model).rsq(frame.drop(columns="x 0"), y)
 
 
 def test_weight_problems_are_named(data, explainer):
@@ -256,7 +258,7 @@ def test_weight_problems_are_named(data, explainer):
     bad[0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         explainer.rsq(X, y, sample_weight=bad)
-    with pytest.raises(ValueError, match=r"sample_weight.shape == \(119,\), expected \(120,\)"):
+    with pytest.raises(ValueError, match="sample_weight has 119 values but X has 120 rows"):
         explainer.rsq(X, y, sample_weight=w[:-1])
     with pytest.raises(ValueError, match="non-zero"):
         explainer.rsq(X, y, sample_weight=np.zeros_like(w))

@@ -1,0 +1,135 @@
+"""Columns reach the trees by name whenever the model and X both carry names.
+
+Shares must land on the features they belong to, whatever order the columns arrive in, whatever
+the DataFrame library, and the outcome must not depend on whether the explainer was used before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.tree import DecisionTreeRegressor
+
+from shap_rsq import RSquaredExplainer
+
+
+@pytest.fixture(scope="module")
+def rows():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(150, 5))
+    y = 3 * X[:, 0] + X[:, 1] - 0.5 * X[:, 4] + rng.normal(scale=0.2, size=150)
+    return X, y
+
+
+def _fit(kind, frame, y):
+    if kind == "sklearn":
+        return DecisionTreeRegressor(max_depth=4, random_state=0).fit(frame, y)
+    if kind == "xgboost":
+        xgboost = pytest.importorskip("xgboost")
+        return xgboost.XGBRegressor(n_estimators=10, max_depth=3).fit(frame, y)
+    if kind == "lightgbm":
+        lightgbm = pytest.importorskip("lightgbm")
+        return lightgbm.LGBMRegressor(n_estimators=10, num_leaves=6, verbose=-1).fit(frame, y)
+    catboost = pytest.importorskip("catboost")
+    return catboost.CatBoostRegressor(iterations=10, depth=3, verbose=0, allow_writing_files=False).fit(frame, y)
+
+
+# numeric-looking names were taken for names made up for arrays, so reordered columns went unnoticed
+NAMES = {
+    "strings": ["g", "a", "c", "e", "b"],
+    "digit strings": ["0", "1", "2", "3", "4"],
+    "integers": [0, 1, 2, 3, 4],
+}
+
+
+@pytest.mark.parametrize("kind", ["sklearn", "xgboost", "lightgbm", "catboost"])
+@pytest.mark.parametrize("names", list(NAMES))
+def test_reordered_columns_give_each_feature_its_own_share(rows, kind, names):
+    X, y = rows
+    frame = pd.DataFrame(X, columns=NAMES[names])
+    model = _fit(kind, frame, y)
+    shuffled = frame[frame.columns[[3, 0, 4, 2, 1]]]
+    used = RSquaredExplainer(model)
+    expected = used.rsq(frame, y)
+    assert expected.idxmax() == str(frame.columns[0])  # the strong feature is named right
+    if kind == "sklearn" and names == "integers":
+        # scikit-learn records names only when all are strings: this model has none, so position rules
+        assert not hasattr(model, "feature_names_in_")
+        positional = used.rsq(shuffled, y)
+        assert list(positional.index) == [str(c) for c in shuffled.columns]
+        np.testing.assert_allclose(positional.to_numpy(), used.rsq(shuffled.to_numpy(), y), atol=1e-12)
+        return
+    for explainer in (used, RSquaredExplainer(model)):  # a used and a fresh explainer agree
+        shares = explainer.rsq(shuffled, y)
+        assert list(shares.index) == [str(c) for c in frame.columns]
+        np.testing.assert_allclose(shares.to_numpy(), expected.to_numpy(), atol=1e-12)
+        explanation = explainer(shuffled, y)
+        np.testing.assert_allclose(explanation.values.sum(0), expected.to_numpy(), atol=1e-12)
+        np.testing.assert_array_equal(explanation.data, frame.to_numpy())
+
+
+def test_missing_and_extra_columns_are_named(rows):
+    X, y = rows
+    frame = pd.DataFrame(X, columns=["age", "bmi", "bp", "s1", "s2"])
+    explainer = RSquaredExplainer(_fit("sklearn", frame, y))
+    with pytest.raises(ValueError, match=r"missing 'bmi'; unexpected 'BMI'"):
+        explainer.rsq(frame.rename(columns={"bmi": "BMI"}), y)
+    with pytest.raises(ValueError, match=r"missing 's2'"):
+        explainer.rsq(frame.drop(columns="s2"), y)
+    with pytest.raises(ValueError, match=r"unexpected 'extra'"):
+        explainer.rsq(frame.assign(extra=1.0), y)
+    with pytest.raises(ValueError, match=r"duplicated column names 'bp'"):
+        explainer.rsq(pd.concat([frame, frame[["bp"]]], axis=1), y)
+
+
+def test_a_model_without_names_matches_by_position_and_labels_by_the_frame(rows):
+    X, y = rows
+    model = _fit("sklearn", X, y)
+    frame = pd.DataFrame(X, columns=list("vwxyz"))
+    shares = RSquaredExplainer(model).rsq(frame, y)
+    assert list(shares.index) == list("vwxyz")
+    np.testing.assert_allclose(shares.to_numpy(), RSquaredExplainer(model).rsq(X, y), atol=1e-12)
+
+
+def test_lightgbm_fitted_on_an_array_matches_any_frame_by_position(rows):
+    X, y = rows
+    model = _fit("lightgbm", X, y)
+    assert model.booster_.feature_name()[0] == "Column_0"
+    shares = RSquaredExplainer(model).rsq(pd.DataFrame(X, columns=list("vwxyz")), y)
+    np.testing.assert_allclose(shares.to_numpy(), RSquaredExplainer(model).rsq(X, y), atol=1e-12)
+
+
+@pytest.mark.parametrize("library", ["polars", "pyarrow"])
+def test_other_dataframe_libraries_are_read_by_name(rows, library):
+    X, y = rows
+    frame = pd.DataFrame(X, columns=["g", "a", "c", "e", "b"])
+    explainer = RSquaredExplainer(_fit("sklearn", frame, y))
+    expected = explainer.rsq(frame, y)
+    shuffled = frame[["b", "e", "a", "g", "c"]]
+    if library == "polars":
+        polars = pytest.importorskip("polars")
+        other = polars.from_pandas(shuffled)
+        target = polars.Series("y", y)
+    else:
+        pyarrow = pytest.importorskip("pyarrow")
+        other = pyarrow.Table.from_pandas(shuffled)
+        target = pyarrow.chunked_array([y])
+    shares = explainer.rsq(other, target)
+    pd.testing.assert_series_equal(shares, expected, atol=1e-12)
+    polars_text = pytest.importorskip("polars").DataFrame({"g": ["1"] * 3}) if library == "polars" else None
+    if polars_text is not None:
+        with pytest.raises(ValueError, match="non-numeric columns 'g'"):
+            explainer.rsq(polars_text, y[:3])
+
+
+def test_numeric_strings_are_refused_the_same_way_by_a_fresh_and_a_used_explainer(rows):
+    X, y = rows
+    model = _fit("xgboost", X, y)
+    used = RSquaredExplainer(model)
+    used.rsq(X, y)
+    for explainer in (RSquaredExplainer(model), used):
+        with pytest.raises(ValueError, match=r"X holds text \(<U"):
+            explainer.rsq(X.astype(str), y)
+        with pytest.raises(ValueError, match=r"y holds text"):
+            explainer.rsq(X, y.astype(str))
