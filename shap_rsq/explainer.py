@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -12,6 +11,15 @@ from shap.explainers._tree import TreeEnsemble
 
 from ._distributed import is_dask_array, rsq_over_blocks
 from ._engine import Decomposition, UnitCache, decompose
+from ._explainer_checks import (
+    NO_INTERACTION_SHARES,
+    check_model_predictions,
+    check_names,
+    check_row_totals,
+    refuse_background,
+    refuse_weights_without_target,
+    rows_with_nan,
+)
 from ._models import ModelInfo, UnsupportedModelError, inspect_model
 from ._trees import Forest
 from ._validation import check_rows, check_target, check_weights
@@ -39,8 +47,18 @@ class RSquaredExplainer(shap.TreeExplainer):
         ``GradientBoostingRegressor`` and ``HistGradientBoostingRegressor``;
         ``XGBRegressor`` / ``xgboost.Booster``; ``LGBMRegressor`` /
         ``lightgbm.Booster``; ``CatBoostRegressor`` (any grow policy).
+    data : None
+        Background data is refused: the decomposition is tree-path-dependent (its conditional
+        expectations come from the trees' training cover), so there is nothing to pass here.
+        The parameter exists so that ``RSquaredExplainer(model, X)``, a common
+        ``shap.TreeExplainer`` call, fails clearly instead of being misread.
     feature_names : list of str, optional
-        Names for the columns of array inputs.  DataFrame columns take precedence.
+        Names of the model's features, used to label array inputs (and to match DataFrame
+        columns by name when the model recorded no names of its own).
+    model_output : {"raw"}, default="raw"
+        As in ``shap.TreeExplainer``; only the raw output has an R² decomposition.
+    feature_perturbation : {"auto", "tree_path_dependent"}, default="auto"
+        As in ``shap.TreeExplainer``; both mean tree-path-dependent here.
     n_jobs : int, optional
         Number of worker processes over blocks of trees (joblib semantics; ``-1`` = all
         cores; ``None`` follows ``joblib.parallel_config``, whose backend, dask for
@@ -60,18 +78,23 @@ class RSquaredExplainer(shap.TreeExplainer):
     >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
     >>> model = xgboost.XGBRegressor(n_estimators=50, max_depth=3).fit(X, y)
     >>> explainer = RSquaredExplainer(model)
-    >>> shares = explainer.rsq(X, y)         # pandas Series indexed by column
-    >>> explanation = explainer(X, y)          # shap.Explanation of per-row shares
+    >>> shares = explainer.rsq(X, y)         # pandas Series indexed by feature name
+    >>> explanation = explainer(X, y)          # shap.Explanation of per-row shares of R²
+    >>> shap_values = explainer(X)             # without y: shap's SHAP values of the predictions
     """
 
     def __init__(
         self,
         model: Any,
-        feature_names: list[str] | None = None,
+        data: Any = None,
         *,
+        feature_names: list[str] | None = None,
+        model_output: str = "raw",
+        feature_perturbation: str = "auto",
         n_jobs: int | None = None,
         progress: bool = False,
     ) -> None:
+        refuse_background(data, model_output, feature_perturbation)
         info = inspect_model(model)
         super().__init__(info.shap_model, feature_perturbation="tree_path_dependent", feature_names=feature_names)
         ensemble = self.model if info.trees is None else TreeEnsemble(info.trees)
@@ -80,54 +103,65 @@ class RSquaredExplainer(shap.TreeExplainer):
         if np.any((ensemble.threshold_types > 0) & (ensemble.children_left >= 0)):
             raise UnsupportedModelError("Models with categorical splits are not supported.")
         self.model_info: ModelInfo = info
-        self.feature_names = _checked_names(feature_names, info)
+        self.feature_names = check_names(feature_names, info)
         self.n_jobs = n_jobs
         self.progress = progress
         tree_limit = info.tree_limit if info.tree_limit is not None else ensemble.tree_limit
         self.forest = Forest.from_ensemble(ensemble, info.n_features, tree_limit)
         if info.adjust is not None:
             self.forest = info.adjust(self.forest)
-        self._units = UnitCache(self.forest)
+        # the games square tree values: centred on each tree's mean they stay on the scale of y's
+        # spread, not of y itself, so a target in the millions keeps its digits
+        self._game_forest = self.forest.centred()
+        self._units = UnitCache(self._game_forest)
         self._verified = self._verified_missing = False
 
     def rsq(self, X: Any, y: Any, sample_weight: Any = None) -> np.ndarray | pd.Series:
-        """Each feature's share of R^2 on ``(X, y)``.
+        """Each feature's share of R² on ``(X, y)``.
 
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
-            Rows to evaluate on; NaN follows each split's default direction.
+            Rows to evaluate on; NaN follows each split's default direction.  A DataFrame
+            (pandas, polars, pyarrow) is matched to the model's features by column name when
+            the model recorded names; a dask array is evaluated block by block.
         y : array-like of shape (n_samples,)
             Observed target.
         sample_weight : array-like of shape (n_samples,), optional
-            Non-negative row weights; R^2 and its shares are then weighted.
+            Non-negative row weights; R² and its shares are then weighted.
 
         Returns
         -------
         ndarray of shape (n_features,) or pandas.Series
-            Shares that sum to ``R^2(model) - R^2(E f)``; a Series indexed by
-            column when ``X`` is a DataFrame.  Memory stays O(n + p): no
-            ``(n, p)`` array is formed.
+            Shares that sum to ``R²(model) - R²(E f)``; a Series named ``"rsq"`` indexed by
+            feature name when ``X`` is a DataFrame.  Memory stays O(n + p): no ``(n, p)``
+            array is formed.
         """
         if is_dask_array(X):
             return rsq_over_blocks(
-                self.forest, self._units.units(), X, y, sample_weight, self.model_info.n_features, self._check_sample
+                self._game_forest,
+                self._units.units(),
+                X,
+                y,
+                sample_weight,
+                self.model_info.n_features,
+                self._check_sample,
             )
-        rows, columns, target, weights, sst = self._inputs(X, y, sample_weight)
-        result = self._decompose(X, rows, target, weights, local=False)
+        rows, target, weights, sst = self._inputs(X, y, sample_weight)
+        result = self._decompose(rows.array, target, weights, local=False)
         shares = result.values / sst
-        if columns is not None:
-            return pd.Series(shares, index=pd.Index(columns), name="r2")
+        if rows.columns is not None:
+            return pd.Series(shares, index=pd.Index(rows.columns), name="rsq")
         return shares
 
     def loss_reduction(
         self, X: Any, y: Any, sample_weight: Any = None, *, local: bool = False
     ) -> np.ndarray | pd.Series:
-        """Shapley decomposition of the squared-error loss the model removes, in units of ``y``^2.
+        """Shapley decomposition of the squared-error loss the model removes, in units of ``y``².
 
         The numerators of :meth:`rsq`: feature shares of
         ``sum_i w_i [(y_i - E f)^2 - (y_i - f(x_i))^2]``, the drop in the weighted
-        sum of squared errors from the constant ``E f`` to the model.  Unlike R^2
+        sum of squared errors from the constant ``E f`` to the model.  Unlike R²
         it needs no total sum of squares, so ``y`` may be constant, and it adds up
         over disjoint sets of rows (folds, blocks).
 
@@ -141,53 +175,161 @@ class RSquaredExplainer(shap.TreeExplainer):
         Returns
         -------
         ndarray or pandas.Series
-            ``(n_features,)`` (a Series indexed by column for a DataFrame), or
+            ``(n_features,)`` (a Series indexed by feature name for a DataFrame), or
             ``(n_samples, n_features)`` with ``local=True``.
         """
-        rows, columns, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=False)
-        result = self._decompose(X, rows, target, weights, local=local)
-        if columns is not None and not local:
-            return pd.Series(result.values, index=pd.Index(columns), name="loss_reduction")
+        rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=False)
+        result = self._decompose(rows.array, target, weights, local=local)
+        if rows.columns is not None and not local:
+            return pd.Series(result.values, index=pd.Index(rows.columns), name="loss_reduction")
         return result.values
 
-    def __call__(self, X: Any, y: Any, sample_weight: Any = None) -> shap.Explanation:  # type: ignore[override]
-        """Per-row shares of R^2 as a :class:`shap.Explanation`.
+    def __call__(  # type: ignore[override]
+        self,
+        X: Any,
+        y: Any = None,
+        sample_weight: Any = None,
+        *,
+        interactions: bool = False,
+        check_additivity: bool = True,
+        approximate: bool = False,
+    ) -> shap.Explanation:
+        """Per-row shares of R² as a :class:`shap.Explanation` (with ``y``), or shap's own SHAP values.
 
-        ``values[i, j]`` is row ``i``'s part of feature ``j``'s share, so
-        ``values.sum(0)`` equals :meth:`rsq`.  ``base_values[i]`` is the part
-        of the constant ``E f``, so that ``values[i].sum() + base_values[i]``
-        equals ``w_i [(y_i - ybar)^2 - (y_i - f(x_i))^2] / SST``, and the grand
-        total is the model's (weighted) R^2.
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to explain.
+        y : array-like of shape (n_samples,), optional
+            Observed target.  Without it the call is :class:`shap.TreeExplainer`'s, unchanged:
+            SHAP values of the model's predictions.
+        sample_weight : array-like of shape (n_samples,), optional
+            Row weights of the R² (only with ``y``).
+        interactions : bool, default=False
+            Without ``y``, shap's interaction values.  Interaction shares of R² are not
+            available yet.
+        check_additivity : bool, default=True
+            With ``y``, check that each row's shares plus its base value add up to the row's
+            part of R² (a misread model would break it); without ``y``, shap's own check.
+        approximate : bool, default=False
+            Passed to shap without ``y``; R² shares are always exact.
+
+        Returns
+        -------
+        shap.Explanation
+            With ``y``: ``values[i, j]`` is row ``i``'s part of feature ``j``'s share, so
+            ``values.sum(0)`` equals :meth:`rsq`; ``base_values[i]`` is the part of the
+            constant ``E f``, so that ``values[i].sum() + base_values[i]`` equals
+            ``w_i [(y_i - ybar)^2 - (y_i - f(x_i))^2] / SST`` and the grand total is the
+            model's (weighted) R².
         """
-        rows, columns, target, weights, sst = self._inputs(X, y, sample_weight)
-        result = self._decompose(X, rows, target, weights, local=True)
-        mean = np.average(target, weights=weights)
-        base = weights * ((target - mean) ** 2 - (target - result.mean_prediction) ** 2) / sst
-        names = columns if columns is not None else self._array_names(rows.shape[1])
+        if y is None:
+            refuse_weights_without_target(sample_weight)
+            return super().__call__(
+                X, interactions=interactions, check_additivity=check_additivity, approximate=approximate
+            )
+        if interactions:
+            raise NotImplementedError(NO_INTERACTION_SHARES)
+        values, base, rows = self._local_shares(X, y, sample_weight, check_additivity)
         return shap.Explanation(
-            values=result.values / sst,
+            values=values,
             base_values=base,
-            data=np.asarray(X) if columns is None else X.to_numpy(),
-            feature_names=names,
-            output_names="R^2",
+            data=rows.array,
+            feature_names=rows.columns if rows.columns is not None else self._array_names(rows.array.shape[1]),
+            output_names="R²",
         )
 
+    def shap_values(  # type: ignore[override]
+        self,
+        X: Any,
+        y: Any = None,
+        tree_limit: int | None = None,
+        approximate: bool = False,
+        check_additivity: bool = True,
+        from_call: bool = False,
+        *,
+        sample_weight: Any = None,
+    ) -> np.ndarray:
+        """SHAP values of the predictions (shap's, unchanged), or per-row R² shares with ``y``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to explain.
+        y : array-like of shape (n_samples,), optional
+            Observed target: when given, the result is the ``values`` of :meth:`__call__`.
+        tree_limit, approximate, from_call
+            shap's parameters, used only without ``y``.
+        check_additivity : bool, default=True
+            As in :meth:`__call__`.
+        sample_weight : array-like of shape (n_samples,), optional
+            Row weights of the R² (only with ``y``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        if y is None:
+            refuse_weights_without_target(sample_weight)
+            return super().shap_values(X, None, tree_limit, approximate, check_additivity, from_call)
+        if tree_limit is not None or approximate:
+            raise ValueError(
+                "R² shares use every tree the model predicts with, exactly: tree_limit and approximate "
+                "apply only to SHAP values of predictions (call without y)."
+            )
+        return self._local_shares(X, y, sample_weight, check_additivity)[0]
+
+    def shap_interaction_values(self, X: Any, y: Any = None, tree_limit: int | None = None) -> np.ndarray:
+        """SHAP interaction values of the predictions (shap's, unchanged).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to explain.
+        y : array-like, optional
+            Interaction shares of R² are not available yet: passing ``y`` raises.
+        tree_limit : int, optional
+            shap's parameter.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features, n_features)
+        """
+        if y is not None:
+            raise NotImplementedError(NO_INTERACTION_SHARES)
+        return super().shap_interaction_values(X, None, tree_limit)
+
+    def _local_shares(self, X, y, sample_weight, check_additivity: bool):
+        rows, target, weights, sst = self._inputs(X, y, sample_weight)
+        result = self._decompose(rows.array, target, weights, local=True)
+        values = result.values / sst
+        mean = np.average(target, weights=weights)
+        base = weights * ((target - mean) ** 2 - (target - result.mean_prediction) ** 2) / sst
+        if check_additivity:
+            check_row_totals(values, base, target, result.prediction, weights, mean, sst)
+        return values, base, rows
+
     def _inputs(self, X, y, sample_weight):
-        rows, columns, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=True)
+        rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=True)
         sst = float(np.sum(weights * (target - np.average(target, weights=weights)) ** 2))
-        return rows, columns, target, weights, sst
+        return rows, target, weights, sst
 
     def _rows_target_weights(self, X, y, sample_weight, *, require_variance: bool):
-        # R^2 needs two rows to vary; the loss decomposition is defined for one
+        # R² needs two rows to vary; the loss decomposition is defined for one
         min_rows = 2 if require_variance else 1
-        rows, columns = check_rows(X, self.model_info.n_features, self.model_info.feature_names, min_rows)
-        weights = check_weights(sample_weight, rows)
-        target = check_target(y, rows.shape[0], weights, require_variance=require_variance)
-        return rows, columns, target, weights
+        info = self.model_info
+        rows = check_rows(X, info.n_features, self._names_for_matching(), info.family, min_rows)
+        weights = check_weights(sample_weight, rows.array)
+        target = check_target(y, rows.array.shape[0], weights, require_variance=require_variance)
+        return rows, target, weights
 
-    def _decompose(self, X, rows, target, weights, *, local: bool) -> Decomposition:
+    def _names_for_matching(self) -> list[str] | None:
+        # names given to the constructor count as the model's own when the model recorded none
+        return self.model_info.feature_names or self.feature_names
+
+    def _decompose(self, rows: np.ndarray, target, weights, *, local: bool) -> Decomposition:
         result = decompose(
-            self.forest,
+            self._game_forest,
             self._units.units(local),
             rows,
             target,
@@ -196,83 +338,32 @@ class RSquaredExplainer(shap.TreeExplainer):
             n_jobs=self.n_jobs,
             progress=self.progress,
         )
-        self._check_predictions(X, rows, result.prediction)
+        self._check_predictions(rows, result.prediction)
         return result
 
-    def _check_predictions(self, X, rows: np.ndarray, prediction: np.ndarray) -> None:
+    def _check_predictions(self, rows: np.ndarray, prediction: np.ndarray) -> None:
         """The trees as read must reproduce the model's own predictions (up to float32 rounding).
 
         Misread trees are a property of the model, so this runs on the first call, and again the
         first time rows with missing values are seen (their routing is checked too).  At most 32
-        rows are predicted, rows with NaN first, so the model's ``predict`` never copies a wide ``X``.
+        of the validated rows are predicted, rows with NaN first, so a fresh and a used explainer
+        see the same input and the model's ``predict`` never copies a wide ``X``.
         """
         if self._verified_missing:
             return
-        missing = _rows_with_nan(rows, limit=16)
+        missing = rows_with_nan(rows, limit=16)
         if self._verified and missing.size == 0:
             return
         spread = np.linspace(0, len(prediction) - 1, num=min(16, len(prediction))).astype(int)
         index = np.unique(np.concatenate([missing, spread]))
-        sample = X.iloc[index] if hasattr(X, "iloc") else np.asarray(X)[index]
-        self._check_sample(sample, prediction[index])
+        self._check_sample(rows[index], prediction[index])
         self._verified = True
         self._verified_missing = missing.size > 0
 
     def _check_sample(self, sample, prediction: np.ndarray) -> None:
-        with warnings.catch_warnings(), _one_openmp_thread():
-            # columns were already matched to the model by name or position; the model's own
-            # complaint about a frame versus an array would point at a call the user never made
-            warnings.filterwarnings("ignore", message=".*feature names", category=UserWarning)
-            expected = np.asarray(self.model_info.predict(sample), dtype=np.float64).reshape(-1)
-        scale = 1.0 + np.max(np.abs(expected))
-        gap = np.max(np.abs(prediction - expected))
-        if gap > 1e-5 * scale:
-            raise UnsupportedModelError(
-                f"The trees read from this {self.model_info.family} model do not reproduce its predictions "
-                f"(largest difference {gap:.3g}); it uses a feature shap-rsq does not support."
-            )
+        check_model_predictions(self.model_info, sample, prediction)
 
     def _array_names(self, n_features: int) -> list[str]:
         if self.feature_names is not None and len(self.feature_names) == n_features:
             return list(self.feature_names)
         return [f"Feature {j}" for j in range(n_features)]
-
-
-_THREADPOOLS = None
-
-
-def _one_openmp_thread():
-    """Limit OpenMP to one thread (the model's ``predict`` on the few rows of the check).
-
-    XGBoost predicts with the model's threads: right after the engine's NumPy work two OpenMP
-    threads took 17-25 ms for 16 rows of 300 small trees (a thread waits for a core), one 1 ms.
-    The libraries are looked up once: that lookup costs more than the check.
-    """
-    global _THREADPOOLS
-    if _THREADPOOLS is None:
-        from threadpoolctl import ThreadpoolController
-
-        _THREADPOOLS = ThreadpoolController()
-    return _THREADPOOLS.limit(limits=1, user_api="openmp")
-
-
-def _checked_names(feature_names: list[str] | None, info: ModelInfo) -> list[str] | None:
-    """The names given, one per model feature, else those the model was fitted with."""
-    if feature_names is None:
-        return info.feature_names
-    names = [str(name) for name in feature_names]
-    if len(names) != info.n_features:
-        raise ValueError(f"feature_names has {len(names)} names, but the model has {info.n_features} features.")
-    return names
-
-
-def _rows_with_nan(rows: np.ndarray, limit: int) -> np.ndarray:
-    """Indices of up to ``limit`` rows holding a NaN, scanning row blocks (no ``(n, p)`` temporary)."""
-    step = max(1, (1 << 20) // max(1, rows.shape[1]))
-    found: list[np.ndarray] = []
-    for start in range(0, rows.shape[0], step):
-        hit = np.flatnonzero(np.isnan(rows[start : start + step]).any(axis=1)) + start
-        found.append(hit)
-        if sum(len(f) for f in found) >= limit:
-            break
-    return np.concatenate(found)[:limit] if found else np.zeros(0, dtype=np.int64)

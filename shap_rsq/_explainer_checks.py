@@ -1,0 +1,118 @@
+"""Checks the explainer makes around a decomposition: its constructor's arguments, the trees it
+read against the model's own predictions, and the additivity of per-row shares."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ._models import ModelInfo, UnsupportedModelError
+
+__all__ = [
+    "NO_INTERACTION_SHARES",
+    "check_model_predictions",
+    "check_names",
+    "check_row_totals",
+    "refuse_background",
+    "refuse_weights_without_target",
+    "rows_with_nan",
+]
+
+NO_INTERACTION_SHARES = (
+    "Interaction shares of R² are not available yet; without y, interactions=True and "
+    "shap_interaction_values give shap's interaction values of the predictions."
+)
+
+
+def refuse_background(data: Any, model_output: str, feature_perturbation: str) -> None:
+    """Only shap's tree-path-dependent, raw-output explainer has an exact R² decomposition."""
+    if data is not None:
+        raise TypeError(
+            "RSquaredExplainer takes no background data: the R² decomposition is path-dependent, its "
+            "conditional expectations come from the trees' own training cover, so a background sample "
+            "would change shap's SHAP values without changing the shares.  Pass the model alone "
+            "(names go in feature_names=...), then the rows to explain to rsq(X, y) or explainer(X, y)."
+        )
+    if model_output != "raw":
+        raise ValueError(f"model_output={model_output!r} is not supported: R² is decomposed on the raw output.")
+    if feature_perturbation not in ("auto", "tree_path_dependent"):
+        raise ValueError(
+            f"feature_perturbation={feature_perturbation!r} is not supported: the R² decomposition is "
+            "tree-path-dependent ('auto' or 'tree_path_dependent')."
+        )
+
+
+def refuse_weights_without_target(sample_weight: Any) -> None:
+    if sample_weight is not None:
+        raise TypeError("sample_weight weights the rows of R²: pass y too, or leave sample_weight out.")
+
+
+def check_names(feature_names: Any, info: ModelInfo) -> list[str] | None:
+    """The names given, one per model feature, else those the model was fitted with."""
+    if feature_names is None:
+        return info.feature_names
+    if isinstance(feature_names, str) or (hasattr(feature_names, "shape") and np.ndim(feature_names) != 1):
+        raise TypeError("feature_names must be a list of names, one per feature.")
+    names = [str(name) for name in feature_names]
+    if len(names) != info.n_features:
+        raise ValueError(f"feature_names has {len(names)} names, but the model has {info.n_features} features.")
+    return names
+
+
+def check_model_predictions(info: ModelInfo, sample: np.ndarray, prediction: np.ndarray) -> None:
+    """The trees as read must reproduce the model's own predictions (up to float32 rounding)."""
+    with warnings.catch_warnings(), _one_openmp_thread():
+        # the rows were already matched to the model's features by name or position; the model's
+        # complaint about an array where it was fitted on a frame would point at a call never made
+        warnings.filterwarnings("ignore", message=".*feature names", category=UserWarning)
+        expected = np.asarray(info.predict(sample), dtype=np.float64).reshape(-1)
+    scale = 1.0 + np.max(np.abs(expected))
+    gap = np.max(np.abs(prediction - expected))
+    if gap > 1e-5 * scale:
+        raise UnsupportedModelError(
+            f"The trees read from this {info.family} model do not reproduce its predictions "
+            f"(largest difference {gap:.3g}); it uses a feature shap-rsq does not support."
+        )
+
+
+def check_row_totals(values, base, target, prediction, weights, mean: float, sst: float) -> None:
+    """Each row's shares plus its base value must add up to its part of R² (efficiency, per row)."""
+    expected = weights * ((target - mean) ** 2 - (target - prediction) ** 2) / sst
+    gap = np.max(np.abs(values.sum(axis=1) + base - expected), initial=0.0)
+    if gap > 1e-6 * max(1.0, float(np.abs(expected).sum())):
+        raise AssertionError(
+            f"The per-row shares do not add up to each row's part of R² (largest gap {gap:.3g}).  Please report "
+            "this with the model; pass check_additivity=False to get the values anyway."
+        )
+
+
+def rows_with_nan(rows: np.ndarray, limit: int) -> np.ndarray:
+    """Indices of up to ``limit`` rows holding a NaN, scanning row blocks (no ``(n, p)`` temporary)."""
+    step = max(1, (1 << 20) // max(1, rows.shape[1]))
+    found: list[np.ndarray] = []
+    for start in range(0, rows.shape[0], step):
+        hit = np.flatnonzero(np.isnan(rows[start : start + step]).any(axis=1)) + start
+        found.append(hit)
+        if sum(len(f) for f in found) >= limit:
+            break
+    return np.concatenate(found)[:limit] if found else np.zeros(0, dtype=np.int64)
+
+
+_THREADPOOLS = None
+
+
+def _one_openmp_thread():
+    """Limit OpenMP to one thread (the model's ``predict`` on the few rows of the check).
+
+    XGBoost predicts with the model's threads: right after the engine's NumPy work two OpenMP
+    threads took 17-25 ms for 16 rows of 300 small trees (a thread waits for a core), one 1 ms.
+    The libraries are looked up once: that lookup costs more than the check.
+    """
+    global _THREADPOOLS
+    if _THREADPOOLS is None:
+        from threadpoolctl import ThreadpoolController
+
+        _THREADPOOLS = ThreadpoolController()
+    return _THREADPOOLS.limit(limits=1, user_api="openmp")

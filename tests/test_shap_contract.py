@@ -1,0 +1,102 @@
+"""Every shap.TreeExplainer call keeps its meaning on RSquaredExplainer.
+
+Without y the explainer is shap's: the same SHAP values of the predictions.  With y the same
+calls return shares of R².  Background data is refused with a reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import shap
+from conftest import make_data
+
+from shap_rsq import RSquaredExplainer
+
+xgboost = pytest.importorskip("xgboost")
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y, w = make_data(seed=4)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    model = xgboost.XGBRegressor(n_estimators=15, max_depth=3, random_state=0).fit(frame, y)
+    return model, frame, y, w
+
+
+def test_without_y_every_call_is_shaps_own(fitted):
+    model, frame, _, _ = fitted
+    ours, theirs = RSquaredExplainer(model), shap.TreeExplainer(model)
+    np.testing.assert_array_equal(ours.shap_values(frame), theirs.shap_values(frame))
+    np.testing.assert_array_equal(ours.shap_interaction_values(frame), theirs.shap_interaction_values(frame))
+    for kwargs in ({}, {"check_additivity": False}, {"interactions": True}):
+        mine, reference = ours(frame, **kwargs), theirs(frame, **kwargs)
+        np.testing.assert_array_equal(mine.values, reference.values)
+        np.testing.assert_array_equal(mine.base_values, reference.base_values)
+        assert mine.feature_names == reference.feature_names
+    assert ours.expected_value == theirs.expected_value
+
+
+def test_with_y_the_same_calls_give_shares_of_r2(fitted):
+    model, frame, y, w = fitted
+    explainer = RSquaredExplainer(model)
+    shares = explainer.rsq(frame, y, sample_weight=w)
+    explanation = explainer(frame, y, sample_weight=w)
+    unchecked = explainer(frame, y, sample_weight=w, check_additivity=False)
+    np.testing.assert_array_equal(unchecked.values, explanation.values)
+    np.testing.assert_allclose(explanation.values.sum(0), shares.to_numpy(), atol=1e-12)
+    np.testing.assert_array_equal(explainer.shap_values(frame, y, sample_weight=w), explanation.values)
+    from sklearn.metrics import r2_score
+
+    total = explanation.values.sum() + explanation.base_values.sum()
+    assert total == pytest.approx(r2_score(y, model.predict(frame), sample_weight=w), abs=1e-6)  # float32 predict
+
+
+def test_interaction_shares_of_r2_are_refused_until_they_exist(fitted):
+    model, frame, y, _ = fitted
+    explainer = RSquaredExplainer(model)
+    with pytest.raises(NotImplementedError, match="Interaction shares of R² are not available yet"):
+        explainer(frame, y, interactions=True)
+    with pytest.raises(NotImplementedError, match="Interaction shares of R²"):
+        explainer.shap_interaction_values(frame, y)
+
+
+def test_weights_without_a_target_are_refused(fitted):
+    model, frame, _, w = fitted
+    with pytest.raises(TypeError, match="pass y too"):
+        RSquaredExplainer(model)(frame, sample_weight=w)
+
+
+@pytest.mark.parametrize("how", ["positional", "keyword"])
+def test_background_data_is_refused_with_the_reason(fitted, how):
+    model, frame, _, _ = fitted
+    background = frame.iloc[:10]
+    with pytest.raises(TypeError, match="path-dependent"):
+        if how == "positional":
+            RSquaredExplainer(model, background)
+        else:
+            RSquaredExplainer(model, data=background)
+
+
+def test_feature_names_are_keyword_only_and_checked(fitted):
+    model, frame, y, _ = fitted
+    names = [f"n{j}" for j in range(frame.shape[1])]
+    with pytest.raises(TypeError, match="no background data"):
+        RSquaredExplainer(model, names)
+    explainer = RSquaredExplainer(model, feature_names=names)
+    assert explainer(frame.to_numpy(), y).feature_names == names
+    with pytest.raises(ValueError, match="feature_names has 2 names"):
+        RSquaredExplainer(model, feature_names=["a", "b"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"model_output": "probability"}, "model_output='probability' is not supported"),
+        ({"feature_perturbation": "interventional"}, "tree-path-dependent"),
+    ],
+)
+def test_other_shap_settings_are_refused_by_name(fitted, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        RSquaredExplainer(fitted[0], **kwargs)
