@@ -69,7 +69,7 @@ def check_model_predictions(info: ModelInfo, sample: np.ndarray, prediction: np.
         warnings.filterwarnings("ignore", message=".*feature names", category=UserWarning)
         expected = np.asarray(info.predict(sample), dtype=np.float64).reshape(-1)
     scale = 1.0 + np.max(np.abs(expected))
-    gap = np.max(np.abs(prediction - expected))
+    gap = np.max(np.abs(np.reshape(prediction, -1) - expected))
     if gap > 1e-5 * scale:
         raise UnsupportedModelError(
             f"The trees read from this {info.family} model do not reproduce its predictions "

@@ -39,6 +39,12 @@ class ModelInfo:
     family : str
     adjust : callable or None
         Fixes applied to the forest read by shap, where its loader is wrong.
+    outputs : tuple of str
+        Names of the model's outputs when it has several (a classifier's classes, a
+        multi-output regressor's targets); empty for a single output.
+    classes : ndarray or None
+        A classifier's ``classes_`` (labels of any type), ``None`` for regressors: the target
+        is then one-hot encoded over them and the loss is the Brier score.
     """
 
     shap_model: Any
@@ -49,6 +55,12 @@ class ModelInfo:
     predict: Callable[[Any], np.ndarray]
     family: str
     adjust: Callable[[Forest], Forest] | None = None
+    outputs: tuple[str, ...] = ()
+    classes: np.ndarray | None = None
+
+    @property
+    def n_outputs(self) -> int:
+        return max(1, len(self.outputs))
 
 
 def as_names(values) -> list[str] | None:

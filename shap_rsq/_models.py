@@ -34,6 +34,13 @@ _SKLEARN_TREES = [
     "sklearn.ensemble.RandomForestRegressor",
     "sklearn.ensemble.ExtraTreesRegressor",
 ]
+# their predict_proba is a sum of trees (each tree's leaf class fractions, averaged)
+_SKLEARN_FOREST_CLASSIFIERS = [
+    "sklearn.tree.DecisionTreeClassifier",
+    "sklearn.tree.ExtraTreeClassifier",
+    "sklearn.ensemble.RandomForestClassifier",
+    "sklearn.ensemble.ExtraTreesClassifier",
+]
 _SQUARED_CRITERIA = {"squared_error", "friedman_mse"}
 _LIGHTGBM_L2 = {
     "regression",
@@ -54,6 +61,8 @@ _SUPPORTED = (
 
 def inspect_model(model: Any) -> ModelInfo:
     """Check that ``model`` can be decomposed and describe it; raise a clear error otherwise."""
+    if safe_isinstance(model, _SKLEARN_FOREST_CLASSIFIERS):
+        return _sklearn_forest_classifier(model)
     _refuse_classifier(model)
     if safe_isinstance(model, _SKLEARN_TREES):
         return _sklearn_tree(model)
@@ -77,32 +86,48 @@ def _refuse_classifier(model: Any) -> None:
         classifier = getattr(model, "_estimator_type", None) == "classifier"
     if classifier:
         raise UnsupportedModelError(
-            f"{type(model).__name__} is a classifier; R^2 decomposition needs a regressor fitted with squared error."
+            f"{type(model).__name__} is a boosted classifier: its probabilities are a sigmoid or softmax of a sum "
+            "of trees, not a sum of trees, so their squared error (the Brier score) has no exact Shapley "
+            "decomposition.  Use a forest classifier (DecisionTreeClassifier, RandomForestClassifier, "
+            "ExtraTreesClassifier), or a squared-error regressor fitted on the 0/1 target."
         )
 
 
 # ---------------------------------------------------------------- scikit-learn
 
 
-def _sklearn_common(model: Any) -> None:
+def _sklearn_common(model: Any, several_outputs: bool = False) -> None:
     check_is_fitted(model)
-    if getattr(model, "n_outputs_", 1) != 1:
+    if getattr(model, "n_outputs_", 1) != 1 and not several_outputs:
         raise UnsupportedModelError(
             f"{type(model).__name__} has {model.n_outputs_} outputs; only single-output models are supported."
         )
 
 
-def _sklearn_info(model: Any, shap_model: Any = None) -> ModelInfo:
+def _sklearn_info(model: Any, shap_model: Any = None, **outputs: Any) -> ModelInfo:
     """scikit-learn models: shap reads the trees (from ``shap_model`` when given), predict checks them."""
     names = as_names(getattr(model, "feature_names_in_", None))
-    return ModelInfo(shap_model or model, None, model.n_features_in_, names, None, model.predict, "sklearn")
+    predict = model.predict_proba if outputs.get("classes") is not None else model.predict
+    return ModelInfo(shap_model or model, None, model.n_features_in_, names, None, predict, "sklearn", **outputs)
 
 
 def _sklearn_tree(model: Any) -> ModelInfo:
-    _sklearn_common(model)
+    _sklearn_common(model, several_outputs=True)
     if model.criterion not in _SQUARED_CRITERIA:
         refuse(type(model).__name__, "criterion", model.criterion)
-    return _sklearn_info(model)
+    n_outputs = model.n_outputs_
+    return _sklearn_info(model, outputs=tuple(f"output {k}" for k in range(n_outputs)) if n_outputs > 1 else ())
+
+
+def _sklearn_forest_classifier(model: Any) -> ModelInfo:
+    """Forest classifiers: class k's probability is a sum of trees, so its squared error decomposes."""
+    check_is_fitted(model)
+    if model.n_outputs_ != 1:
+        raise UnsupportedModelError(
+            f"{type(model).__name__} has {model.n_outputs_} outputs (multi-label); only one label per row is supported."
+        )
+    classes = np.asarray(model.classes_)
+    return _sklearn_info(model, outputs=tuple(str(c) for c in classes), classes=classes)
 
 
 def _sklearn_gradient_boosting(model: Any) -> ModelInfo:

@@ -20,6 +20,7 @@ from sklearn.base import clone
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
+from ._models import UnsupportedModelError
 from .explainer import RSquaredExplainer
 
 __all__ = [
@@ -170,6 +171,11 @@ def evaluate(model: Any, X: Any, y: np.ndarray, w: np.ndarray, *, per_row: bool,
     s = _squares(y, w)
     sst, n = float(s.sum()), int(np.count_nonzero(w))
     explainer = RSquaredExplainer(model, n_jobs=n_jobs)
+    if explainer.model_info.n_outputs > 1:
+        raise UnsupportedModelError(
+            f"{type(model).__name__} has {explainer.model_info.n_outputs} outputs; RSquaredSelector selects "
+            "features for single-output regressors."
+        )
     # numerators, not shares: a held-out fold with a constant target still adds to the pooled shares
     if not np.any(w > 0):  # a fold whose rows all have weight 0 adds nothing
         p = explainer.model_info.n_features

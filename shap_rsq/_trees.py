@@ -97,8 +97,11 @@ class Forest:
         return cls(NodeArrays.stack(tuple(trees)), float(base_offset), np.dtype(input_dtype), int(n_features))
 
     @classmethod
-    def from_ensemble(cls, ensemble, n_features: int, tree_limit: int | None = None) -> Forest:
-        """Read the padded arrays of a ``shap.explainers._tree.TreeEnsemble`` (no per-tree loop)."""
+    def from_ensemble(cls, ensemble, n_features: int, tree_limit: int | None = None, output: int = 0) -> Forest:
+        """Read the padded arrays of a ``shap.explainers._tree.TreeEnsemble`` (no per-tree loop).
+
+        ``output`` picks one output of a multi-output ensemble (a class's probability, a target).
+        """
         n_trees = ensemble.children_left.shape[0]
         if tree_limit is not None and 0 <= tree_limit < n_trees:
             n_trees = tree_limit
@@ -111,11 +114,11 @@ class Forest:
             default=ensemble.children_default[rows].astype(np.int64),
             feature=np.where(leaf, 0, ensemble.features[rows]).astype(np.int64),
             threshold=ensemble.thresholds[rows].astype(np.float64),
-            value=np.where(leaf, ensemble.values[rows, :, 0], 0.0).astype(np.float64),
+            value=np.where(leaf, ensemble.values[rows, :, output], 0.0).astype(np.float64),
             cover=ensemble.node_sample_weight[rows].astype(np.float64),
             n_nodes=np.asarray(ensemble.num_nodes[rows], dtype=np.int64),
         )
-        base = float(np.asarray(ensemble.base_offset, dtype=np.float64).reshape(-1)[0])
+        base = float(np.asarray(ensemble.base_offset, dtype=np.float64).reshape(-1)[output])
         return cls(nodes, base, np.dtype(ensemble.input_dtype), int(n_features))
 
     @property

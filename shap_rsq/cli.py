@@ -158,6 +158,11 @@ def run_explain(args: argparse.Namespace) -> int:
     _check_outputs(args)
     model = load_model(args.model, trust_pickle=args.trust_pickle)
     explainer = RSquaredExplainer(model, n_jobs=args.n_jobs, progress=args.progress)
+    if explainer.model_info.n_outputs > 1:
+        raise InputError(
+            f"{type(model).__name__} has {explainer.model_info.n_outputs} outputs; the command line explains "
+            "single-output regressors (use RSquaredExplainer.rsq in Python for classifiers and multi-output models)."
+        )
     inputs = _read_inputs(args, explainer)
     # a model that records no names is given a bare array, so its predict does not compare column names
     X = inputs.X if inputs.by_name else inputs.X.to_numpy()

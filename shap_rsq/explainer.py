@@ -21,6 +21,7 @@ from ._explainer_checks import (
     rows_with_nan,
 )
 from ._models import ModelInfo, UnsupportedModelError, inspect_model
+from ._outputs import OutputGames, checked_multioutput, combine, labelled, local_output_shares, target_columns
 from ._trees import Forest
 from ._validation import check_rows, check_target, check_weights
 
@@ -107,16 +108,18 @@ class RSquaredExplainer(shap.TreeExplainer):
         self.n_jobs = n_jobs
         self.progress = progress
         tree_limit = info.tree_limit if info.tree_limit is not None else ensemble.tree_limit
-        self.forest = Forest.from_ensemble(ensemble, info.n_features, tree_limit)
-        if info.adjust is not None:
-            self.forest = info.adjust(self.forest)
+        self.forests = [_read_forest(ensemble, info, tree_limit, k) for k in range(info.n_outputs)]
+        self.forest = self.forests[0]
         # the games square tree values: centred on each tree's mean they stay on the scale of y's
         # spread, not of y itself, so a target in the millions keeps its digits
-        self._game_forest = self.forest.centred()
-        self._units = UnitCache(self._game_forest)
+        self._games = [forest.centred() for forest in self.forests]
+        self._unit_caches = [UnitCache(game) for game in self._games]
+        self._game_forest, self._units = self._games[0], self._unit_caches[0]
         self._verified = self._verified_missing = False
 
-    def rsq(self, X: Any, y: Any, sample_weight: Any = None) -> np.ndarray | pd.Series:
+    def rsq(
+        self, X: Any, y: Any, sample_weight: Any = None, *, multioutput: str | None = None
+    ) -> np.ndarray | pd.Series | pd.DataFrame:
         """Each feature's share of R² on ``(X, y)``.
 
         Parameters
@@ -125,18 +128,29 @@ class RSquaredExplainer(shap.TreeExplainer):
             Rows to evaluate on; NaN follows each split's default direction.  A DataFrame
             (pandas, polars, pyarrow) is matched to the model's features by column name when
             the model recorded names; a dask array is evaluated block by block.
-        y : array-like of shape (n_samples,)
-            Observed target.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Observed target.  For a classifier, class labels (any of ``classes_``); for a multi-output regressor,
+            ``(n_samples, n_outputs)``.
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative row weights; R² and its shares are then weighted.
+        multioutput : {"raw_values", "uniform_average", "variance_weighted"}, optional
+            How the outputs of a classifier or multi-output regressor combine, as in
+            :func:`sklearn.metrics.r2_score`.  By default a classifier's shares are of its Brier
+            skill score (``"variance_weighted"`` over the one-hot target) and a multi-output
+            regressor's of its average R² (``"uniform_average"``).  Single-output models ignore it.
 
         Returns
         -------
         ndarray of shape (n_features,) or pandas.Series
             Shares that sum to ``R²(model) - R²(E f)``; a Series named ``"rsq"`` indexed by
-            feature name when ``X`` is a DataFrame.  Memory stays O(n + p): no ``(n, p)``
-            array is formed.
+            feature name when ``X`` is a DataFrame.  With ``multioutput="raw_values"``,
+            ``(n_features, n_outputs)`` (a DataFrame with one column per class or output).
+            Memory stays O(n + p): no ``(n, p)`` array is formed.
         """
+        if self.model_info.n_outputs > 1:
+            games = self._output_games(X, y, sample_weight, multioutput, local=False)
+            return labelled(combine(games.values, games.sst(), games.multioutput), games.rows, self.model_info, "rsq")
+        checked_multioutput(multioutput, self.model_info)
         if is_dask_array(X):
             return rsq_over_blocks(
                 self._game_forest,
@@ -176,8 +190,12 @@ class RSquaredExplainer(shap.TreeExplainer):
         -------
         ndarray or pandas.Series
             ``(n_features,)`` (a Series indexed by feature name for a DataFrame), or
-            ``(n_samples, n_features)`` with ``local=True``.
+            ``(n_samples, n_features)`` with ``local=True``; a classifier or multi-output
+            regressor adds a last axis over its outputs (a DataFrame with one column each).
         """
+        if self.model_info.n_outputs > 1:
+            games = self._output_games(X, y, sample_weight, None, local=local, require_variance=False)
+            return games.values if local else labelled(games.values, games.rows, self.model_info, "loss_reduction")
         rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=False)
         result = self._decompose(rows.array, target, weights, local=local)
         if rows.columns is not None and not local:
@@ -193,6 +211,7 @@ class RSquaredExplainer(shap.TreeExplainer):
         interactions: bool = False,
         check_additivity: bool = True,
         approximate: bool = False,
+        multioutput: str | None = None,
     ) -> shap.Explanation:
         """Per-row shares of R² as a :class:`shap.Explanation` (with ``y``), or shap's own SHAP values.
 
@@ -213,6 +232,8 @@ class RSquaredExplainer(shap.TreeExplainer):
             part of R² (a misread model would break it); without ``y``, shap's own check.
         approximate : bool, default=False
             Passed to shap without ``y``; R² shares are always exact.
+        multioutput : str, optional
+            As in :meth:`rsq`; ``"raw_values"`` adds a last axis over outputs.
 
         Returns
         -------
@@ -230,13 +251,13 @@ class RSquaredExplainer(shap.TreeExplainer):
             )
         if interactions:
             raise NotImplementedError(NO_INTERACTION_SHARES)
-        values, base, rows = self._local_shares(X, y, sample_weight, check_additivity)
+        values, base, rows, output_names = self._local_shares(X, y, sample_weight, check_additivity, multioutput)
         return shap.Explanation(
             values=values,
             base_values=base,
             data=rows.array,
             feature_names=rows.columns if rows.columns is not None else self._array_names(rows.array.shape[1]),
-            output_names="R²",
+            output_names=output_names,
         )
 
     def shap_values(  # type: ignore[override]
@@ -277,7 +298,7 @@ class RSquaredExplainer(shap.TreeExplainer):
                 "R² shares use every tree the model predicts with, exactly: tree_limit and approximate "
                 "apply only to SHAP values of predictions (call without y)."
             )
-        return self._local_shares(X, y, sample_weight, check_additivity)[0]
+        return self._local_shares(X, y, sample_weight, check_additivity, None)[0]
 
     def shap_interaction_values(self, X: Any, y: Any = None, tree_limit: int | None = None) -> np.ndarray:
         """SHAP interaction values of the predictions (shap's, unchanged).
@@ -299,7 +320,13 @@ class RSquaredExplainer(shap.TreeExplainer):
             raise NotImplementedError(NO_INTERACTION_SHARES)
         return super().shap_interaction_values(X, None, tree_limit)
 
-    def _local_shares(self, X, y, sample_weight, check_additivity: bool):
+    def _local_shares(self, X, y, sample_weight, check_additivity: bool, multioutput: str | None):
+        if self.model_info.n_outputs > 1:
+            games = self._output_games(X, y, sample_weight, multioutput, local=True)
+            values, base = local_output_shares(games, check_additivity)
+            names = list(self.model_info.outputs) if games.multioutput == "raw_values" else "R²"
+            return values, base, games.rows, names
+        checked_multioutput(multioutput, self.model_info)
         rows, target, weights, sst = self._inputs(X, y, sample_weight)
         result = self._decompose(rows.array, target, weights, local=True)
         values = result.values / sst
@@ -307,7 +334,25 @@ class RSquaredExplainer(shap.TreeExplainer):
         base = weights * ((target - mean) ** 2 - (target - result.mean_prediction) ** 2) / sst
         if check_additivity:
             check_row_totals(values, base, target, result.prediction, weights, mean, sst)
-        return values, base, rows
+        return values, base, rows, "R²"
+
+    def _output_games(self, X, y, sample_weight, multioutput, *, local: bool, require_variance: bool = True):
+        info = self.model_info
+        how = checked_multioutput(multioutput, info)
+        if is_dask_array(X):
+            raise NotImplementedError("dask arrays of rows are supported for single-output models only.")
+        rows = check_rows(X, info.n_features, self._names_for_matching(), info.family, 2 if require_variance else 1)
+        weights = check_weights(sample_weight, rows.array)
+        Y = target_columns(y, info, rows.array.shape[0])
+        results = [
+            decompose(game, units.units(local), rows.array, Y[:, k], weights, local=local, n_jobs=self.n_jobs)
+            for k, (game, units) in enumerate(zip(self._games, self._unit_caches, strict=True))
+        ]
+        predictions = np.column_stack([result.prediction for result in results])
+        self._check_predictions(rows.array, predictions)
+        values = np.stack([result.values for result in results], axis=-1)
+        means = np.array([result.mean_prediction for result in results])
+        return OutputGames(rows, Y, weights, how, values, predictions, means, info.outputs)
 
     def _inputs(self, X, y, sample_weight):
         rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=True)
@@ -367,3 +412,8 @@ class RSquaredExplainer(shap.TreeExplainer):
         if self.feature_names is not None and len(self.feature_names) == n_features:
             return list(self.feature_names)
         return [f"Feature {j}" for j in range(n_features)]
+
+
+def _read_forest(ensemble, info: ModelInfo, tree_limit: int | None, output: int) -> Forest:
+    forest = Forest.from_ensemble(ensemble, info.n_features, tree_limit, output)
+    return forest if info.adjust is None else info.adjust(forest)

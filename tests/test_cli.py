@@ -332,7 +332,7 @@ ERROR_CASES = {
     ),
     "classifier": (
         [("--model", "classifier.joblib"), ("--trust-pickle",)],
-        "DecisionTreeClassifier is a classifier...",
+        "DecisionTreeClassifier has 2 outputs; the command line explains single-output regressors...",
     ),
     "not a model": (
         [("--model", "dict.joblib"), ("--trust-pickle",)],

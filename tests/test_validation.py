@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 from conftest import FAMILIES, NO_NAN, make_data
 from sklearn.ensemble import (
+    GradientBoostingClassifier,
     GradientBoostingRegressor,
+    HistGradientBoostingClassifier,
     HistGradientBoostingRegressor,
-    RandomForestClassifier,
     RandomForestRegressor,
 )
 from sklearn.exceptions import NotFittedError
@@ -46,13 +47,17 @@ def _catboost(**kwargs):
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: RandomForestClassifier(3), "classifier"),
-        (lambda: xgboost.XGBClassifier(n_estimators=2), "classifier"),
-        (lambda: lightgbm.LGBMClassifier(n_estimators=2, verbose=-1), "classifier"),
-        (lambda: catboost.CatBoostClassifier(iterations=2, verbose=0, allow_writing_files=False), "classifier"),
+        (lambda: xgboost.XGBClassifier(n_estimators=2), "XGBClassifier is a boosted classifier"),
+        (lambda: lightgbm.LGBMClassifier(n_estimators=2, verbose=-1), "not a sum of trees"),
+        (
+            lambda: catboost.CatBoostClassifier(iterations=2, verbose=0, allow_writing_files=False),
+            "Use a forest classifier",
+        ),
+        (lambda: GradientBoostingClassifier(n_estimators=2), "squared-error regressor fitted on the 0/1 target"),
+        (lambda: HistGradientBoostingClassifier(max_iter=2), "HistGradientBoostingClassifier is a boosted"),
     ],
 )
-def test_classifiers_are_refused(data, make, message):
+def test_boosted_classifiers_are_refused_with_what_to_use_instead(data, make, message):
     X, y, _ = data
     model = make().fit(X, (y > np.median(y)).astype(int))
     with pytest.raises(UnsupportedModelError, match=message):
@@ -178,8 +183,6 @@ def test_an_empty_xgboost_booster_is_refused_as_unfitted():
 @pytest.mark.parametrize(
     "make",
     [
-        lambda X, y: DecisionTreeRegressor(max_depth=2).fit(X, np.column_stack([y, -y])),
-        lambda X, y: RandomForestRegressor(2, max_depth=2).fit(X, np.column_stack([y, -y])),
         lambda X, y: xgboost.XGBRegressor(n_estimators=2, multi_strategy="one_output_per_tree").fit(
             X, np.column_stack([y, -y])
         ),

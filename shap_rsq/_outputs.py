@@ -1,0 +1,176 @@
+"""Several outputs: a classifier's class probabilities (the Brier score) or a multi-output regressor.
+
+Each output ``k`` of such a model is a sum of trees ``f_k``, so its squared error decomposes exactly
+as a single output's does: the games of output ``k`` are played on target column ``Y_k``.  The
+outputs' loss reductions ``L_jk`` (feature ``j``, output ``k``) then combine as
+:func:`sklearn.metrics.r2_score` combines R² over outputs:
+
+- ``"raw_values"``: ``L_jk / SST_k``, one column per output;
+- ``"uniform_average"``: ``mean_k L_jk / SST_k``;
+- ``"variance_weighted"``: ``sum_k L_jk / sum_k SST_k``.
+
+For a classifier ``Y`` is the one-hot encoding of the labels over ``classes_``, and the
+variance-weighted score is the Brier skill score
+``BSS = 1 - sum_ik (Y_ik - p_ik)^2 / sum_ik (Y_ik - Ybar_k)^2``, its default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.utils.validation import check_array
+
+from ._explainer_checks import check_row_totals
+from ._model_info import ModelInfo
+from ._validation import Rows, check_column_shape, target_values
+
+__all__ = [
+    "MULTIOUTPUT",
+    "OutputGames",
+    "checked_multioutput",
+    "combine",
+    "labelled",
+    "local_output_shares",
+    "output_sst",
+    "target_columns",
+]
+
+MULTIOUTPUT = ("raw_values", "uniform_average", "variance_weighted")
+
+
+def checked_multioutput(multioutput: str | None, info: ModelInfo) -> str:
+    """The combination asked for, by default the Brier skill score for classifiers and the
+    average R² for regressors (as ``r2_score``)."""
+    if multioutput is None:
+        return "variance_weighted" if info.classes is not None else "uniform_average"
+    if multioutput not in MULTIOUTPUT:
+        raise ValueError(f"multioutput must be one of {', '.join(map(repr, MULTIOUTPUT))}; got {multioutput!r}.")
+    return multioutput
+
+
+def target_columns(y: Any, info: ModelInfo, n_rows: int) -> np.ndarray:
+    """``(n, K)`` float targets: the one-hot labels of a classifier, or a regressor's target columns."""
+    if info.classes is not None:
+        return _one_hot(y, info.classes, n_rows)
+    shape = np.shape(y)
+    if len(shape) != 2 or shape[1] != info.n_outputs:
+        raise ValueError(
+            f"The model has {info.n_outputs} outputs, so y must have {info.n_outputs} columns; got shape {shape}."
+        )
+    if shape[0] != n_rows:
+        raise ValueError(f"y has {shape[0]} rows but X has {n_rows} rows.")
+    columns = check_array(y, dtype=np.float64, ensure_all_finite=False, input_name="y")
+    if not np.all(np.isfinite(columns)):
+        raise ValueError("y contains NaN or infinity; R^2 needs a finite target.")
+    return columns
+
+
+def output_sst(Y: np.ndarray, weights: np.ndarray, multioutput: str, outputs: tuple[str, ...]) -> np.ndarray:
+    """Each output's weighted total sum of squares, refused where the chosen score divides by zero."""
+    mean = np.average(Y, axis=0, weights=weights)
+    sst = np.sum(weights[:, None] * (Y - mean) ** 2, axis=0)
+    if multioutput == "variance_weighted":
+        if not sst.sum() > 0:
+            raise ValueError("y is constant (over the rows with positive weight): the score is undefined.")
+    elif np.any(sst <= 0):
+        constant = [outputs[k] for k in np.flatnonzero(sst <= 0)]
+        raise ValueError(
+            f"y is constant for output(s) {constant} over these rows, so their R² is undefined; "
+            'use multioutput="variance_weighted", or rows where every output varies.'
+        )
+    return sst
+
+
+def combine(per_output: np.ndarray, sst: np.ndarray, multioutput: str) -> np.ndarray:
+    """Combine loss reductions whose last axis runs over outputs into the chosen score's shares."""
+    if multioutput == "raw_values":
+        return per_output / sst
+    if multioutput == "uniform_average":
+        return np.mean(per_output / sst, axis=-1)
+    return per_output.sum(axis=-1) / sst.sum()
+
+
+def _one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:
+    labels = np.asarray(y)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    check_column_shape("y", labels.shape, n_rows)
+    if labels.ndim != 1:
+        raise ValueError(f"y must hold one class label per row; got shape {labels.shape}.")
+    if labels.dtype.kind == "f":
+        target_values(labels)  # NaN or infinity named as for regressors
+    known = np.isin(labels, classes)
+    if not known.all():
+        unknown = list(dict.fromkeys(labels[~known].tolist()))
+        raise ValueError(
+            f"y has labels {unknown[:10]} that are not among the model's classes {classes.tolist()} "
+            f"(first at row {int(np.flatnonzero(~known)[0])})."
+        )
+    return (labels[:, None] == classes[None, :]).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class OutputGames:
+    """The decomposition of every output on one set of rows (not yet combined).
+
+    Attributes
+    ----------
+    rows : Rows
+        The validated rows.
+    Y : ndarray of shape (n_samples, n_outputs)
+        Target columns (one-hot labels for a classifier).
+    weights : ndarray of shape (n_samples,)
+    multioutput : str
+        How the outputs combine.
+    values : ndarray of shape (n_features, n_outputs) or (n_samples, n_features, n_outputs)
+        Loss reductions of every output, summed over rows or per row.
+    predictions : ndarray of shape (n_samples, n_outputs)
+    mean_predictions : ndarray of shape (n_outputs,)
+        ``E f_k`` of every output.
+    outputs : tuple of str
+        The outputs' names.
+    """
+
+    rows: Rows
+    Y: np.ndarray
+    weights: np.ndarray
+    multioutput: str
+    values: np.ndarray
+    predictions: np.ndarray
+    mean_predictions: np.ndarray
+    outputs: tuple[str, ...]
+
+    def sst(self) -> np.ndarray:
+        return output_sst(self.Y, self.weights, self.multioutput, self.outputs)
+
+    def base_values(self) -> np.ndarray:
+        """``(n, K)`` each row's part of the constant ``E f_k``'s loss reduction."""
+        mean = np.average(self.Y, axis=0, weights=self.weights)
+        return self.weights[:, None] * ((self.Y - mean) ** 2 - (self.Y - self.mean_predictions) ** 2)
+
+
+def local_output_shares(games: OutputGames, check_additivity: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row shares and base values of the combined score (each output checked for additivity)."""
+    sst = games.sst()
+    base = games.base_values()
+    if check_additivity:
+        means = np.average(games.Y, axis=0, weights=games.weights)
+        for k in np.flatnonzero(sst > 0):
+            values_k, base_k = games.values[..., k] / sst[k], base[:, k] / sst[k]
+            Y_k, prediction_k = games.Y[:, k], games.predictions[:, k]
+            check_row_totals(values_k, base_k, Y_k, prediction_k, games.weights, means[k], sst[k])
+    return combine(games.values, sst, games.multioutput), combine(base, sst, games.multioutput)
+
+
+def labelled(shares: np.ndarray, rows: Rows, info: ModelInfo, name: str) -> Any:
+    """A Series (one score) or a DataFrame (one column per output) when the rows carried names."""
+    if rows.columns is None:
+        return shares
+    import pandas as pd
+
+    index = pd.Index(rows.columns)
+    if shares.ndim == 2:
+        return pd.DataFrame(shares, index=index, columns=pd.Index(list(info.outputs), name="output"))
+    return pd.Series(shares, index=index, name=name)

@@ -1,0 +1,137 @@
+"""Forest classifiers (Brier skill score) and multi-output regressors against subset enumeration.
+
+Class ``k``'s probability of a forest classifier is a sum of trees, so the squared error of the
+one-hot target decomposes exactly, class by class; ``oracle.rsq_oracle`` on each class's forest is
+the reference.  The shares must combine as ``sklearn.metrics.r2_score`` combines outputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from oracle import rsq_oracle
+from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor, RandomForestClassifier, RandomForestRegressor
+from sklearn.metrics import r2_score
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor, ExtraTreeClassifier
+
+from shap_rsq import RSquaredExplainer
+
+CLASSIFIERS = {
+    "DecisionTreeClassifier": lambda: DecisionTreeClassifier(max_depth=4, random_state=0),
+    "ExtraTreeClassifier": lambda: ExtraTreeClassifier(max_depth=5, random_state=0),
+    "RandomForestClassifier": lambda: RandomForestClassifier(5, max_depth=4, random_state=0),
+    "ExtraTreesClassifier": lambda: ExtraTreesClassifier(5, max_depth=4, random_state=0),
+}
+LABELS = {
+    "binary strings": np.array(["control", "case"]),
+    "three ints": np.array([3, 7, 11]),
+    "four strings": np.array(["a", "b", "c", "d"]),
+}
+
+
+def _data(n_classes: int, nan: bool, n=160, p=6, seed=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    score = 1.5 * X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(scale=0.5, size=n)
+    code = np.digitize(score, np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    if nan:
+        X[rng.random(X.shape) < 0.1] = np.nan
+    return X, code, rng.uniform(0.3, 2.0, size=n)
+
+
+def _one_hot(labels, classes):
+    return (np.asarray(labels)[:, None] == np.asarray(classes)[None, :]).astype(float)
+
+
+def _brier_skill(Y, P, w):
+    return 1 - np.sum(w[:, None] * (Y - P) ** 2) / np.sum(w[:, None] * (Y - np.average(Y, axis=0, weights=w)) ** 2)
+
+
+@pytest.mark.parametrize("labels", list(LABELS))
+@pytest.mark.parametrize("family", list(CLASSIFIERS))
+@pytest.mark.parametrize("nan", [False, True])
+def test_class_shares_match_subset_enumeration_and_sum_to_the_brier_skill_score(family, labels, nan):
+    classes = LABELS[labels]
+    X, code, w = _data(len(classes), nan)
+    y = classes[code]
+    model = CLASSIFIERS[family]().fit(X, y)
+    explainer = RSquaredExplainer(model)
+    raw = explainer.rsq(X, y, sample_weight=w, multioutput="raw_values")
+    Y = _one_hot(y, model.classes_)
+    expected = np.column_stack([rsq_oracle(explainer.forests[k], X, Y[:, k], w)[0] for k in range(len(model.classes_))])
+    np.testing.assert_allclose(raw, expected, atol=1e-9, rtol=0)
+
+    sst = np.sum(w[:, None] * (Y - np.average(Y, axis=0, weights=w)) ** 2, axis=0)
+    shares = explainer.rsq(X, y, sample_weight=w)  # the Brier skill score by default
+    np.testing.assert_allclose(shares, (raw * sst).sum(axis=1) / sst.sum(), atol=1e-12)
+    constant = np.array([forest.base_offset + forest.nodes.tree_mean.sum() for forest in explainer.forests])
+    bss_gain = _brier_skill(Y, model.predict_proba(X), w) - _brier_skill(Y, np.tile(constant, (len(y), 1)), w)
+    assert shares.sum() == pytest.approx(bss_gain, abs=1e-9)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w, multioutput="uniform_average"), raw.mean(1))
+
+
+def test_per_row_class_shares_add_up_to_the_global_ones_and_to_the_score():
+    X, code, w = _data(3, nan=False)
+    frame = pd.DataFrame(X, columns=[f"g{j}" for j in range(X.shape[1])])
+    y = LABELS["four strings"][:3][code]
+    model = RandomForestClassifier(6, max_depth=5, random_state=1).fit(frame, y)
+    explainer = RSquaredExplainer(model)
+    explanation = explainer(frame, y, sample_weight=w)
+    shares = explainer.rsq(frame, y, sample_weight=w)
+    np.testing.assert_allclose(explanation.values.sum(0), shares.to_numpy(), atol=1e-12)
+    Y = _one_hot(y, model.classes_)
+    total = explanation.values.sum() + explanation.base_values.sum()
+    assert total == pytest.approx(_brier_skill(Y, model.predict_proba(frame), w), abs=1e-9)
+
+    raw = explainer(frame, y, sample_weight=w, multioutput="raw_values")
+    assert raw.values.shape == (len(y), X.shape[1], 3) and raw.output_names == ["a", "b", "c"]
+    table = explainer.rsq(frame, y, sample_weight=w, multioutput="raw_values")
+    assert list(table.columns) == ["a", "b", "c"] and list(table.index) == list(frame.columns)
+    np.testing.assert_allclose(raw.values.sum(0), table.to_numpy(), atol=1e-12)
+    assert explainer.loss_reduction(frame, y).shape == (X.shape[1], 3)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DecisionTreeRegressor(max_depth=4, random_state=0),
+        lambda: RandomForestRegressor(4, max_depth=4, random_state=0),
+        lambda: ExtraTreesRegressor(4, max_depth=4, random_state=0),
+    ],
+)
+@pytest.mark.parametrize("multioutput", ["raw_values", "uniform_average", "variance_weighted"])
+def test_multi_output_regressors_decompose_r2_score_of_each_kind(make, multioutput):
+    X, code, w = _data(3, nan=False)
+    Y = np.column_stack([X[:, 0] + code, 10 * X[:, 1] * X[:, 2] + 1e6])  # a second target on another scale
+    model = make().fit(X, Y)
+    explainer = RSquaredExplainer(model)
+    shares = explainer.rsq(X, Y, sample_weight=w, multioutput=multioutput)
+    per_output = np.column_stack([rsq_oracle(explainer.forests[k], X, Y[:, k], w)[0] for k in range(2)])
+    sst = np.sum(w[:, None] * (Y - np.average(Y, axis=0, weights=w)) ** 2, axis=0)
+    expected = {
+        "raw_values": per_output,
+        "uniform_average": per_output.mean(1),
+        "variance_weighted": (per_output * sst).sum(1) / sst.sum(),
+    }[multioutput]
+    np.testing.assert_allclose(shares, expected, atol=1e-9, rtol=0)
+    constant = np.array([f.base_offset + f.nodes.tree_mean.sum() for f in explainer.forests])
+    gain = np.asarray(r2_score(Y, model.predict(X), sample_weight=w, multioutput=multioutput)) - np.asarray(
+        r2_score(Y, np.tile(constant, (len(Y), 1)), sample_weight=w, multioutput=multioutput)
+    )
+    np.testing.assert_allclose(np.sum(shares, axis=0), gain, atol=1e-9)
+
+
+def test_bad_targets_are_refused_by_name():
+    X, code, _ = _data(3, nan=False)
+    y = LABELS["four strings"][:3][code]
+    classifier = RSquaredExplainer(RandomForestClassifier(3, max_depth=3, random_state=0).fit(X, y))
+    with pytest.raises(ValueError, match=r"labels \['z'\] that are not among the model's classes \['a', 'b', 'c'\]"):
+        classifier.rsq(X, np.where(y == "b", "z", y))
+    with pytest.raises(ValueError, match="multioutput must be one of"):
+        classifier.rsq(X, y, multioutput="average")
+    regressor = RSquaredExplainer(DecisionTreeRegressor(max_depth=3).fit(X, np.column_stack([X[:, 0], X[:, 1]])))
+    with pytest.raises(ValueError, match=r"The model has 2 outputs, so y must have 2 columns; got shape \(160,\)"):
+        regressor.rsq(X, X[:, 0])
+    with pytest.raises(ValueError, match=r"y is constant for output\(s\) \['output 1'\]"):
+        regressor.rsq(X, np.column_stack([X[:, 0], np.ones(len(X))]), multioutput="raw_values")
