@@ -45,6 +45,8 @@ class ModelInfo:
     classes : ndarray or None
         A classifier's ``classes_`` (labels of any type), ``None`` for regressors: the target
         is then one-hot encoded over them and the loss is the Brier score.
+    bases : tuple of float or None
+        Each output's base value, where shap's loader reads a wrong one (XGBoost multi-target).
     """
 
     shap_model: Any
@@ -57,6 +59,7 @@ class ModelInfo:
     adjust: Callable[[Forest], Forest] | None = None
     outputs: tuple[str, ...] = ()
     classes: np.ndarray | None = None
+    bases: tuple[float, ...] | None = None
 
     @property
     def n_outputs(self) -> int:

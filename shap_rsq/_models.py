@@ -194,6 +194,7 @@ def _xgboost(model: Any) -> ModelInfo:
             "have no threshold order."
         )
     n_features = booster.num_features()
+    outputs, bases = _xgboost_targets(config)
     if is_booster:
 
         def predict(X):
@@ -206,7 +207,21 @@ def _xgboost(model: Any) -> ModelInfo:
     else:
         predict = model.predict
         tree_limit = None
-    return ModelInfo(model, None, n_features, as_names(booster.feature_names), tree_limit, predict, "xgboost")
+    names = as_names(booster.feature_names)
+    return ModelInfo(model, None, n_features, names, tree_limit, predict, "xgboost", outputs=outputs, bases=bases)
+
+
+def _xgboost_targets(config: dict) -> tuple[tuple[str, ...], tuple[float, ...] | None]:
+    """Names and base scores of a multi-target model's outputs (one tree per target and round).
+
+    shap reads the first target's base score for every target: the config holds them all.
+    """
+    parameters = config["learner_model_param"]
+    targets = max(int(parameters.get("num_target", "1")), 1)
+    if targets == 1:
+        return (), None
+    bases = tuple(float(b) for b in parameters["base_score"].strip("[]").split(","))
+    return tuple(f"output {k}" for k in range(targets)), bases
 
 
 def _xgboost_config(booster: Any) -> dict:
@@ -231,9 +246,11 @@ def _check_xgboost_settings(model: Any, is_booster: bool, config: dict) -> None:
     name = config["gradient_booster"]["name"]
     if name != "gbtree":
         refuse("XGBoost model", "booster", name)
-    targets = max(int(config["learner_model_param"].get("num_target", "1")), 1)
-    if targets > 1:
-        raise UnsupportedModelError(f"XGBoost model has {targets} targets; only single-output models are supported.")
+    if config.get("learner_train_param", {}).get("multi_strategy") == "multi_output_tree":
+        raise UnsupportedModelError(
+            "XGBoost model with vector leaves (multi_strategy='multi_output_tree') is not supported: shap cannot "
+            "read its trees.  Fit it with multi_strategy='one_output_per_tree' (the default)."
+        )
     missing = getattr(model, "missing", np.nan)
     if not is_booster and missing is not None and not np.isnan(missing):
         # its predict sends this value to the default child, which no threshold can express

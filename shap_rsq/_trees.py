@@ -148,6 +148,14 @@ class Forest:
         centred = NodeArrays(**{**{f: getattr(nodes, f) for f in NodeArrays.__dataclass_fields__}, "value": value})
         return Forest(centred, self.base_offset + float(np.sum(means)), self.input_dtype, self.n_features)
 
+    def without_zero_trees(self) -> Forest:
+        """The same function without the trees whose leaves are all zero (at least one tree is kept)."""
+        keep = np.any(self.nodes.value != 0.0, axis=1)
+        if keep.all() or not keep.any():
+            return self
+        nodes = NodeArrays(**{f: getattr(self.nodes, f)[keep] for f in NodeArrays.__dataclass_fields__})
+        return Forest(nodes, self.base_offset, self.input_dtype, self.n_features)
+
     def cast(self, X: np.ndarray) -> np.ndarray:
         """Rows in the dtype the model compares thresholds in (a copy unless already there)."""
         return np.asarray(X, dtype=self.input_dtype)

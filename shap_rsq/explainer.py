@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -415,5 +416,10 @@ class RSquaredExplainer(shap.TreeExplainer):
 
 
 def _read_forest(ensemble, info: ModelInfo, tree_limit: int | None, output: int) -> Forest:
+    """One output's trees; trees that never touch it (another target's, in XGBoost) are dropped."""
     forest = Forest.from_ensemble(ensemble, info.n_features, tree_limit, output)
-    return forest if info.adjust is None else info.adjust(forest)
+    if info.adjust is not None:
+        forest = info.adjust(forest)
+    if info.bases is not None:
+        forest = dataclasses.replace(forest, base_offset=info.bases[output])
+    return forest if info.n_outputs == 1 else forest.without_zero_trees()

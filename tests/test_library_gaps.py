@@ -125,3 +125,20 @@ def test_shap_sums_the_trees_of_a_lightgbm_random_forest_which_averages_them():
     assert explanation.values.sum() + explanation.base_values.sum() == pytest.approx(
         r2_score(y, model.predict(X)), abs=1e-9
     )
+
+
+def test_shap_reads_the_first_targets_base_score_for_every_xgboost_target_and_the_explainer_reads_each():
+    xgboost = pytest.importorskip("xgboost")
+    X, y, _ = make_data(seed=23)
+    Y = np.column_stack([y, 100.0 - 3.0 * y])
+    model = xgboost.XGBRegressor(n_estimators=6, max_depth=3, multi_strategy="one_output_per_tree").fit(X, Y)
+    shap_trees = shap.TreeExplainer(model).model
+    assert np.ptp(shap_trees.base_offset) == 0.0  # the gap: one base value for two targets
+    assert np.abs(shap_trees.predict(X) - model.predict(X)).max() > 1.0
+    explainer = RSquaredExplainer(model)
+    predictions = np.column_stack([forest.predict(X) for forest in explainer.forests])
+    np.testing.assert_allclose(predictions, model.predict(X), atol=1e-4)  # float32 model
+    assert [forest.n_trees for forest in explainer.forests] == [6, 6]  # each target keeps its own trees
+    raw = explainer.rsq(X, Y, multioutput="raw_values")
+    expected = np.column_stack([rsq_oracle(explainer.forests[k], X, Y[:, k])[0] for k in range(2)])
+    np.testing.assert_allclose(raw, expected, rtol=0, atol=1e-9)
