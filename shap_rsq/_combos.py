@@ -29,6 +29,9 @@ __all__ = ["Layout"]
 # the rows of the cell-by-cell products (w per cell); wider than _MAX_DENSE_WIDTH, never.
 _DENSE_RATIO = 1.0
 _MAX_DENSE_WIDTH = 20
+# A width's dense table holds (items x 2^w) x Q floats: beyond this many elements (256 MB) the
+# cells are taken one by one instead, so deep trees (hundreds of leaves) do not tabulate gigabytes
+_MAX_DENSE_ELEMENTS = 1 << 25
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,11 @@ class Layout:
             first = _first_of_item(item)
             n_items = int(first.sum())
             # a dense table costs about 2^w per item, the cell-by-cell products w per cell
-            dense = w == 0 or (w <= _MAX_DENSE_WIDTH and n_items << w <= _DENSE_RATIO * w * len(cells))
+            dense = w == 0 or (
+                w <= _MAX_DENSE_WIDTH
+                and n_items << w <= _DENSE_RATIO * w * len(cells)
+                and (n_items << w) * plan.n_q <= _MAX_DENSE_ELEMENTS
+            )
             if dense:
                 rank = np.cumsum(first) - 1
                 self.slot[cells] = offset + (rank << w) + _combination(plan, item, code[cells], w)

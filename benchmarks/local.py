@@ -1,0 +1,98 @@
+"""Per-row shares of R² (``explainer(X, y)``) against ``rsq`` and shap's TreeSHAP, in one process.
+
+For each workload: the model is fitted once; then, on the same rows, medians of ``--repeat`` runs of
+
+* ``rsq``       ``RSquaredExplainer(model).rsq(X, y)`` on a reused explainer (model read once),
+* ``per row``   ``explainer(X, y)`` on the same explainer (per-row shares, a shap.Explanation),
+* TreeSHAP      ``shap.TreeExplainer(model).shap_values(X)`` (shap's C++, the model's threads).
+
+Every run also checks the efficiency identity: per-row shares summed over rows equal ``rsq``.
+
+    python benchmarks/local.py                       # every workload, n = 1000
+    python benchmarks/local.py --rows 10000 xgb-d6
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from importlib import metadata
+
+import numpy as np
+import shap
+from sklearn.ensemble import RandomForestRegressor
+
+from shap_rsq import RSquaredExplainer
+
+
+def _data(n: int, p: int = 20, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    y = np.sin(X[:, 0]) * X[:, 1] + X[:, 2] ** 2 + 0.5 * X[:, 3] * X[:, 4] + rng.normal(scale=0.5, size=n)
+    return X, y
+
+
+def _xgboost(depth: int):
+    import xgboost
+
+    return xgboost.XGBRegressor(n_estimators=300 if depth <= 6 else 100, max_depth=depth, learning_rate=0.05)
+
+
+WORKLOADS = {
+    **{f"xgb-d{d}": (lambda d=d: _xgboost(d)) for d in (4, 6, 8)},
+    **{f"rf-d{d}": (lambda d=d: RandomForestRegressor(100, max_depth=d, random_state=0)) for d in (4, 6, 8)},
+}
+
+
+def _median_time(call, repeat: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = call()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times)), result
+
+
+def run(name: str, n: int, repeat: int) -> dict:
+    X, y = _data(n)
+    model = WORKLOADS[name]().fit(X, y)
+    explainer = RSquaredExplainer(model)
+    explainer.rsq(X, y)  # read and compile once: both timings below are of a reused explainer
+    rsq_time, shares = _median_time(lambda: explainer.rsq(X, y), repeat)
+    local_time, explanation = _median_time(lambda: explainer(X, y), repeat)
+    shap_time, _ = _median_time(lambda: shap.TreeExplainer(model).shap_values(X), repeat)
+    gap = float(np.max(np.abs(explanation.values.sum(0) - shares)))
+    return {
+        "workload": name,
+        "rows": n,
+        "rsq": rsq_time,
+        "per_row": local_time,
+        "treeshap": shap_time,
+        "per_row/rsq": local_time / rsq_time,
+        "per_row/treeshap": local_time / shap_time,
+        "efficiency gap": gap,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workloads", nargs="*", default=list(WORKLOADS), choices=list(WORKLOADS))
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    versions = {name: metadata.version(name) for name in ("shap-rsq", "shap", "xgboost", "scikit-learn", "numpy")}
+    print("versions:", ", ".join(f"{k} {v}" for k, v in versions.items()))
+    print("| workload | rows | rsq (s) | per row (s) | TreeSHAP (s) | per row / rsq | per row / TreeSHAP |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name in args.workloads:
+        r = run(name, args.rows, args.repeat)
+        assert r["efficiency gap"] < 1e-9, r
+        print(
+            f"| {r['workload']} | {r['rows']} | {r['rsq']:.2f} | {r['per_row']:.2f} | {r['treeshap']:.2f} "
+            f"| {r['per_row/rsq']:.1f}x | {r['per_row/treeshap']:.1f}x |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
