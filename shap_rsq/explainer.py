@@ -346,7 +346,7 @@ class RSquaredExplainer(shap.TreeExplainer):
         weights = check_weights(sample_weight, rows.array)
         Y = target_columns(y, info, rows.array.shape[0])
         results = [
-            decompose(game, units.units(local), rows.array, Y[:, k], weights, local=local, n_jobs=self.n_jobs)
+            decompose(game, units.units(local), rows.array, Y[:, k], weights, **self._run_options(local))
             for k, (game, units) in enumerate(zip(self._games, self._unit_caches, strict=True))
         ]
         predictions = np.column_stack([result.prediction for result in results])
@@ -373,16 +373,12 @@ class RSquaredExplainer(shap.TreeExplainer):
         # names given to the constructor count as the model's own when the model recorded none
         return self.model_info.feature_names or self.feature_names
 
+    def _run_options(self, local: bool) -> dict:
+        return {"local": local, "n_jobs": self.n_jobs, "progress": self.progress}
+
     def _decompose(self, rows: np.ndarray, target, weights, *, local: bool) -> Decomposition:
         result = decompose(
-            self._game_forest,
-            self._units.units(local),
-            rows,
-            target,
-            weights,
-            local=local,
-            n_jobs=self.n_jobs,
-            progress=self.progress,
+            self._game_forest, self._units.units(local), rows, target, weights, **self._run_options(local)
         )
         self._check_predictions(rows, result.prediction)
         return result
