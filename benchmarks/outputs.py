@@ -1,0 +1,96 @@
+"""Record every output of a fixed set of models, and compare a later version's outputs bit for bit.
+
+A restructuring must not change a single bit: ``record`` before it, ``compare`` after.
+
+    python benchmarks/outputs.py record /tmp/outputs.npz
+    python benchmarks/outputs.py compare /tmp/outputs.npz
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+
+from conftest import FAMILIES, NO_NAN, fit_family, make_data
+
+from shap_rsq import RSquaredExplainer
+
+
+def _extra_models():
+    import lightgbm
+    import xgboost
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    X, y, w = make_data(seed=99, n=400, p=10)
+    for depth in range(2, 9):
+        yield f"xgb-d{depth}", xgboost.XGBRegressor(n_estimators=20, max_depth=depth).fit(X, y), X, y, w
+    yield "lgbm-31", lightgbm.LGBMRegressor(n_estimators=30, num_leaves=31, verbose=-1).fit(X, y), X, y, w
+    yield "rf-d4", RandomForestRegressor(30, max_depth=4, random_state=0).fit(X, y), X, y, w
+    yield "tree-deep", DecisionTreeRegressor(min_samples_leaf=8, random_state=0).fit(X, y), X, y, w
+    labels = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+    yield "rf-classifier", RandomForestClassifier(10, max_depth=5, random_state=0).fit(X, labels), X, labels, w
+
+
+def _models():
+    for family in FAMILIES:
+        for nan in (False, True):
+            if nan and family in NO_NAN:
+                continue
+            X, y, w = make_data(seed=FAMILIES.index(family), nan=nan)
+            yield f"{family}-nan{nan}", fit_family(family, X, y), X, y, w
+    yield from _extra_models()
+
+
+def _force_parallel() -> None:
+    """Split even small forests over worker processes, whatever the engine's layout."""
+    try:
+        from shap_rsq import _engine
+
+        _engine._PARALLEL_WORK = 0.0
+    except ImportError:
+        pass
+
+
+def outputs() -> dict[str, np.ndarray]:
+    result = {}
+    for name, model, X, y, w in _models():
+        explainer = RSquaredExplainer(model)
+        result[f"{name}/rsq"] = np.asarray(explainer.rsq(X, y, sample_weight=w))
+        result[f"{name}/loss_local"] = np.asarray(explainer.loss_reduction(X, y, w, local=True))
+        explanation = explainer(X, y, sample_weight=w)
+        result[f"{name}/values"] = explanation.values
+        result[f"{name}/base"] = np.asarray(explanation.base_values)
+        result[f"{name}/jobs2"] = np.asarray(RSquaredExplainer(model, n_jobs=2).rsq(X, y, sample_weight=w))
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=["record", "compare"])
+    parser.add_argument("path")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    _force_parallel()
+    now = outputs()
+    if args.action == "record":
+        np.savez(args.path, **now)
+        print(f"recorded {len(now)} arrays to {args.path}")
+        return 0
+    before = dict(np.load(args.path))
+    changed = [key for key in before if key not in now or not np.array_equal(before[key], now[key], equal_nan=True)]
+    for key in changed:
+        gap = np.max(np.abs(before[key] - now[key])) if key in now and before[key].shape == now[key].shape else "shape"
+        print(f"CHANGED {key}: {gap}")
+    print(f"{len(before) - len(changed)} of {len(before)} arrays identical")
+    return 1 if changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
