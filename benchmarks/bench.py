@@ -227,7 +227,7 @@ def run(workload: Workload, repeat: int, full: bool) -> dict:
 
 
 def _import_engine() -> None:
-    import shap_rsq._engine  # noqa: F401
+    import shap_rsq.engine.run  # noqa: F401
 
 
 def start_pool() -> float:

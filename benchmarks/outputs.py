@@ -48,14 +48,18 @@ def _models():
     yield from _extra_models()
 
 
-def _force_parallel() -> None:
+def _eager(explainer: RSquaredExplainer) -> RSquaredExplainer:
     """Split even small forests over worker processes, whatever the engine's layout."""
-    try:
-        from shap_rsq import _engine
+    if hasattr(explainer, "_set_engine"):
+        from dataclasses import replace
 
-        _engine._PARALLEL_WORK = 0.0
-    except ImportError:
-        pass
+        from shap_rsq.tuning import DEFAULT_TUNING
+
+        return explainer._set_engine(tuning=replace(DEFAULT_TUNING, parallel_work=0.0))
+    from shap_rsq import _engine  # the flat layout before the restructuring
+
+    _engine._PARALLEL_WORK = 0.0
+    return explainer
 
 
 def outputs() -> dict[str, np.ndarray]:
@@ -67,7 +71,7 @@ def outputs() -> dict[str, np.ndarray]:
         explanation = explainer(X, y, sample_weight=w)
         result[f"{name}/values"] = explanation.values
         result[f"{name}/base"] = np.asarray(explanation.base_values)
-        result[f"{name}/jobs2"] = np.asarray(RSquaredExplainer(model, n_jobs=2).rsq(X, y, sample_weight=w))
+        result[f"{name}/jobs2"] = np.asarray(_eager(RSquaredExplainer(model, n_jobs=2)).rsq(X, y, sample_weight=w))
     return result
 
 
@@ -77,7 +81,6 @@ def main() -> int:
     parser.add_argument("path")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    _force_parallel()
     now = outputs()
     if args.action == "record":
         np.savez(args.path, **now)

@@ -13,12 +13,12 @@ __version__ = "0.1.0.dev0"
 _PUBLIC = {
     "RSquaredExplainer": "explainer",
     "RSquaredSelector": "selector",
-    "UnsupportedModelError": "_models",
+    "UnsupportedModelError": "models.info",
 }
 
 if TYPE_CHECKING:
-    from ._models import UnsupportedModelError
     from .explainer import RSquaredExplainer
+    from .models.info import UnsupportedModelError
     from .selector import RSquaredSelector
 
 

@@ -8,13 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from ._models import ModelInfo, UnsupportedModelError
+from .models.inspect import ModelInfo, UnsupportedModelError
 
 __all__ = [
     "NO_INTERACTION_SHARES",
     "check_model_predictions",
     "check_names",
-    "check_row_totals",
     "refuse_background",
     "refuse_weights_without_target",
     "rows_with_nan",
@@ -74,17 +73,6 @@ def check_model_predictions(info: ModelInfo, sample: np.ndarray, prediction: np.
         raise UnsupportedModelError(
             f"The trees read from this {info.family} model do not reproduce its predictions "
             f"(largest difference {gap:.3g}); it uses a feature shap-rsq does not support."
-        )
-
-
-def check_row_totals(values, base, target, prediction, weights, mean: float, sst: float) -> None:
-    """Each row's shares plus its base value must add up to its part of R² (efficiency, per row)."""
-    expected = weights * ((target - mean) ** 2 - (target - prediction) ** 2) / sst
-    gap = np.max(np.abs(values.sum(axis=1) + base - expected), initial=0.0)
-    if gap > 1e-6 * max(1.0, float(np.abs(expected).sum())):
-        raise AssertionError(
-            f"The per-row shares do not add up to each row's part of R² (largest gap {gap:.3g}).  Please report "
-            "this with the model; pass check_additivity=False to get the values anyway."
         )
 
 

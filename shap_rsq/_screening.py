@@ -20,8 +20,9 @@ from sklearn.base import clone
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
-from ._models import UnsupportedModelError
 from .explainer import RSquaredExplainer
+from .models.inspect import UnsupportedModelError
+from .tuning import DEFAULT_TUNING
 
 __all__ = [
     "Moments",
@@ -34,8 +35,6 @@ __all__ = [
     "threshold_rule",
 ]
 
-# Largest number of per-row contributions held at once (float64: 32 MB); wider data is processed in row blocks.
-BLOCK_ENTRIES = 1 << 22
 
 _SCALED = re.compile(r"^\s*(?:(?P<scale>[-+0-9.eE]+)\s*\*\s*)?(?P<reference>mean|median)\s*$")
 _CUMULATIVE = re.compile(r"^\s*cumulative\s*:\s*(?P<fraction>[-+0-9.eE]+)\s*$")
@@ -162,11 +161,20 @@ class Moments:
         return np.sqrt(self.n / max(self.n - 1, 1) * squares) / self.sst
 
 
-def evaluate(model: Any, X: Any, y: np.ndarray, w: np.ndarray, *, per_row: bool, n_jobs: int | None = None) -> Moments:
+def evaluate(
+    model: Any,
+    X: Any,
+    y: np.ndarray,
+    w: np.ndarray,
+    *,
+    per_row: bool,
+    n_jobs: int | None = None,
+    block_entries: int = DEFAULT_TUNING.selector_block_entries,
+) -> Moments:
     """Moments of ``model``'s R^2 decomposition on ``(X, y, w)``.
 
     Without ``per_row`` this is one :meth:`RSquaredExplainer.rsq` call (memory O(n + p)); with it, the
-    per-row contributions are formed in row blocks of at most :data:`BLOCK_ENTRIES` values.
+    per-row contributions are formed in row blocks of at most ``block_entries`` values.
     """
     s = _squares(y, w)
     sst, n = float(s.sum()), int(np.count_nonzero(w))
@@ -185,7 +193,7 @@ def evaluate(model: Any, X: Any, y: np.ndarray, w: np.ndarray, *, per_row: bool,
     p = explainer.model_info.n_features
     moments = Moments(np.zeros(p), sst, n, np.zeros(p), np.zeros(p), float(s @ s))
     n_rows = len(y)
-    step = max(2, BLOCK_ENTRIES // max(p, 1))
+    step = max(2, block_entries // max(p, 1))
     for start in range(0, n_rows, step):
         rows = np.arange(start, min(n_rows, start + step))
         a = _contributions(explainer, _safe_indexing(X, rows), y[rows], w[rows])

@@ -2,29 +2,27 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import shap
-from shap.explainers._tree import TreeEnsemble
 
-from ._distributed import is_dask_array, rsq_over_blocks
-from ._engine import Decomposition, UnitCache, decompose
 from ._explainer_checks import (
     NO_INTERACTION_SHARES,
     check_model_predictions,
     check_names,
-    check_row_totals,
     refuse_background,
     refuse_weights_without_target,
     rows_with_nan,
 )
-from ._models import ModelInfo, UnsupportedModelError, inspect_model
-from ._outputs import OutputGames, checked_multioutput, combine, labelled, local_output_shares, target_columns
-from ._trees import Forest
-from ._validation import check_rows, check_target, check_weights
+from .engine.distributed import is_dask_array, rsq_over_blocks
+from .engine.outputs import OutputGames, checked_multioutput, combine, labelled, local_output_shares, target_columns
+from .engine.routing import Kernel
+from .engine.run import Decomposition, UnitCache, check_row_totals, decompose
+from .engine.validation import check_rows, check_target, check_weights
+from .models.inspect import ModelInfo, inspect_model, read_forests
+from .tuning import DEFAULT_TUNING, Tuning
 
 __all__ = ["RSquaredExplainer"]
 
@@ -99,17 +97,11 @@ class RSquaredExplainer(shap.TreeExplainer):
         refuse_background(data, model_output, feature_perturbation)
         info = inspect_model(model)
         super().__init__(info.shap_model, feature_perturbation="tree_path_dependent", feature_names=feature_names)
-        ensemble = self.model if info.trees is None else TreeEnsemble(info.trees)
-        if ensemble.trees is None:
-            raise UnsupportedModelError(f"shap could not read the trees of this {type(model).__name__}.")
-        if np.any((ensemble.threshold_types > 0) & (ensemble.children_left >= 0)):
-            raise UnsupportedModelError("Models with categorical splits are not supported.")
         self.model_info: ModelInfo = info
         self.feature_names = check_names(feature_names, info)
         self.n_jobs = n_jobs
         self.progress = progress
-        tree_limit = info.tree_limit if info.tree_limit is not None else ensemble.tree_limit
-        self.forests = [_read_forest(ensemble, info, tree_limit, k) for k in range(info.n_outputs)]
+        self.forests = read_forests(self.model, info, type(model).__name__)
         self.forest = self.forests[0]
         # the games square tree values: centred on each tree's mean they stay on the scale of y's
         # spread, not of y itself, so a target in the millions keeps its digits
@@ -373,8 +365,18 @@ class RSquaredExplainer(shap.TreeExplainer):
         # names given to the constructor count as the model's own when the model recorded none
         return self.model_info.feature_names or self.feature_names
 
+    def _set_engine(self, kernel: Kernel = "auto", tuning: Tuning = DEFAULT_TUNING) -> RSquaredExplainer:
+        """Force a kernel or a tuning for the games of every output (tests and benchmarks).
+
+        Every choice gives the same values up to rounding; only time and memory change.
+        """
+        self._unit_caches = [UnitCache(game, kernel, tuning) for game in self._games]
+        self._units = self._unit_caches[0]
+        return self
+
     def _run_options(self, local: bool) -> dict:
-        return {"local": local, "n_jobs": self.n_jobs, "progress": self.progress}
+        tuning = self._unit_caches[0].tuning
+        return {"local": local, "n_jobs": self.n_jobs, "progress": self.progress, "tuning": tuning}
 
     def _decompose(self, rows: np.ndarray, target, weights, *, local: bool) -> Decomposition:
         result = decompose(
@@ -409,13 +411,3 @@ class RSquaredExplainer(shap.TreeExplainer):
         if self.feature_names is not None and len(self.feature_names) == n_features:
             return list(self.feature_names)
         return [f"Feature {j}" for j in range(n_features)]
-
-
-def _read_forest(ensemble, info: ModelInfo, tree_limit: int | None, output: int) -> Forest:
-    """One output's trees; trees that never touch it (another target's, in XGBoost) are dropped."""
-    forest = Forest.from_ensemble(ensemble, info.n_features, tree_limit, output)
-    if info.adjust is not None:
-        forest = info.adjust(forest)
-    if info.bases is not None:
-        forest = dataclasses.replace(forest, base_offset=info.bases[output])
-    return forest if info.n_outputs == 1 else forest.without_zero_trees()

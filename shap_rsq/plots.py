@@ -17,7 +17,7 @@ import pandas as pd
 import shap
 from matplotlib.axes import Axes
 
-from ._report import top_shares
+from .cli.report import top_shares
 
 __all__ = ["bar", "heatmap"]
 

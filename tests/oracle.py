@@ -13,7 +13,7 @@ from math import factorial
 
 import numpy as np
 
-from shap_rsq._trees import Forest, TreeTable
+from shap_rsq.models.forest import Forest, TreeTable
 
 
 def conditional_expectation(tree: TreeTable, X: np.ndarray, known: frozenset[int]) -> np.ndarray:

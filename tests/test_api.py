@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tracemalloc
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -12,8 +13,10 @@ import shap
 from conftest import make_data
 from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor
 
-from shap_rsq import RSquaredExplainer, UnsupportedModelError, _engine, _lca_unit
-from shap_rsq._engine import _unit_blocks
+from shap_rsq import RSquaredExplainer, UnsupportedModelError
+from shap_rsq.engine.run import _unit_blocks
+from shap_rsq.kernels import lca_tree as _lca_unit
+from shap_rsq.tuning import DEFAULT_TUNING
 
 xgboost = pytest.importorskip("xgboost")
 
@@ -85,27 +88,27 @@ def test_integer_weights_equal_repeated_rows():
 
 
 @pytest.mark.parametrize("depth", [3, 6])
-def test_parallel_jobs_give_identical_results(frame_model, depth, monkeypatch):
+def test_parallel_jobs_give_identical_results(frame_model, depth):
     _, frame, y, w = frame_model
     model = xgboost.XGBRegressor(n_estimators=20, max_depth=depth, random_state=0).fit(frame, y)
     units = RSquaredExplainer(model)._units.units()
     # deep trees are split into blocks of trees whose starting predictions must be right; shallow
     # ones, and forests with less work than a pool's start-up, stay in one block in this process
     assert len(_unit_blocks(units, 2, local=False, n_rows=len(y))) == 1
-    monkeypatch.setattr(_engine, "_PARALLEL_WORK", 0.0)
-    assert len(_unit_blocks(units, 2, local=False, n_rows=len(y))) == (1 if depth == 3 else 2 * _engine._BLOCKS_PER_JOB)
+    eager = replace(DEFAULT_TUNING, parallel_work=0.0)
+    blocks = _unit_blocks(units, 2, local=False, n_rows=len(y), tuning=eager)
+    assert len(blocks) == (1 if depth == 3 else 2 * eager.blocks_per_job)
     serial = RSquaredExplainer(model).rsq(frame, y, sample_weight=w)
-    parallel = RSquaredExplainer(model, n_jobs=2).rsq(frame, y, sample_weight=w)
+    parallel = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=eager).rsq(frame, y, sample_weight=w)
     np.testing.assert_allclose(serial, parallel, atol=1e-12)
-    local = RSquaredExplainer(model, n_jobs=2)(frame, y, sample_weight=w)
+    local = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=eager)(frame, y, sample_weight=w)
     np.testing.assert_allclose(local.values.sum(0), serial.to_numpy(), atol=1e-12)
 
 
-def test_worker_processes_send_back_the_trees_they_compiled(frame_model, monkeypatch):
+def test_worker_processes_send_back_the_trees_they_compiled(frame_model):
     _, frame, y, _ = frame_model
     model = xgboost.XGBRegressor(n_estimators=8, max_depth=5, random_state=0).fit(frame, y)
-    monkeypatch.setattr(_engine, "_PARALLEL_WORK", 0.0)
-    explainer = RSquaredExplainer(model, n_jobs=2)
+    explainer = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=replace(DEFAULT_TUNING, parallel_work=0.0))
     assert not any(_lca_unit.compiled_plans(explainer._units.units()))
     first = explainer.rsq(frame, y)
     # compiled in the workers, kept by the explainer: the next call ships them instead
@@ -113,7 +116,7 @@ def test_worker_processes_send_back_the_trees_they_compiled(frame_model, monkeyp
     np.testing.assert_allclose(explainer.rsq(frame, y), first, atol=1e-12)
 
 
-def test_progress_bar_can_be_switched_on(frame_model, capsys, monkeypatch):
+def test_progress_bar_can_be_switched_on(frame_model, capsys):
     model, frame, y, _ = frame_model
     RSquaredExplainer(model, progress=True).rsq(frame, y)
     assert "trees" in capsys.readouterr().err
@@ -121,8 +124,8 @@ def test_progress_bar_can_be_switched_on(frame_model, capsys, monkeypatch):
     assert capsys.readouterr().err == ""
     # with worker processes the bar is drawn here, block by block, and counts every tree
     deep = xgboost.XGBRegressor(n_estimators=12, max_depth=5, random_state=0).fit(frame, y)
-    monkeypatch.setattr(_engine, "_PARALLEL_WORK", 0.0)
-    RSquaredExplainer(deep, n_jobs=2, progress=True).rsq(frame, y)
+    eager = replace(DEFAULT_TUNING, parallel_work=0.0)
+    RSquaredExplainer(deep, n_jobs=2, progress=True)._set_engine(tuning=eager).rsq(frame, y)
     assert "12/12" in capsys.readouterr().err
 
 

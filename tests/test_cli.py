@@ -22,8 +22,8 @@ from sklearn.ensemble import RandomForestRegressor
 from sklearn.tree import DecisionTreeClassifier
 
 from shap_rsq import RSquaredExplainer
-from shap_rsq._io import InputError, first_line, write_atomic
 from shap_rsq.cli import build_parser, main
+from shap_rsq.cli.files import InputError, first_line, write_atomic
 
 matplotlib.use("Agg")
 

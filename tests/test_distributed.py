@@ -50,16 +50,18 @@ def test_dask_array_errors_name_the_problem(cluster_client, problem):
         explainer.rsq(da.from_array(X, chunks=200), y[:-1])
 
 
-def test_joblib_dask_backend_spreads_the_work_over_the_cluster(cluster_client, problem, monkeypatch):
+def test_joblib_dask_backend_spreads_the_work_over_the_cluster(cluster_client, problem):
+    from dataclasses import replace
+
     from joblib import parallel_config
 
-    from shap_rsq import _engine
+    from shap_rsq.tuning import DEFAULT_TUNING
 
     model, X, y, w = problem
     serial = RSquaredExplainer(model).rsq(X, y, sample_weight=w)
-    monkeypatch.setattr(_engine, "_PARALLEL_WORK", 0.0)  # a small model, split as a large one would be
+    eager = replace(DEFAULT_TUNING, parallel_work=0.0)  # a small model, split as a large one would be
     with distributed.get_task_stream(cluster_client) as stream, parallel_config(backend="dask"):
-        spread = RSquaredExplainer(model, n_jobs=2).rsq(X, y, sample_weight=w)
+        spread = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=eager).rsq(X, y, sample_weight=w)
     np.testing.assert_allclose(spread, serial, atol=1e-12, rtol=0)
     assert len({task["worker"] for task in stream.data}) == 2
 

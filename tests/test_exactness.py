@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from conftest import BOOSTED, FAMILIES, NO_NAN, fit_family, make_data, predict
@@ -9,6 +11,7 @@ from oracle import rsq_oracle
 from sklearn.metrics import r2_score
 
 from shap_rsq import RSquaredExplainer
+from shap_rsq.tuning import DEFAULT_TUNING
 
 CASES = [(family, nan) for family in FAMILIES for nan in (False, True) if not (nan and family in NO_NAN)]
 
@@ -93,11 +96,8 @@ def test_boosted_shares_credit_the_signal_features(fitted, family):
 )
 def test_each_kernel_matches_subset_enumeration(fitted, family, nan, strategy):
     # every tree through the compiled LCA kernel, or every eligible tree through batched enumeration
-    from shap_rsq._engine import UnitCache
-
     model, X, y, w = fitted(family, nan)
-    explainer = RSquaredExplainer(model)
-    explainer._units = UnitCache(explainer.forest, strategy)
+    explainer = RSquaredExplainer(model)._set_engine(kernel=strategy)
     expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
     np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
     np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, atol=1e-9, rtol=0)
@@ -108,12 +108,10 @@ def test_each_kernel_matches_subset_enumeration(fitted, family, nan, strategy):
 def test_depth_four_trees_on_the_patterns_that_occur_match_subset_enumeration(fitted, family, nan, strategy):
     # depth-4 heaps run the recursion's root on the observed split patterns, not on a 2^15 cube;
     # "recursion" sends every depth-4 tree there, up to 5 repeated features (32 states)
-    from shap_rsq._engine import UnitCache
-    from shap_rsq._units import HeapUnit
+    from shap_rsq.kernels.small_trees import HeapUnit
 
     model, X, y, w = fitted(family, nan)
-    explainer = RSquaredExplainer(model)
-    explainer._units = UnitCache(explainer.forest, strategy)
+    explainer = RSquaredExplainer(model)._set_engine(kernel=strategy)
     observed = [u for u in explainer._units.units() if isinstance(u, HeapUnit) and u.batch.depth == 4]
     assert sum(len(u.trees) for u in observed) >= 2
     expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
@@ -125,14 +123,13 @@ def test_depth_four_trees_on_the_patterns_that_occur_match_subset_enumeration(fi
 def test_leaf_wise_trees_pick_a_kernel_by_work_and_both_are_exact(fitted, monkeypatch, family, nan, share):
     # the unit compares the conditioned recursion's work with the LCA estimate on the rows at hand;
     # whichever it picks, the values are those of subset enumeration
-    from shap_rsq import _lca_unit
+    from shap_rsq.kernels import lca_tree as _lca_unit
 
     calls = []
     original = _lca_unit.gradient_on_patterns
     monkeypatch.setattr(_lca_unit, "gradient_on_patterns", lambda *a: calls.append(1) or original(*a))
-    monkeypatch.setattr(_lca_unit, "_JUNCTION_SHARE", share)
     model, X, y, w = fitted(family, nan)
-    explainer = RSquaredExplainer(model)
+    explainer = RSquaredExplainer(model)._set_engine(tuning=replace(DEFAULT_TUNING, junction_share=share))
     leaf_wise = [u for u in explainer._units.units() if getattr(u, "junction", "never") == "cheaper"]
     assert len(leaf_wise) >= 3
     expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
@@ -144,7 +141,7 @@ def test_consecutive_small_trees_share_one_batch(fitted):
     # batching is the point of these units: one per tree would run thousands of NumPy calls
     import catboost
 
-    from shap_rsq._units import HeapUnit, ObliviousUnit
+    from shap_rsq.kernels.small_trees import HeapUnit, ObliviousUnit
 
     X, y, _ = make_data(seed=2)
     symmetric = catboost.CatBoostRegressor(iterations=30, depth=6, verbose=0, allow_writing_files=False)
@@ -157,16 +154,11 @@ def test_consecutive_small_trees_share_one_batch(fitted):
 
 @pytest.mark.parametrize("strategy", ["enumerate", "recursion"])
 @pytest.mark.parametrize("family", ["GradientBoostingRegressor", "CatBoost-SymmetricTree"])
-def test_rows_split_into_chunks_give_the_same_values(fitted, monkeypatch, family, strategy):
+def test_rows_split_into_chunks_give_the_same_values(fitted, family, strategy):
     # batched units sum row weights per pattern over chunks and evaluate the games once at the end
-    from shap_rsq import _units
-    from shap_rsq._engine import UnitCache
-
     model, X, y, w = fitted(family, family not in NO_NAN)
-    monkeypatch.setattr(_units, "_CHUNK_ELEMENTS", 1)
-    monkeypatch.setattr(_units, "_MIN_CHUNK_ROWS", 32)
-    explainer = RSquaredExplainer(model)
-    explainer._units = UnitCache(explainer.forest, strategy)
+    tuning = replace(DEFAULT_TUNING, chunk_elements=1, min_chunk_rows=32)
+    explainer = RSquaredExplainer(model)._set_engine(kernel=strategy, tuning=tuning)
     assert all(unit.chunk_rows() == 32 for unit in explainer._units.units())  # 120 rows in 4 chunks
     expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
     np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
@@ -196,7 +188,7 @@ def test_models_trained_without_nan_route_it_as_their_predict_does(fitted, famil
 def test_dense_and_cell_by_cell_tables_give_the_same_values(fitted, monkeypatch, family, nan, ratio):
     # items are tabulated on every combination of their bits when most combinations occur, cell
     # by cell otherwise; forcing either way everywhere must not change a value
-    from shap_rsq import _combos, _lca_unit
+    from shap_rsq.kernels import lca_tables as _combos
 
     widths = []
     original = _combos.Layout.__init__
@@ -206,10 +198,10 @@ def test_dense_and_cell_by_cell_tables_give_the_same_values(fitted, monkeypatch,
         widths.extend(group.dense for group in self.widths if group.width > 0)
 
     monkeypatch.setattr(_combos.Layout, "__init__", spy)
-    monkeypatch.setattr(_combos, "_DENSE_RATIO", ratio)
-    monkeypatch.setattr(_lca_unit, "_JUNCTION_SHARE", 0.0)  # leaf-wise trees through the LCA kernel too
+    # leaf-wise trees through the LCA kernel too
+    tuning = replace(DEFAULT_TUNING, dense_ratio=ratio, junction_share=0.0)
     model, X, y, w = fitted(family, nan)
-    explainer = RSquaredExplainer(model)
+    explainer = RSquaredExplainer(model)._set_engine(tuning=tuning)
     expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
     np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
     assert widths and set(widths) == {ratio > 0}

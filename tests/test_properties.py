@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import rsq_oracle
 
-from shap_rsq import _enumerate
-from shap_rsq._engine import UnitCache, decompose
-from shap_rsq._plan import _distinct_pairs
-from shap_rsq._trees import Forest, TreeTable
+from shap_rsq.engine.run import UnitCache, decompose
+from shap_rsq.kernels import split_patterns as _enumerate
+from shap_rsq.kernels.lca_plan import _distinct_pairs
+from shap_rsq.models.forest import Forest, TreeTable
 
 THRESHOLDS = np.array([-1.0, -0.25, 0.0, 0.5, 1.0])
 
@@ -285,9 +285,9 @@ def test_pattern_keys_reach_the_leaf_that_the_heap_walk_reaches(depth):
 @given(trees(n_features=6))
 def test_recursion_counts_the_quadrature_nodes_of_the_lca_plan(tree):
     # the conditioned recursion counts its nodes from the node lists, without every leaf's path
-    from shap_rsq._junction import _quadrature_count
-    from shap_rsq._paths import tree_paths
-    from shap_rsq._plan import quadrature_nodes
+    from shap_rsq.kernels.conditioned import _quadrature_count
+    from shap_rsq.kernels.lca_plan import quadrature_nodes
+    from shap_rsq.kernels.leaf_paths import tree_paths
 
     expected = quadrature_nodes(tree, tree_paths(tree))
     assert _quadrature_count(tree.left.tolist(), tree.right.tolist(), tree.feature.tolist()) == expected

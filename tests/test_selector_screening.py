@@ -163,15 +163,14 @@ def test_standard_error_matches_the_spread_over_new_samples_and_shrinks_with_n()
     assert np.all((small / large > 2.0) & (small / large < 4.5)), small / large  # sqrt(9) = 3
 
 
-def test_row_blocks_give_the_same_standard_errors(monkeypatch):
+def test_row_blocks_give_the_same_standard_errors():
     X, y = noisy_data(101, p=6, seed=2)
     y = (y > 0).astype(float)  # two-row blocks of a binary target are often constant
     w = np.random.default_rng(1).uniform(0.0, 2.0, size=len(y))
     w[:4] = 0.0
     model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
     whole = screening.evaluate(model, X, y, w, per_row=True)
-    monkeypatch.setattr(screening, "BLOCK_ENTRIES", 2 * X.shape[1])
-    blocked = screening.evaluate(model, X, y, w, per_row=True)
+    blocked = screening.evaluate(model, X, y, w, per_row=True, block_entries=2 * X.shape[1])
     np.testing.assert_allclose(blocked.shares, whole.shares, atol=1e-12)
     np.testing.assert_allclose(blocked.standard_errors(), whole.standard_errors(), rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(blocked.shares, RSquaredExplainer(model).rsq(X, y, w), atol=1e-12)

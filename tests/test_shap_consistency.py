@@ -10,8 +10,8 @@ from conftest import FAMILIES, make_data, predict
 from oracle import tree_shap_oracle
 
 from shap_rsq import RSquaredExplainer
-from shap_rsq._engine import tree_shap_values
-from shap_rsq._plan import compile_tree
+from shap_rsq.engine.run import tree_shap_values
+from shap_rsq.kernels.lca_plan import compile_tree
 
 matplotlib.use("Agg")
 

@@ -17,30 +17,27 @@ from dataclasses import dataclass
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
-from . import _kernel
-from ._lca_unit import adopt_plans, compiled_plans, distinct_rows
-from ._plan import TreePlan
-from ._trees import Forest
-from ._units import build_units
+from ..kernels import lca
+from ..kernels.lca_plan import TreePlan
+from ..kernels.lca_tree import adopt_plans, compiled_plans, distinct_rows
+from ..models.forest import Forest
+from ..tuning import DEFAULT_TUNING, Tuning
+from .routing import Kernel, build_units
 
-__all__ = ["Decomposition", "UnitCache", "decompose", "tree_shap_values"]
-
-# Estimated LCA work (items x quadrature nodes, summed over trees, times rows) from which a
-# forest's blocks go to worker processes: about half a second on one core (100 depth-5 XGBoost
-# trees on 1000 rows), against ~25 ms to hand blocks to a warm pool.
-_PARALLEL_WORK = 1e8
-# Blocks per job for global values: a job that drew the cheaper trees takes another block, but
-# every block costs 10-20 ms of hand-over.  Medians of alternating runs (1, 2, 4 blocks per job):
-# depth-5 XGBoost 0.42/0.43/0.45 s, depth 8 3.9/3.3/3.4 s, LightGBM 3.9/3.6/3.7 s.
-_BLOCKS_PER_JOB = 2
+__all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_values"]
 
 
 class UnitCache:
-    """The forest's units of work (compiled plans, enumeration batches), built on first use."""
+    """The forest's units of work (compiled plans, enumeration batches), built on first use.
 
-    def __init__(self, forest: Forest, strategy: str = "auto"):
+    ``kernel`` and ``tuning`` go to :func:`~shap_rsq.engine.routing.build_units`: ``"auto"``
+    and the default tuning unless a test or benchmark forces a path.
+    """
+
+    def __init__(self, forest: Forest, kernel: Kernel = "auto", tuning: Tuning = DEFAULT_TUNING):
         self.forest = forest
-        self.strategy = strategy
+        self.kernel = kernel
+        self.tuning = tuning
         self._units: dict[bool, list] = {}
         self._lca_units: dict = {}  # shared by both lists: each tree compiled once
 
@@ -48,7 +45,7 @@ class UnitCache:
         """Units for global values, or for per-row values (``local``), which some trees need
         another kernel for."""
         if local not in self._units:
-            self._units[local] = build_units(self.forest, self.strategy, local, self._lca_units)
+            self._units[local] = build_units(self.forest, self.kernel, local, self._lca_units, self.tuning)
         return self._units[local]
 
 
@@ -71,6 +68,17 @@ class Decomposition:
     mean_prediction: float
 
 
+def check_row_totals(values, base, target, prediction, weights, mean: float, sst: float) -> None:
+    """Each row's shares plus its base value must add up to its part of R² (efficiency, per row)."""
+    expected = weights * ((target - mean) ** 2 - (target - prediction) ** 2) / sst
+    gap = np.max(np.abs(values.sum(axis=1) + base - expected), initial=0.0)
+    if gap > 1e-6 * max(1.0, float(np.abs(expected).sum())):
+        raise AssertionError(
+            f"The per-row shares do not add up to each row's part of R² (largest gap {gap:.3g}).  Please report "
+            "this with the model; pass check_additivity=False to get the values anyway."
+        )
+
+
 def decompose(
     forest: Forest,
     units: Sequence,
@@ -81,10 +89,14 @@ def decompose(
     local: bool = False,
     n_jobs: int | None = None,
     progress: bool = False,
+    tuning: Tuning = DEFAULT_TUNING,
 ) -> Decomposition:
-    """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing)."""
+    """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing).
+
+    ``tuning`` decides when blocks of trees go to worker processes (never what they compute).
+    """
     mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
-    blocks = _unit_blocks(units, n_jobs, local, X.shape[0])
+    blocks = _unit_blocks(units, n_jobs, local, X.shape[0], tuning)
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
     tasks = [
         delayed(_run_block)([units[u] for u in block], X, y, w, start, forest, local, progress and len(blocks) == 1)
@@ -124,7 +136,9 @@ def _run_parallel(tasks: list, blocks: list[np.ndarray], units: Sequence, n_jobs
     return results
 
 
-def _unit_blocks(units: Sequence, n_jobs: int | None, local: bool, n_rows: int) -> list[np.ndarray]:
+def _unit_blocks(
+    units: Sequence, n_jobs: int | None, local: bool, n_rows: int, tuning: Tuning = DEFAULT_TUNING
+) -> list[np.ndarray]:
     """Contiguous blocks of units of about equal estimated work.
 
     Global values use a few blocks per job, so that a job that drew the cheaper trees takes
@@ -133,8 +147,8 @@ def _unit_blocks(units: Sequence, n_jobs: int | None, local: bool, n_rows: int) 
     trees take milliseconds, less than handing rows to another process.
     """
     parallel_work = n_rows * sum(unit.parallel_work for unit in units)
-    jobs = max(1, effective_n_jobs(n_jobs)) if parallel_work >= _PARALLEL_WORK else 1
-    n_blocks = min(len(units), jobs if local or jobs == 1 else _BLOCKS_PER_JOB * jobs)
+    jobs = max(1, effective_n_jobs(n_jobs)) if parallel_work >= tuning.parallel_work else 1
+    n_blocks = min(len(units), jobs if local or jobs == 1 else tuning.blocks_per_job * jobs)
     work = np.array([unit.work for unit in units], dtype=float)
     if n_blocks <= 1 or work.sum() == 0:
         return [np.arange(len(units))]
@@ -203,8 +217,8 @@ def tree_shap_values(plan: TreePlan | None, X: np.ndarray, n_features: int, dtyp
     out = np.zeros((X.shape[0], n_features))
     if plan is None:
         return out
-    left = _kernel.split_decisions(plan, X, dtype)
+    left = lca.split_decisions(plan, X, dtype)
     first, inverse = distinct_rows(left[:, :-1])
-    _, g_lin = _kernel.pattern_gradients(plan, _kernel.leaf_codes(plan, left[first]))
+    _, g_lin = lca.pattern_gradients(plan, lca.leaf_codes(plan, left[first]))
     out[:, plan.features] = g_lin[inverse]
     return out

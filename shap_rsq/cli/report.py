@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._io import InputError, missing_pyarrow, write_atomic
+from .files import InputError, missing_pyarrow, write_atomic
 
 __all__ = ["format_table", "sorted_shares", "top_shares", "write_local", "write_shares"]
 

@@ -1,19 +1,19 @@
-"""Numerics of the Q-SHAP kernel: evaluate a :class:`~shap_rsq._plan.TreePlan` on rows.
+"""Numerics of the Q-SHAP kernel: evaluate a :class:`~shap_rsq.kernels.lca_plan.TreePlan` on rows.
 
 For one tree the per-feature Shapley values of the tree game are
 
     phi_j = int_0^1 sum_i [ w_quad_i d/dq_j M_i(q) + w_lin_i d/dq_j mu_i(q) ] dq,
 
 with ``M`` the multilinear extension of the squared conditional expectation and
-``mu`` that of the conditional expectation (see ``_plan``).  The integrand is a
+``mu`` that of the conditional expectation (see ``kernels.lca_plan``).  The integrand is a
 polynomial of degree below ``2 * n_q`` in ``q``, so Gauss-Legendre quadrature
 with ``n_q`` nodes is exact.  Products "all factors but one" are built from
 prefix and suffix products, never by division, so zero cover fractions are safe.
 
 A row reaches the kernel only through its leaf codes, and an item only through
 the bits its bit-dependent factors read (its *view* of the code).  Items are
-evaluated once per distinct ``(view, masked code)`` *cell* (``_cells``, or on all
-bit combinations where most of them occur, ``_combos``); rows then
+evaluated once per distinct ``(view, masked code)`` *cell* (``kernels.lca_cells``, or on all
+bit combinations where most of them occur, ``kernels.lca_tables``); rows then
 gather their groups' side sums from the cells and scatter their cotangents back,
 and in the global mode the row weights are first accumulated per cell.
 """
@@ -25,7 +25,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._cells import (
+from ..tuning import DEFAULT_TUNING, Tuning
+from .lca_cells import (
     BLOCK,
     Cells,
     Factors,
@@ -33,15 +34,13 @@ from ._cells import (
     rows_of,
     scatter_features,
 )
-from ._combos import Layout
-from ._plan import LIN, TreePlan
-from ._sparse import OneHot
+from .lca_plan import LIN, TreePlan
+from .lca_tables import Layout
+from .sparse import OneHot
 
 __all__ = ["gauss_legendre", "leaf_codes", "pattern_gradients", "weighted_gradient"]
 
-# Cross cells (both sides of consecutive groups) whose value and cotangent tables every row block
-# reads and writes at random: 2^13 cells x 8 nodes x 2 tables x 8 bytes stay within a core's L2.
-_CHUNK_CELLS = 1 << 13
+_CHUNK_CELLS = DEFAULT_TUNING.chunk_cells  # cross cells of one chunk (see Tuning.chunk_cells)
 
 
 @lru_cache(maxsize=64)
@@ -109,10 +108,13 @@ def _segment_matrix(row_cell: np.ndarray, indptr: np.ndarray, n_segments: int, n
     return OneHot(indptr[: row_cell.shape[0] * n_segments + 1], row_cell.ravel(), n_cells)
 
 
-def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_lin: np.ndarray) -> np.ndarray:
+def weighted_gradient(
+    plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_lin: np.ndarray, tuning: Tuning = DEFAULT_TUNING
+) -> np.ndarray:
     """Shapley values of the tree game summed over rows, per local feature ``(K,)``.
 
-    ``codes`` are leaf codes of distinct rows with their aggregated weights.
+    ``codes`` are leaf codes of distinct rows with their aggregated weights; ``tuning`` says
+    which widths of items are tabulated densely (results do not depend on it).
     """
     q, gl = gauss_legendre(plan.n_q)
     cells = Cells(plan, codes)
@@ -123,7 +125,7 @@ def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_l
     row_cell = cells.row_cells(plan, single, first[:-1])
     weight = np.where(plan.item_kind[single] == LIN, w_lin[:, None], w_quad[:, None])
     per_cell = np.bincount(row_cell.ravel(), weights=weight.ravel(), minlength=len(cell_item))
-    layout = Layout(plan, np.arange(single.start, single.stop)[cell_item], cells.cell_code[cell_real])
+    layout = Layout(plan, np.arange(single.start, single.stop)[cell_item], cells.cell_code[cell_real], tuning)
     out = layout.weighted_slopes(plan, factors, per_cell[:, None] * gl)
 
     n_items = len(plan.item_leaf)
@@ -131,7 +133,7 @@ def weighted_gradient(plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_l
         return out
     cross = slice(plan.n_single, n_items)
     cell_item, cell_real, first = cells.item_cells(plan, cross)
-    layout = Layout(plan, np.arange(cross.start, cross.stop)[cell_item], cells.cell_code[cell_real])
+    layout = Layout(plan, np.arange(cross.start, cross.stop)[cell_item], cells.cell_code[cell_real], tuning)
     value = layout.values(plan, factors)
     coef, dcoef = _group_coefficients(plan, q)
     # the cotangent of a left item is C_g sum_u w_u B_g (of a right item C_g sum_u w_u A_g): the

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
-from ._model_info import ModelInfo, UnsupportedModelError, as_names, refuse
-from ._trees import Forest
+from .forest import Forest
+from .info import ModelInfo, UnsupportedModelError, as_names, refuse
 
 __all__ = ["catboost_info"]
 

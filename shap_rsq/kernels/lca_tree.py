@@ -1,11 +1,11 @@
-"""The unit of work for one tree through the LCA kernel (``_plan`` / ``_kernel``).
+"""The unit of work for one tree through the LCA kernel (``kernels.lca_plan`` / ``kernels.lca``).
 
 A deep tree is compiled into its plan only when a worker first runs it, and the
 plans a worker process compiled travel back to the caller's units, so that an
 explainer that is used again compiles each tree once.
 
 For global values a leaf-wise tree may take the conditioned recursion of
-``_junction`` instead: both kernels are exact, and the unit picks, on the rows at
+``kernels.conditioned`` instead: both kernels are exact, and the unit picks, on the rows at
 hand, the one with less work.
 """
 
@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _kernel
-from ._junction import (
+from ..models.forest import NodeArrays, TreeTable
+from ..tuning import DEFAULT_TUNING, Tuning
+from . import lca
+from .conditioned import (
     JunctionPlan,
     compile_junction,
     expected_junction_work,
@@ -24,34 +26,14 @@ from ._junction import (
     junction_work,
     sub_patterns,
 )
-from ._plan import TreePlan, compile_tree
-from ._trees import NodeArrays, TreeTable
+from .lca_plan import TreePlan, compile_tree
 
 __all__ = ["LcaUnit", "adopt_plans", "compiled_plans", "distinct_rows", "lca_work"]
-
-# Elements of one routing block (rows x path entries here, rows x splits in the batched units).
-_CHUNK_ELEMENTS = 1 << 22
-# Distinct patterns per LCA kernel call: (patterns x items) index arrays of up to 2^24 entries (128 MB) keep
-# the cell tables of a tree computed once for typical data sizes.
-_PATTERN_ELEMENTS = 1 << 24
-# The conditioned recursion runs when its elements (states x quadrature nodes x sub-patterns, summed
-# over nodes) are below this fraction of the LCA estimate for the same patterns: its time per element
-# is 10x-20x the LCA kernel's per estimated item.  Timing both kernels on every tree of a LightGBM
-# model (num_leaves=31, 300 trees, with a quadrature of about 1.5x today's nodes), the best choice
-# per tree would take 7.5 s, a share of 0.08 then (about 0.05 now) 7.8 s, 0.04 8.05 s and the LCA
-# kernel alone 15.6 s.  Above _JUNCTION_ELEMENTS its saved arrays (about six per element) would not
-# stay small, so the LCA kernel, which works in blocks of patterns, takes the tree.
-_JUNCTION_SHARE = 0.05
-_JUNCTION_ELEMENTS = 1 << 22
-# Finding a tree's sub-patterns costs 1-3 ms, so trees that will not fit the budget are turned away
-# before: each node sees at least 9x as many sub-patterns as it has leaves below it (capped by the
-# rows) on the continuous data of the benchmarks (LightGBM, XGBoost depths 6-7).
-_PATTERNS_PER_LEAF = 8
 
 
 @dataclass
 class LcaUnit:
-    """One tree through the compiled LCA kernel (``_plan`` / ``_kernel``).
+    """One tree through the compiled LCA kernel (``kernels.lca_plan`` / ``kernels.lca``).
 
     All rows are first routed to split patterns (in row blocks) and merged
     across the whole dataset, so a tree with few distinct patterns costs little
@@ -62,7 +44,8 @@ class LcaUnit:
     means: np.ndarray
     tree: TreeTable
     work: float  # estimated items x quadrature nodes (``lca_work``), known before compiling
-    junction: str = "never"  # "never", "cheaper" (when its work is lower) or "always" (tests)
+    junction: str = "never"  # "never", "cheaper" (when its work is lower) or "always" (forced)
+    tuning: Tuning = DEFAULT_TUNING
     _plan: TreePlan | None = field(default=None, repr=False)
     _junction_plan: JunctionPlan | None = field(default=None, repr=False)
 
@@ -88,16 +71,16 @@ class LcaUnit:
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
         if self.junction != "never":  # route with the recursion's plan: the LCA plan may never be needed
-            left = _kernel.split_decisions(self.junction_plan, X, dtype)
+            left = lca.split_decisions(self.junction_plan, X, dtype)
             first, inverse = distinct_rows(left[:, :-1])
             prediction = self.tree.value[self.tree.leaf_of(X, dtype)]
             return (X, dtype, first, inverse), prediction[:, None]
-        step = max(256, _CHUNK_ELEMENTS // max(1, self.plan.path_split.size))
+        step = max(256, self.tuning.chunk_elements // max(1, self.plan.path_split.size))
         keys, prediction = [], []
         for start in range(0, X.shape[0], step):
-            left = _kernel.split_decisions(self.plan, X[start : start + step], dtype)
+            left = lca.split_decisions(self.plan, X[start : start + step], dtype)
             keys.append(_pattern_keys(left[:, :-1]))
-            prediction.append(self.plan.leaf_value[_kernel.reached_leaf(self.plan, left)])
+            prediction.append(self.plan.leaf_value[lca.reached_leaf(self.plan, left)])
         _, first, inverse = np.unique(np.concatenate(keys), return_index=True, return_inverse=True)
         return (X, dtype, first, inverse.ravel()), np.concatenate(prediction)[:, None]
 
@@ -111,15 +94,16 @@ class LcaUnit:
         if local:
             g_quad = np.empty((n_patterns, self.plan.n_features))
             g_lin = np.empty_like(g_quad)
-        step = max(64, _PATTERN_ELEMENTS // max(len(self.plan.item_leaf), 1))
+        step = max(64, self.tuning.pattern_elements // max(len(self.plan.item_leaf), 1))
         for start in range(0, n_patterns, step):
             block = slice(start, min(n_patterns, start + step))
-            left = _kernel.split_decisions(self.plan, X, dtype, rows=first[block])
-            codes = _kernel.leaf_codes(self.plan, left)
+            left = lca.split_decisions(self.plan, X, dtype, rows=first[block])
+            codes = lca.leaf_codes(self.plan, left)
             if local:
-                g_quad[block], g_lin[block] = _kernel.pattern_gradients(self.plan, codes)
+                g_quad[block], g_lin[block] = lca.pattern_gradients(self.plan, codes)
             else:
-                out[self.plan.features] += _kernel.weighted_gradient(self.plan, codes, per_quad[block], per_lin[block])
+                weights = per_quad[block], per_lin[block]
+                out[self.plan.features] += lca.weighted_gradient(self.plan, codes, *weights, self.tuning)
         if local:
             out[:, self.plan.features] += w_quad[:, :1] * g_quad[inverse] + w_lin[:, :1] * g_lin[inverse]
 
@@ -128,11 +112,12 @@ class LcaUnit:
         if self.junction == "never":
             return False
         plan = self.junction_plan
-        budget = min(_JUNCTION_ELEMENTS, _JUNCTION_SHARE * self.work * len(first))
+        tuning = self.tuning
+        budget = min(tuning.junction_elements, tuning.junction_share * self.work * len(first))
         cheaper = self.junction == "cheaper"
-        if cheaper and expected_junction_work(plan, len(first), _PATTERNS_PER_LEAF) > budget:
+        if cheaper and expected_junction_work(plan, len(first), tuning.patterns_per_leaf) > budget:
             return False
-        left = _kernel.split_decisions(plan, X, dtype, rows=first)[:, :-1]
+        left = lca.split_decisions(plan, X, dtype, rows=first)[:, :-1]
         patterns, root_pattern = sub_patterns(plan, left)
         if cheaper and junction_work(plan, patterns) > budget:
             return False

@@ -1,4 +1,4 @@
-"""Per-cell tables of a compiled tree (:class:`~shap_rsq._plan.TreePlan`) on a set of rows.
+"""Per-cell tables of a compiled tree (:class:`~shap_rsq.kernels.lca_plan.TreePlan`) on a set of rows.
 
 A row reaches an item only through the bits of its leaf code that the item's
 bit-dependent factors read (its *view*).  :class:`Cells` finds the distinct
@@ -6,7 +6,7 @@ bit-dependent factors read (its *view*).  :class:`Cells` finds the distinct
 :class:`Factors` holds every factor of every item at both values of its bit, at
 the quadrature nodes.  The functions below evaluate items cell by cell: their
 products and slopes from prefix and suffix products (never dividing, so zero
-cover fractions are safe).  ``_combos`` tabulates the items whose bit
+cover fractions are safe).  ``kernels.lca_tables`` tabulates the items whose bit
 combinations mostly occur on all of them instead.
 """
 
@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._plan import TreePlan
+from ..tuning import DEFAULT_TUNING
+from .lca_plan import TreePlan
 
 __all__ = [
     "BLOCK",
@@ -26,10 +27,7 @@ __all__ = [
     "weighted_all_but_one",
 ]
 
-# Upper bound on the float64 elements of one temporary array (4 MB).  The
-# kernel's passes are memory-bound elementwise products: blocks that stay in
-# cache ran 1.2-1.3x faster than 64 MB ones (depth-6 XGBoost, LightGBM).
-BLOCK = 1 << 19
+BLOCK = DEFAULT_TUNING.block_elements  # float64 elements of one temporary (see Tuning.block_elements)
 
 
 def rows_of(table: np.ndarray, index: np.ndarray) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Two-particle recursion on any tree, each repeated feature conditioned only where it is shared.
 
-The recursion of ``_recursion`` (``A = E m``, ``B = E m^2`` bottom-up, with a
+The recursion of ``kernels.pattern_recursion`` (``A = E m``, ``B = E m^2`` bottom-up, with a
 coin of probability ``q`` per feature) needs the coins of a node's two subtrees
 to be independent.  A feature that splits several nodes breaks that only below
 the lowest node whose subtree holds all of its occurrences: there it can be
@@ -28,10 +28,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._cells import rows_of
-from ._kernel import gauss_legendre
-from ._sparse import OneHot
-from ._trees import TreeTable, cover_fractions
+from ..models.forest import TreeTable, cover_fractions
+from .lca import gauss_legendre
+from .lca_cells import rows_of
+from .sparse import OneHot
 
 __all__ = [
     "JunctionPlan",
@@ -168,7 +168,7 @@ def compile_junction(tree: TreeTable) -> JunctionPlan | None:
 
 
 def _quadrature_count(left: list[int], right: list[int], feature: list[int]) -> int:
-    """:func:`~shap_rsq._plan.quadrature_nodes` from the node lists, without building every leaf's
+    """:func:`~shap_rsq.kernels.lca_plan.quadrature_nodes` from the node lists, without building every leaf's
     path (which took a quarter of compiling a LightGBM tree): ``ceil(|U| / 2)`` for the largest
     union ``U`` of the features on two leaves' paths."""
     above = {0: frozenset()}  # distinct features strictly above each node

@@ -15,8 +15,9 @@ import numpy as np
 
 __all__ = ["Forest", "NodeArrays", "TreeTable"]
 
-# Rows x trees routed at once by NodeArrays.leaf_values (int64 node indices: 8 MB).
-_ROUTE_ELEMENTS = 1 << 20
+from ..tuning import DEFAULT_TUNING
+
+_ROUTE_ELEMENTS = DEFAULT_TUNING.route_elements  # rows x trees routed at once (see Tuning.route_elements)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from math import factorial
 
 import numpy as np
 
-from ._trees import NodeArrays, cover_fractions
+from ..models.forest import NodeArrays, cover_fractions
 
 __all__ = ["HeapBatch", "heap_layout", "oblivious_trees"]
 
@@ -71,7 +71,8 @@ def heap_positions(nodes: NodeArrays) -> np.ndarray:
     return heap
 
 
-# Symmetric trees deeper than this go through the LCA kernel anyway (enumeration costs 2^(depth + players)).
+# Symmetric trees deeper than this go through the LCA kernel anyway (enumeration costs 2^(depth + players));
+# a bound of the layout (heap indices), not a tuned threshold.
 MAX_OBLIVIOUS_DEPTH = 15
 
 

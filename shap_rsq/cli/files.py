@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._validation import _generic_names as generic_names  # one rule for names made up for arrays
+from ..engine.validation import _generic_names as generic_names  # one rule for names made up for arrays
 
 __all__ = [
     "InputError",

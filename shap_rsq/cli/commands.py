@@ -18,8 +18,9 @@ from pathlib import Path
 import pandas as pd
 from sklearn.metrics import r2_score
 
-from . import __version__
-from ._io import (
+from .. import __version__
+from ..explainer import RSquaredExplainer
+from .files import (
     InputError,
     ModelInputs,
     first_line,
@@ -30,8 +31,7 @@ from ._io import (
     preview,
     write_atomic,
 )
-from ._report import LOCAL_SUFFIXES, SHARE_SUFFIXES, check_suffix, format_table, write_local, write_shares
-from .explainer import RSquaredExplainer
+from .report import LOCAL_SUFFIXES, SHARE_SUFFIXES, check_suffix, format_table, write_local, write_shares
 
 __all__ = ["build_parser", "main"]
 
@@ -227,7 +227,7 @@ def _read_inputs(args: argparse.Namespace, explainer: RSquaredExplainer) -> Mode
 def _save_bar(path: str, shares: pd.Series, model_r2: float, max_display: int, title: str) -> None:
     import matplotlib.pyplot as plt
 
-    from . import plots
+    from .. import plots
 
     ax = plots.bar(shares, max_display, model_r2=model_r2, title=title, show=False)
     try:

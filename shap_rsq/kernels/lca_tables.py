@@ -7,7 +7,7 @@ occurs among the rows (91-97% of them for the cross items of depth 6-8 XGBoost t
 products built by doubling, ``2 * 2^w * Q`` multiplications per item, where a product cell
 by cell gathers and multiplies ``w * Q`` factors.  Their slopes are the reverse sweep of the
 same doubling.  Widths whose combinations are mostly absent (wide leaves seen by few rows)
-keep the cell-by-cell products of ``_cells``.
+keep the cell-by-cell products of ``kernels.lca_cells``.
 
 A cell's *slot* is its row in the range's table: its item's block plus its combination in
 a dense width, its own row in a sparse one.
@@ -19,19 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._cells import BLOCK, Factors, rows_of, scatter_features, weighted_all_but_one
-from ._plan import TreePlan
-from ._sparse import OneHot
+from ..tuning import DEFAULT_TUNING, Tuning
+from .lca_cells import BLOCK, Factors, rows_of, scatter_features, weighted_all_but_one
+from .lca_plan import TreePlan
+from .sparse import OneHot
 
 __all__ = ["Layout"]
-
-# A width is tabulated densely when its tables (2^w rows per item) are at most this many times
-# the rows of the cell-by-cell products (w per cell); wider than _MAX_DENSE_WIDTH, never.
-_DENSE_RATIO = 1.0
-_MAX_DENSE_WIDTH = 20
-# A width's dense table holds (items x 2^w) x Q floats: beyond this many elements (256 MB) the
-# cells are taken one by one instead, so deep trees (hundreds of leaves) do not tabulate gigabytes
-_MAX_DENSE_ELEMENTS = 1 << 25
 
 
 @dataclass(frozen=True)
@@ -51,7 +44,7 @@ class Layout:
     """Slots of the cells of a range of items (``rows``: each cell's item, the cells of an item
     consecutive; ``code``: each cell's masked leaf code), grouped by width."""
 
-    def __init__(self, plan: TreePlan, rows: np.ndarray, code: np.ndarray):
+    def __init__(self, plan: TreePlan, rows: np.ndarray, code: np.ndarray, tuning: Tuning = DEFAULT_TUNING):
         self.rows, self.code = rows, code
         width = plan.item_n_var[rows]
         order = np.argsort(width, kind="stable")
@@ -67,9 +60,9 @@ class Layout:
             n_items = int(first.sum())
             # a dense table costs about 2^w per item, the cell-by-cell products w per cell
             dense = w == 0 or (
-                w <= _MAX_DENSE_WIDTH
-                and n_items << w <= _DENSE_RATIO * w * len(cells)
-                and (n_items << w) * plan.n_q <= _MAX_DENSE_ELEMENTS
+                w <= tuning.max_dense_width
+                and n_items << w <= tuning.dense_ratio * w * len(cells)
+                and (n_items << w) * plan.n_q <= tuning.max_dense_elements
             )
             if dense:
                 rank = np.cumsum(first) - 1

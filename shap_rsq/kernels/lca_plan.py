@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._paths import Paths, subtree_features, tree_paths
-from ._trees import TreeTable
+from ..models.forest import TreeTable
+from .leaf_paths import Paths, subtree_features, tree_paths
 
 __all__ = ["CROSS", "DIAG", "LIN", "TreePlan", "compile_tree", "quadrature_nodes"]
 

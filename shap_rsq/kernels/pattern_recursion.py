@@ -26,16 +26,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._enumerate import HeapBatch
-from ._kernel import gauss_legendre
+from .lca import gauss_legendre
+from .split_patterns import HeapBatch
 
 __all__ = ["recursion_gradients", "repeated_players", "summed_recursion_gradients"]
 
 # Heaps up to this depth run the root on the whole cube of split patterns (2 x 8 x 8 at depth 3);
 # deeper ones on the patterns that occur (a depth-4 cube has 2^15, a dataset reaches few of them).
 CUBE_ROOT_DEPTH = 3
-# Elements of one (trees, states, quadrature nodes, observed patterns) array at the root (16 MB).
-_ROOT_ELEMENTS = 1 << 21
 
 
 def repeated_players(batch: HeapBatch) -> np.ndarray:
@@ -179,15 +177,17 @@ def _conditioned_gradients(forward, assignments, q, gl, order, seed_quad, seed_l
         grad[np.arange(n_trees), :, order[:, r]] += d
 
 
-def summed_recursion_gradients(batch: HeapBatch, cube_quad: np.ndarray, cube_lin: np.ndarray) -> np.ndarray:
+def summed_recursion_gradients(
+    batch: HeapBatch, cube_quad: np.ndarray, cube_lin: np.ndarray, root_elements: int
+) -> np.ndarray:
     """Shapley values of ``sum_u (w_quad_u m_S(u)^2 + w_lin_u m_S(u))`` per tree: ``(T, K)``,
     from the pattern weights ``(T, 2^N)`` (see :func:`_summed_gradients`), a few trees at a time
-    when their roots work on many observed patterns."""
+    when their roots work on many observed patterns (at most ``root_elements`` per root array)."""
     if batch.depth <= CUBE_ROOT_DEPTH:
         return _summed_gradients(batch, cube_quad, cube_lin)
     states = 1 << int(repeated_players(batch).sum(axis=1).max())
     patterns = int((((cube_quad != 0) | (cube_lin != 0)).sum(axis=1)).max(initial=1))
-    step = max(1, _ROOT_ELEMENTS // (states * max(1, batch.depth) * patterns))
+    step = max(1, root_elements // (states * max(1, batch.depth) * patterns))
     if step >= batch.n_trees:
         return _summed_gradients(batch, cube_quad, cube_lin)
     parts = []
@@ -201,7 +201,7 @@ def _summed_gradients(batch: HeapBatch, quad: np.ndarray, lin: np.ndarray) -> np
     """Shapley values of ``sum_u (w_quad_u m_S(u)^2 + w_lin_u m_S(u))`` per tree: ``(T, K)``.
 
     ``quad, lin (T, 2^N)`` weigh every split pattern ``u``, indexed as by
-    :func:`~shap_rsq._enumerate.pattern_bits` (unseen patterns weigh 0).  The
+    :func:`~shap_rsq.kernels.split_patterns.pattern_bits` (unseen patterns weigh 0).  The
     values of a node depend only on the decisions inside its subtree, so the
     forward pass runs on each node's own sub-patterns, and the reverse pass sums
     each child's adjoint over the decisions outside the child before descending:

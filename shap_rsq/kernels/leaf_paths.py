@@ -1,4 +1,4 @@
-"""Root-to-leaf paths of one tree as padded arrays: the geometry ``_plan`` compiles from.
+"""Root-to-leaf paths of one tree as padded arrays: the geometry ``kernels.lca_plan`` compiles from.
 
 For every leaf: the internal node at each depth, the direction taken, the cover
 fraction of the edge, each split's feature numbered by first appearance on the
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._trees import TreeTable, cover_fractions
+from ..models.forest import TreeTable, cover_fractions
 
 __all__ = ["Paths", "subtree_features", "tree_paths"]
 

@@ -14,25 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _enumerate, _recursion
-from ._lca_unit import _CHUNK_ELEMENTS, LcaUnit, lca_work
-from ._trees import Forest, NodeArrays
+from ..tuning import DEFAULT_TUNING, Tuning
+from . import pattern_recursion, split_patterns
 
-__all__ = ["build_units"]
-
-# Trees at most this deep go through batched enumeration (heap of 7 splits, patterns < 2^7).
-_HEAP_DEPTH = 3
-# For global values, trees of this depth go through the recursion too, its root on the patterns
-# that occur (``_recursion``); their per-row values stay with the LCA kernel.
-_OBSERVED_DEPTH = 4
-_MAX_REPEATED = 3
-# Leaf-wise trees with more repeated features than this never try the conditioned recursion (each may
-# double its states): on LightGBM (num_leaves=31) 92% of trees have at most 6 and all at most 8.
-_JUNCTION_REPEATED = 8
-_BATCH_TREES = 256
-# Per-pattern weights of a batch: trees x 2^(splits) floats (8 MB for 32 trees of depth 4).
-_BATCH_PATTERNS = 1 << 20
-_MIN_CHUNK_ROWS = 256
+__all__ = ["HeapUnit", "ObliviousUnit"]
 
 
 @dataclass
@@ -47,8 +32,9 @@ class HeapUnit:
 
     trees: np.ndarray
     means: np.ndarray
-    batch: _enumerate.HeapBatch
-    method: str = "auto"  # or force "enumerate" / "recursion" (tests)
+    batch: split_patterns.HeapBatch
+    method: str = "auto"  # "enumerate" or "recursion" when the routing forces one
+    tuning: Tuning = DEFAULT_TUNING
     _tables: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # milliseconds for hundreds of trees: not worth sending to another process
@@ -63,10 +49,11 @@ class HeapUnit:
         return 1 << ((1 << self.batch.depth) - 1)
 
     def chunk_rows(self) -> int:
-        return max(_MIN_CHUNK_ROWS, _CHUNK_ELEMENTS // (len(self.trees) * ((1 << self.batch.depth) - 1)))
+        splits = len(self.trees) * ((1 << self.batch.depth) - 1)
+        return max(self.tuning.min_chunk_rows, self.tuning.chunk_elements // splits)
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
-        keys = _enumerate.heap_keys(self.batch, X, dtype)
+        keys = split_patterns.heap_keys(self.batch, X, dtype)
         return (_tree_cells(keys, self.n_patterns),), self._predictions(keys)
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool):
@@ -83,32 +70,36 @@ class HeapUnit:
         for use_recursion, k, group in self._groups():
             batch = self.batch.select(group, k)
             if use_recursion:
-                phi = _recursion.summed_recursion_gradients(batch, per_quad[group], per_lin[group])
+                phi = pattern_recursion.summed_recursion_gradients(
+                    batch, per_quad[group], per_lin[group], self.tuning.root_elements
+                )
             else:
                 phi = self._subset_tables(use_recursion, k, group).summed(per_quad[group], per_lin[group])
             _add_players(phi, batch.features, out)
 
     def _predictions(self, keys: np.ndarray) -> np.ndarray:
         """``(n, T)`` each tree's prediction on rows of patterns ``keys``."""
-        if self.batch.depth > _recursion.CUBE_ROOT_DEPTH:  # a cube too large to tabulate
-            return np.take_along_axis(self.batch.leaf_value.T, _enumerate.pattern_leaf(self.batch.depth, keys), axis=0)
+        if self.batch.depth > pattern_recursion.CUBE_ROOT_DEPTH:  # a cube too large to tabulate
+            return np.take_along_axis(
+                self.batch.leaf_value.T, split_patterns.pattern_leaf(self.batch.depth, keys), axis=0
+            )
         if "values" not in self._tables:
             # in heap layout a pattern reaches the same bottom slot in every tree
             self._tables["values"] = self.batch.leaf_value[
-                :, _enumerate.pattern_leaf(self.batch.depth, np.arange(self.n_patterns))
+                :, split_patterns.pattern_leaf(self.batch.depth, np.arange(self.n_patterns))
             ]
         return self._tables["values"].ravel()[_tree_cells(keys, self.n_patterns)]
 
     def _cube(self) -> np.ndarray:
         """``(2^N, N)`` the decisions of every pattern."""
-        return (np.arange(self.n_patterns)[:, None] >> _enumerate.pattern_bits(self.batch.depth)) & 1 == 1
+        return (np.arange(self.n_patterns)[:, None] >> split_patterns.pattern_bits(self.batch.depth)) & 1 == 1
 
     def _subset_tables(self, use_recursion: bool, k: int, group: np.ndarray) -> _SubsetTables:
         name = ("subsets", use_recursion, k)
         if name not in self._tables:
             batch = self.batch.select(group, k)
             decisions = np.broadcast_to(self._cube(), (len(group), *self._cube().shape))
-            self._tables[name] = _SubsetTables(_enumerate.subset_values(batch, decisions), None, k)
+            self._tables[name] = _SubsetTables(split_patterns.subset_values(batch, decisions), None, k)
         return self._tables[name]
 
     def _local_tables(self) -> tuple[np.ndarray, np.ndarray]:
@@ -121,8 +112,8 @@ class HeapUnit:
                     batch = self.batch.select(group, k)
                     decisions = np.broadcast_to(self._cube(), (len(group), *self._cube().shape))
                     ones, zeros = np.ones(decisions.shape[:2]), np.zeros(decisions.shape[:2])
-                    quad = _recursion.recursion_gradients(batch, decisions, ones, zeros)
-                    lin = _recursion.recursion_gradients(batch, decisions, zeros, ones)
+                    quad = pattern_recursion.recursion_gradients(batch, decisions, ones, zeros)
+                    lin = pattern_recursion.recursion_gradients(batch, decisions, zeros, ones)
                 else:
                     quad, lin = self._subset_tables(use_recursion, k, group).units()
                 unit_quad[group, :, :k], unit_lin[group, :, :k] = quad, lin
@@ -137,7 +128,7 @@ class HeapUnit:
         evaluated together, with ``players`` columns.
         """
         players = self.batch.players_per_tree
-        repeated = _recursion.repeated_players(self.batch).sum(axis=1)
+        repeated = pattern_recursion.repeated_players(self.batch).sum(axis=1)
         recurse = (1 << repeated) * max(1, self.batch.depth) * 5 < (1 << players)
         if self.method != "auto":
             recurse = np.full(len(players), self.method == "recursion")
@@ -153,28 +144,29 @@ class ObliviousUnit:
 
     trees: np.ndarray
     means: np.ndarray
-    batch: _enumerate.HeapBatch
+    batch: split_patterns.HeapBatch
+    tuning: Tuning = DEFAULT_TUNING
     tables: _SubsetTables = field(init=False)
 
     parallel_work = 0.0  # as for HeapUnit
 
     def __post_init__(self):
         # (T, 2^D known-level masks, 2^D patterns), row-independent
-        self.tables = _SubsetTables(*_enumerate.oblivious_level_values(self.batch), self.batch.n_players)
+        self.tables = _SubsetTables(*split_patterns.oblivious_level_values(self.batch), self.batch.n_players)
 
     @property
     def work(self) -> float:
         return float(self.tables.values.size)
 
     def chunk_rows(self) -> int:
-        return max(_MIN_CHUNK_ROWS, _CHUNK_ELEMENTS // (len(self.trees) * self.batch.depth))
+        return max(self.tuning.min_chunk_rows, self.tuning.chunk_elements // (len(self.trees) * self.batch.depth))
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
         depth = self.batch.depth
         level = (1 << np.arange(depth)) - 1  # first heap node of each level stands for the level
         batch = self.batch
         # pattern bits: 1 = right, level 0 most significant
-        left = _enumerate.decision_keys(
+        left = split_patterns.decision_keys(
             X,
             batch.feature[:, level],
             batch.threshold[:, level],
@@ -220,7 +212,7 @@ class _SubsetTables:
     def __init__(self, values: np.ndarray, rows: np.ndarray | None, n_players: int):
         self.values = values
         self.rows = rows
-        self.shapley = _enumerate.shapley_matrix(n_players)
+        self.shapley = split_patterns.shapley_matrix(n_players)
         self._units: tuple[np.ndarray, np.ndarray] | None = None
 
     def summed(self, per_quad: np.ndarray, per_lin: np.ndarray) -> np.ndarray:
@@ -272,106 +264,3 @@ def _scatter_local(phi: np.ndarray, features: np.ndarray, out: np.ndarray) -> No
     keys = (np.arange(n_rows)[:, None] * len(columns) + position[None, :]).ravel()
     dense = np.bincount(keys, weights=phi[:, used].ravel(), minlength=n_rows * len(columns))
     out[:, columns] += dense.reshape(n_rows, len(columns))
-
-
-def build_units(forest: Forest, strategy: str = "auto", local: bool = False, lca_units: dict | None = None) -> list:
-    """Group a forest's trees into units, in order; single-leaf trees only shift the mean.
-
-    ``strategy`` forces a kernel for testing: ``"lca"`` sends every tree through
-    the LCA kernel, ``"enumerate"`` / ``"recursion"`` send every eligible tree
-    through subset enumeration / the two-particle recursion, ``"junction"`` every
-    tree through the conditioned recursion for global values (LCA for local ones).  ``local`` units
-    give per-row values.  ``lca_units`` (tree index to unit) shares LCA units, and with
-    them their compiled plans, between calls.
-    """
-    nodes = forest.nodes
-    kinds = _kinds(nodes, strategy, local)
-    depths, means = nodes.tree_depth, nodes.tree_mean
-    work = lca_work(nodes)
-    junction = _junction_modes(nodes, strategy)
-    lca_units = {} if lca_units is None else lca_units
-    units: list = []
-    start = 0
-    while start < len(kinds):
-        kind = kinds[start]
-        if kind == "constant":
-            start += 1
-            continue
-        if kind == "lca":
-            if start not in lca_units:
-                tree = forest.trees[start]
-                lca_units[start] = LcaUnit(np.array([start]), means[[start]], tree, work[start], junction[start])
-            units.append(lca_units[start])
-            start += 1
-            continue
-        stop = start + 1
-        # the pattern weights of a heap batch span its whole cube: 2^15 per depth-4 tree
-        size = _BATCH_TREES if kind != "observed" else max(1, _BATCH_PATTERNS >> ((1 << _OBSERVED_DEPTH) - 1))
-        while (
-            stop < len(kinds)
-            and stop - start < size
-            and kinds[stop] == kind
-            and (kind == "heap" or depths[stop] == depths[start])
-        ):
-            stop += 1
-        index = np.arange(start, stop)
-        batch = _enumerate.heap_layout(nodes, index, int(depths[index].max()), oblivious=kind == "oblivious")
-        if kind == "oblivious":
-            units.append(ObliviousUnit(index, means[index], batch))
-        else:
-            method = strategy if strategy in ("enumerate", "recursion") else "auto"
-            if kind == "observed":
-                method = "recursion"  # the subsets of a 2^15 cube are out of reach
-            units.append(HeapUnit(index, means[index], batch, method))
-        start = stop
-    return units
-
-
-def _junction_modes(nodes: NodeArrays, strategy: str) -> np.ndarray:
-    """Per tree, when an LCA unit may take the conditioned recursion instead.
-
-    Leaf-wise trees (under a quarter of the leaves their depth allows, as LightGBM
-    grows them: 98% of its trees with 31 leaves) with few repeated features are
-    where it wins, by up to 3x.  Level-wise trees of depth 6-7 (XGBoost, pruned)
-    carry too many states: at most 5% of them would be cheaper, and preparing the
-    choice costs about as much as it saves.
-    """
-    if strategy == "junction":
-        return np.full(len(nodes.tree_depth), "always")
-    leaves = np.sum(nodes.is_leaf & (nodes.depth >= 0), axis=1)
-    leaf_wise = leaves < 2.0 ** (nodes.tree_depth - 2)
-    few_repeated = _repeated_features(nodes) <= _JUNCTION_REPEATED
-    return np.where(leaf_wise & few_repeated & (strategy == "auto"), "cheaper", "never")
-
-
-def _repeated_features(nodes: NodeArrays) -> np.ndarray:
-    """``(T,)`` features that split more than one node of each tree."""
-    internal = (nodes.left >= 0) & (nodes.depth >= 0)
-    ordered = np.sort(np.where(internal, nodes.feature, -1), axis=1)
-    same = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
-    first_repeat = same & ~np.concatenate([np.zeros((len(ordered), 1), bool), same[:, :-1]], axis=1)
-    return np.sum(first_repeat, axis=1)
-
-
-def _kinds(nodes: NodeArrays, strategy: str, local: bool) -> list[str]:
-    depth = nodes.tree_depth
-    internal = (nodes.left >= 0) & (nodes.depth >= 0)
-    ordered = np.sort(np.where(internal, nodes.feature, -1), axis=1)
-    players = np.sum((ordered[:, 1:] != ordered[:, :-1]) & (ordered[:, 1:] >= 0), axis=1) + (ordered[:, 0] >= 0)
-    oblivious = _enumerate.oblivious_trees(nodes)
-    kinds = np.full(len(depth), "lca", dtype=object)
-    if strategy not in ("lca", "junction"):
-        # shallow trees all go to heap batches (symmetric or not) so that batches stay long
-        forced = strategy in ("enumerate", "recursion")
-        # (the cube of a depth-4 heap has 2^15 patterns: too many even for tests)
-        shallow = depth <= _HEAP_DEPTH
-        small_oblivious = oblivious & ~shallow & ((depth + players <= 16) | forced)
-        kinds[shallow] = "heap"
-        if not local and strategy != "enumerate":
-            repeated = _repeated_features(nodes)
-            # each repeated feature doubles the recursion's states: past a few, the LCA kernel is cheaper
-            cheap = (repeated <= _MAX_REPEATED) | (strategy == "recursion")
-            kinds[(depth == _OBSERVED_DEPTH) & cheap] = "observed"
-        kinds[small_oblivious] = "oblivious"
-    kinds[depth == 0] = "constant"
-    return list(kinds)

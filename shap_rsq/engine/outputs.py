@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from ._explainer_checks import check_row_totals
-from ._model_info import ModelInfo
-from ._validation import Rows, check_column_shape, target_values
+from ..models.info import ModelInfo
+from .run import check_row_totals
+from .validation import Rows, check_column_shape, target_values
 
 __all__ = [
     "MULTIOUTPUT",

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ._trees import Forest
+from .forest import Forest
 
 __all__ = ["ModelInfo", "UnsupportedModelError", "as_names", "refuse"]
 

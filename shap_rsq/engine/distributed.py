@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ._engine import decompose
-from ._validation import check_column_shape, check_weight_total, check_weights, numeric_dtype, target_values
+from .run import decompose
+from .validation import check_column_shape, check_weight_total, check_weights, numeric_dtype, target_values
 
 __all__ = ["is_dask_array", "rsq_over_blocks"]
 

@@ -1,0 +1,150 @@
+"""The one place that chooses a kernel for each tree, from the tree's shape and the :class:`Tuning`.
+
+Trees are grouped, in order, into units of work (:class:`~shap_rsq.kernels.protocol.TreeKernel`):
+
+========================  ==============================================================
+kernel                    trees (``kernel="auto"``)
+========================  ==============================================================
+subset enumeration        depth <= ``heap_depth``, batched on the cube of split patterns
+                          (``kernels.small_trees.HeapUnit``), and symmetric trees whose
+                          ``depth + players <= 16`` (``ObliviousUnit``)
+two-particle recursion    depth ``observed_depth`` with at most ``max_repeated`` repeated
+                          features, global values only (``HeapUnit``, method "recursion")
+conditioned recursion     leaf-wise trees with at most ``junction_repeated`` repeated features
+                          try it, global values only, when cheaper on the rows at hand
+                          (``kernels.lca_tree.LcaUnit``, ``junction="cheaper"``)
+LCA kernel                every other tree (``LcaUnit``)
+========================  ==============================================================
+
+``kernel=`` forces one path (tests, benchmarks): ``"lca"`` sends every tree through the LCA
+kernel; ``"enumerate"`` / ``"recursion"`` send every eligible tree through subset enumeration /
+the two-particle recursion; ``"junction"`` every tree through the conditioned recursion for
+global values (the LCA kernel for per-row values).  Every choice gives the same values.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from ..kernels import split_patterns
+from ..kernels.lca_tree import LcaUnit, lca_work
+from ..kernels.small_trees import HeapUnit, ObliviousUnit
+from ..models.forest import Forest, NodeArrays
+from ..tuning import DEFAULT_TUNING, Tuning
+
+__all__ = ["KERNELS", "Kernel", "build_units"]
+
+Kernel = Literal["auto", "lca", "enumerate", "recursion", "junction"]
+KERNELS: tuple[str, ...] = ("auto", "lca", "enumerate", "recursion", "junction")
+
+
+def build_units(
+    forest: Forest,
+    kernel: Kernel = "auto",
+    local: bool = False,
+    lca_units: dict | None = None,
+    tuning: Tuning = DEFAULT_TUNING,
+) -> list:
+    """Group a forest's trees into units, in order; single-leaf trees only shift the mean.
+
+    ``kernel`` chooses or forces the kernels (see the module's table); ``local`` units give
+    per-row values.  ``lca_units`` (tree index to unit) shares LCA units, and with them their
+    compiled plans, between calls.
+    """
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}; got {kernel!r}.")
+    nodes = forest.nodes
+    kinds = _kinds(nodes, kernel, local, tuning)
+    depths, means = nodes.tree_depth, nodes.tree_mean
+    work = lca_work(nodes)
+    junction = _junction_modes(nodes, kernel, tuning)
+    lca_units = {} if lca_units is None else lca_units
+    units: list = []
+    start = 0
+    while start < len(kinds):
+        kind = kinds[start]
+        if kind == "constant":
+            start += 1
+            continue
+        if kind == "lca":
+            if start not in lca_units:
+                tree = forest.trees[start]
+                index = np.array([start])
+                lca_units[start] = LcaUnit(index, means[[start]], tree, work[start], junction[start], tuning)
+            units.append(lca_units[start])
+            start += 1
+            continue
+        stop = start + 1
+        # the pattern weights of a heap batch span its whole cube: 2^15 per depth-4 tree
+        observed_cube = (1 << tuning.observed_depth) - 1
+        size = tuning.batch_trees if kind != "observed" else max(1, tuning.batch_patterns >> observed_cube)
+        while (
+            stop < len(kinds)
+            and stop - start < size
+            and kinds[stop] == kind
+            and (kind == "heap" or depths[stop] == depths[start])
+        ):
+            stop += 1
+        index = np.arange(start, stop)
+        batch = split_patterns.heap_layout(nodes, index, int(depths[index].max()), oblivious=kind == "oblivious")
+        if kind == "oblivious":
+            units.append(ObliviousUnit(index, means[index], batch, tuning))
+        else:
+            method = kernel if kernel in ("enumerate", "recursion") else "auto"
+            if kind == "observed":
+                method = "recursion"  # the subsets of a 2^15 cube are out of reach
+            units.append(HeapUnit(index, means[index], batch, method, tuning))
+        start = stop
+    return units
+
+
+def _junction_modes(nodes: NodeArrays, kernel: str, tuning: Tuning) -> np.ndarray:
+    """Per tree, when an LCA unit may take the conditioned recursion instead.
+
+    Leaf-wise trees (under a quarter of the leaves their depth allows, as LightGBM
+    grows them: 98% of its trees with 31 leaves) with few repeated features are
+    where it wins, by up to 3x.  Level-wise trees of depth 6-7 (XGBoost, pruned)
+    carry too many states: at most 5% of them would be cheaper, and preparing the
+    choice costs about as much as it saves.
+    """
+    if kernel == "junction":
+        return np.full(len(nodes.tree_depth), "always")
+    leaves = np.sum(nodes.is_leaf & (nodes.depth >= 0), axis=1)
+    leaf_wise = leaves < 2.0 ** (nodes.tree_depth - 2)
+    few_repeated = _repeated_features(nodes) <= tuning.junction_repeated
+    return np.where(leaf_wise & few_repeated & (kernel == "auto"), "cheaper", "never")
+
+
+def _repeated_features(nodes: NodeArrays) -> np.ndarray:
+    """``(T,)`` features that split more than one node of each tree."""
+    internal = (nodes.left >= 0) & (nodes.depth >= 0)
+    ordered = np.sort(np.where(internal, nodes.feature, -1), axis=1)
+    same = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
+    first_repeat = same & ~np.concatenate([np.zeros((len(ordered), 1), bool), same[:, :-1]], axis=1)
+    return np.sum(first_repeat, axis=1)
+
+
+def _kinds(nodes: NodeArrays, kernel: str, local: bool, tuning: Tuning) -> list[str]:
+    depth = nodes.tree_depth
+    internal = (nodes.left >= 0) & (nodes.depth >= 0)
+    ordered = np.sort(np.where(internal, nodes.feature, -1), axis=1)
+    players = np.sum((ordered[:, 1:] != ordered[:, :-1]) & (ordered[:, 1:] >= 0), axis=1) + (ordered[:, 0] >= 0)
+    oblivious = split_patterns.oblivious_trees(nodes)
+    kinds = np.full(len(depth), "lca", dtype=object)
+    if kernel not in ("lca", "junction"):
+        # shallow trees all go to heap batches (symmetric or not) so that batches stay long
+        forced = kernel in ("enumerate", "recursion")
+        # (the cube of a depth-4 heap has 2^15 patterns: too many even for tests)
+        shallow = depth <= tuning.heap_depth
+        small_oblivious = oblivious & ~shallow & ((depth + players <= 16) | forced)
+        kinds[shallow] = "heap"
+        if not local and kernel != "enumerate":
+            repeated = _repeated_features(nodes)
+            # each repeated feature doubles the recursion's states: past a few, the LCA kernel is cheaper
+            cheap = (repeated <= tuning.max_repeated) | (kernel == "recursion")
+            kinds[(depth == tuning.observed_depth) & cheap] = "observed"
+        kinds[small_oblivious] = "oblivious"
+    kinds[depth == 0] = "constant"
+    return list(kinds)

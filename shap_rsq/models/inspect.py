@@ -1,0 +1,85 @@
+"""What shap-rsq accepts: inspect a model and refuse what cannot be decomposed.
+
+shap parses the trees of every supported family.  This layer only decides whether a model is a
+fitted squared-error regressor (or a forest classifier) without categorical splits, says where its
+trees are read from and how to check them against the model's own predictions.  Where shap's loader
+misreads a model, the family's module fixes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+from shap.explainers._tree import TreeEnsemble
+from shap.utils import safe_isinstance
+from sklearn.base import is_classifier
+
+from .catboost_models import catboost_info
+from .forest import Forest
+from .info import ModelInfo, UnsupportedModelError
+from .lightgbm_models import lightgbm_info
+from .sklearn_models import sklearn_info
+from .xgboost_models import xgboost_info
+
+__all__ = ["ModelInfo", "UnsupportedModelError", "inspect_model", "read_forests"]
+
+_SUPPORTED = (
+    "scikit-learn DecisionTreeRegressor, ExtraTreeRegressor, RandomForestRegressor, ExtraTreesRegressor, "
+    "GradientBoostingRegressor, HistGradientBoostingRegressor; XGBRegressor or xgboost.Booster; "
+    "LGBMRegressor or lightgbm.Booster; CatBoostRegressor"
+)
+
+
+def inspect_model(model: Any) -> ModelInfo:
+    """Check that ``model`` can be decomposed and describe it; raise a clear error otherwise."""
+    info = sklearn_info(model)
+    if info is not None:
+        return info
+    _refuse_classifier(model)
+    if safe_isinstance(model, ["xgboost.sklearn.XGBModel", "xgboost.core.Booster"]):
+        return xgboost_info(model)
+    if safe_isinstance(model, ["lightgbm.sklearn.LGBMModel", "lightgbm.basic.Booster"]):
+        return lightgbm_info(model)
+    if safe_isinstance(model, "catboost.core.CatBoost"):
+        return catboost_info(model)
+    raise UnsupportedModelError(f"{type(model).__name__} is not a supported tree model. Supported: {_SUPPORTED}.")
+
+
+def _refuse_classifier(model: Any) -> None:
+    try:
+        classifier = is_classifier(model)
+    except (AttributeError, TypeError):  # boosters and other non-estimators carry no sklearn tags
+        classifier = getattr(model, "_estimator_type", None) == "classifier"
+    if classifier:
+        raise UnsupportedModelError(
+            f"{type(model).__name__} is a boosted classifier: its probabilities are a sigmoid or softmax of a sum "
+            "of trees, not a sum of trees, so their squared error (the Brier score) has no exact Shapley "
+            "decomposition.  Use a forest classifier (DecisionTreeClassifier, RandomForestClassifier, "
+            "ExtraTreesClassifier), or a squared-error regressor fitted on the 0/1 target."
+        )
+
+
+def read_forests(shap_model: Any, info: ModelInfo, model_name: str) -> list[Forest]:
+    """One forest table per output, from shap's parsed model (or the trees ``info`` fixed up).
+
+    ``shap_model`` is the ``TreeEnsemble`` shap's ``TreeExplainer`` built from the model.
+    """
+    ensemble = shap_model if info.trees is None else TreeEnsemble(info.trees)
+    if ensemble.trees is None:
+        raise UnsupportedModelError(f"shap could not read the trees of this {model_name}.")
+    if np.any((ensemble.threshold_types > 0) & (ensemble.children_left >= 0)):
+        raise UnsupportedModelError("Models with categorical splits are not supported.")
+    tree_limit = info.tree_limit if info.tree_limit is not None else ensemble.tree_limit
+    return [_read_forest(ensemble, info, tree_limit, k) for k in range(info.n_outputs)]
+
+
+def _read_forest(ensemble, info: ModelInfo, tree_limit: int | None, output: int) -> Forest:
+    """One output's trees; trees that never touch it (another target's, in XGBoost) are dropped."""
+    forest = Forest.from_ensemble(ensemble, info.n_features, tree_limit, output)
+    if info.adjust is not None:
+        forest = info.adjust(forest)
+    if info.bases is not None:
+        forest = dataclasses.replace(forest, base_offset=info.bases[output])
+    return forest if info.n_outputs == 1 else forest.without_zero_trees()

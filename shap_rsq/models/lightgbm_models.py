@@ -1,0 +1,127 @@
+"""LightGBM: which models are accepted (L2 objectives, no categorical splits, constant leaves), and the
+fixes of shap's reading: splits that send NaN as 0.0, and random-forest mode's average of its trees."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from .forest import Forest
+from .info import ModelInfo, UnsupportedModelError, as_names, refuse
+
+__all__ = ["lightgbm_info"]
+
+_LIGHTGBM_L2 = {
+    "regression",
+    "regression_l2",
+    "l2",
+    "mean_squared_error",
+    "mse",
+    "l2_root",
+    "root_mean_squared_error",
+    "rmse",
+}
+
+
+def lightgbm_info(model: Any) -> ModelInfo:
+    """Record of an ``LGBMRegressor`` or ``lightgbm.Booster``; refuses what cannot be decomposed."""
+    import lightgbm
+
+    booster = model if isinstance(model, lightgbm.Booster) else model.booster_  # raises when unfitted
+    dump = booster.dump_model(num_iteration=-1)
+    _check_lightgbm_objective(dump)
+    if int(dump.get("num_class", 1)) > 1 or int(dump.get("num_tree_per_iteration", 1)) > 1:
+        raise UnsupportedModelError("LightGBM model has several outputs; only single-output models are supported.")
+    splits = [_lightgbm_splits(tree["tree_structure"]) for tree in dump["tree_info"]]
+    if any(node.get("decision_type", "<=") != "<=" for tree in splits for node in tree):
+        raise UnsupportedModelError(
+            "LightGBM model with categorical splits is not supported: categorical splits have no threshold order."
+        )
+    best = booster.best_iteration
+    tree_limit = best * booster.num_model_per_iteration() if best and best > 0 else None
+    adjust = partial(_fix_lightgbm_forest, nan_as_zero=_nan_as_zero(splits), average=bool(dump.get("average_output")))
+    return ModelInfo(
+        model,
+        None,
+        booster.num_feature(),
+        as_names(booster.feature_name()),
+        tree_limit,
+        model.predict,
+        "lightgbm",
+        adjust,
+    )
+
+
+def _check_lightgbm_objective(dump: dict) -> None:
+    if "objective" not in dump:
+        # a custom objective function leaves no name in the model: it may not be squared error
+        raise UnsupportedModelError(
+            "LightGBM model trained with a custom objective function is not supported: the R^2 decomposition "
+            "needs a regressor fitted with squared error, and the model does not record which loss it used."
+        )
+    objective, *options = str(dump["objective"]).split()
+    if objective not in _LIGHTGBM_L2:
+        refuse("LightGBM model", "objective", objective)
+    if "sqrt" in options:
+        # the model predicts the square of its trees' sum
+        refuse("LightGBM model", "reg_sqrt", True)
+
+
+def _lightgbm_splits(root: dict) -> list[dict]:
+    """The split nodes of one tree of a LightGBM dump; linear leaves are refused on the way."""
+    splits, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        if "leaf_coeff" in node:
+            raise UnsupportedModelError(
+                "LightGBM model with linear_tree=True is not supported: leaves must be constants."
+            )
+        if "split_index" in node:
+            splits.append(node)
+            stack.extend((node["left_child"], node["right_child"]))
+    return splits
+
+
+def _nan_as_zero(splits: list[list[dict]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Splits where LightGBM reads NaN as 0.0: ``(tree, node, 0.0 goes left)``.
+
+    LightGBM only sends NaN to the default child at splits whose ``missing_type``
+    is ``NaN``.  Where it is ``None`` (no NaN seen in training, or
+    ``use_missing=False``) NaN is replaced by 0.0 and compared with the
+    threshold, whatever ``default_left`` says; shap uses ``default_left``.
+    Where it is ``Zero`` (``zero_as_missing=True``) zeros and NaN take the
+    default child, which a threshold can only express when it agrees with
+    where 0.0 falls.  shap numbers a split node by its ``split_index``.
+    """
+    found = []
+    for t, tree in enumerate(splits):
+        for node in tree:
+            zero_left = 0.0 <= float(node["threshold"])
+            kind = node.get("missing_type", "None")
+            if kind == "Zero" and bool(node["default_left"]) != zero_left:
+                raise UnsupportedModelError(
+                    "LightGBM model with zero_as_missing=True is not supported: it sends zeros to the default "
+                    "child at splits whose threshold sends them the other way.  Use NaN for missing values."
+                )
+            if kind == "None":
+                found.append((t, int(node["split_index"]), zero_left))
+    table = np.array(found, dtype=np.int64).reshape(-1, 3)
+    return table[:, 0], table[:, 1], table[:, 2].astype(bool)
+
+
+def _fix_lightgbm_forest(
+    forest: Forest, nan_as_zero: tuple[np.ndarray, np.ndarray, np.ndarray], average: bool
+) -> Forest:
+    """NaN routed as LightGBM routes it, and random-forest mode's average of the trees."""
+    nodes = forest.nodes
+    tree, node, zero_left = nan_as_zero
+    used = tree < forest.n_trees  # early stopping may have dropped trailing trees
+    tree, node, zero_left = tree[used], node[used], zero_left[used]
+    default = nodes.default.copy()
+    default[tree, node] = np.where(zero_left, nodes.left[tree, node], nodes.right[tree, node])
+    # boosting='rf' predicts the mean of its trees, which shap reads as their sum
+    value = nodes.value / forest.n_trees if average else nodes.value
+    return replace(forest, nodes=replace(nodes, default=default, value=value))

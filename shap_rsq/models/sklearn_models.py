@@ -1,0 +1,127 @@
+"""scikit-learn trees, forests and gradient boosting: which are accepted, and how shap reads them.
+
+shap parses their trees; this module checks that the model is a fitted squared-error regressor (or a
+forest classifier, whose class probabilities are sums of trees) and hands shap a model it can read
+where it cannot read the original (``GradientBoostingRegressor(init="zero")``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from shap.utils import safe_isinstance
+from sklearn.utils.validation import check_is_fitted
+
+from .info import ModelInfo, UnsupportedModelError, as_names, refuse
+
+__all__ = ["SKLEARN_FOREST_CLASSIFIERS", "SKLEARN_TREES", "sklearn_info"]
+
+SKLEARN_TREES = [
+    "sklearn.tree.DecisionTreeRegressor",
+    "sklearn.tree.ExtraTreeRegressor",
+    "sklearn.ensemble.RandomForestRegressor",
+    "sklearn.ensemble.ExtraTreesRegressor",
+]
+# their predict_proba is a sum of trees (each tree's leaf class fractions, averaged)
+SKLEARN_FOREST_CLASSIFIERS = [
+    "sklearn.tree.DecisionTreeClassifier",
+    "sklearn.tree.ExtraTreeClassifier",
+    "sklearn.ensemble.RandomForestClassifier",
+    "sklearn.ensemble.ExtraTreesClassifier",
+]
+_SQUARED_CRITERIA = {"squared_error", "friedman_mse"}
+
+
+def sklearn_info(model: Any) -> ModelInfo | None:
+    """The model's record if it is a supported scikit-learn model, else ``None``."""
+    if safe_isinstance(model, SKLEARN_FOREST_CLASSIFIERS):
+        return _sklearn_forest_classifier(model)
+    if safe_isinstance(model, SKLEARN_TREES):
+        return _sklearn_tree(model)
+    if safe_isinstance(model, "sklearn.ensemble.GradientBoostingRegressor"):
+        return _sklearn_gradient_boosting(model)
+    if safe_isinstance(model, "sklearn.ensemble.HistGradientBoostingRegressor"):
+        return _sklearn_hist_gradient_boosting(model)
+    return None
+
+
+def _sklearn_common(model: Any, several_outputs: bool = False) -> None:
+    check_is_fitted(model)
+    if getattr(model, "n_outputs_", 1) != 1 and not several_outputs:
+        raise UnsupportedModelError(
+            f"{type(model).__name__} has {model.n_outputs_} outputs; only single-output models are supported."
+        )
+
+
+def _sklearn_info(model: Any, shap_model: Any = None, **outputs: Any) -> ModelInfo:
+    """scikit-learn models: shap reads the trees (from ``shap_model`` when given), predict checks them."""
+    names = as_names(getattr(model, "feature_names_in_", None))
+    predict = model.predict_proba if outputs.get("classes") is not None else model.predict
+    return ModelInfo(shap_model or model, None, model.n_features_in_, names, None, predict, "sklearn", **outputs)
+
+
+def _sklearn_tree(model: Any) -> ModelInfo:
+    _sklearn_common(model, several_outputs=True)
+    if model.criterion not in _SQUARED_CRITERIA:
+        refuse(type(model).__name__, "criterion", model.criterion)
+    n_outputs = model.n_outputs_
+    return _sklearn_info(model, outputs=tuple(f"output {k}" for k in range(n_outputs)) if n_outputs > 1 else ())
+
+
+def _sklearn_forest_classifier(model: Any) -> ModelInfo:
+    """Forest classifiers: class k's probability is a sum of trees, so its squared error decomposes."""
+    check_is_fitted(model)
+    if model.n_outputs_ != 1:
+        raise UnsupportedModelError(
+            f"{type(model).__name__} has {model.n_outputs_} outputs (multi-label); only one label per row is supported."
+        )
+    classes = np.asarray(model.classes_)
+    return _sklearn_info(model, outputs=tuple(str(c) for c in classes), classes=classes)
+
+
+def _sklearn_gradient_boosting(model: Any) -> ModelInfo:
+    _sklearn_common(model)
+    if model.loss != "squared_error":
+        refuse("GradientBoostingRegressor", "loss", model.loss)
+    shap_model: Any = model
+    if isinstance(model.init_, str) and model.init_ == "zero":
+        # shap only reads constant init estimators; 'zero' is the constant 0
+        shap_model = {
+            "trees": [_sklearn_tree_dict(e.tree_, model.learning_rate) for e in model.estimators_[:, 0]],
+            "base_offset": 0.0,
+            "input_dtype": np.float32,
+        }
+    elif not safe_isinstance(model.init_, "sklearn.dummy.DummyRegressor"):
+        raise UnsupportedModelError(
+            f"GradientBoostingRegressor with init={type(model.init_).__name__} is not supported: "
+            "its starting prediction must be a constant (init=None, 'zero' or a DummyRegressor)."
+        )
+    return _sklearn_info(model, shap_model)
+
+
+def _sklearn_tree_dict(tree: Any, scaling: float) -> dict:
+    return {
+        "children_left": tree.children_left.astype(np.int32),
+        "children_right": tree.children_right.astype(np.int32),
+        "children_default": np.where(
+            getattr(tree, "missing_go_to_left", np.ones(tree.node_count, bool)), tree.children_left, tree.children_right
+        ).astype(np.int32),
+        "features": tree.feature.astype(np.int32),
+        "thresholds": tree.threshold.astype(np.float64),
+        "values": tree.value.reshape(tree.node_count, 1) * scaling,
+        "node_sample_weight": tree.weighted_n_node_samples.astype(np.float64),
+    }
+
+
+def _sklearn_hist_gradient_boosting(model: Any) -> ModelInfo:
+    check_is_fitted(model)
+    if model.loss != "squared_error":
+        refuse("HistGradientBoostingRegressor", "loss", model.loss)
+    categorical = getattr(model, "is_categorical_", None)
+    if categorical is not None and np.any(categorical):
+        raise UnsupportedModelError(
+            "HistGradientBoostingRegressor with categorical features is not supported: categorical splits "
+            f"(features {np.flatnonzero(categorical).tolist()}) have no threshold order."
+        )
+    return _sklearn_info(model)

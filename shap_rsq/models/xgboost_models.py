@@ -1,0 +1,94 @@
+"""XGBoost: which models are accepted (squared error, ``gbtree``, NaN as missing), how they predict, and
+each target's base score for multi-target models (shap reads the first target's for all)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+from sklearn.exceptions import NotFittedError
+
+from .info import ModelInfo, UnsupportedModelError, as_names, refuse
+
+__all__ = ["xgboost_info"]
+
+
+def xgboost_info(model: Any) -> ModelInfo:
+    """Record of an ``XGBRegressor`` or ``xgboost.Booster``; refuses what cannot be decomposed."""
+    import xgboost
+
+    is_booster = isinstance(model, xgboost.Booster)
+    booster = model if is_booster else model.get_booster()  # raises NotFittedError when unfitted
+    config = _xgboost_config(booster)
+    _check_xgboost_settings(model, is_booster, config)
+    if booster.feature_types is not None and "c" in booster.feature_types:
+        categorical = [i for i, t in enumerate(booster.feature_types) if t == "c"]
+        raise UnsupportedModelError(
+            f"XGBoost model with categorical features {categorical} is not supported: categorical splits "
+            "have no threshold order."
+        )
+    n_features = booster.num_features()
+    outputs, bases = _xgboost_targets(config)
+    if is_booster:
+
+        def predict(X):
+            # rows given as an array take the names the booster was trained with
+            names = None if hasattr(X, "columns") else booster.feature_names
+            return booster.predict(xgboost.DMatrix(X, missing=np.nan, feature_names=names))
+
+        # Booster.predict uses every tree; shap would stop at best_iteration
+        tree_limit = len(booster.get_dump())
+    else:
+        predict = model.predict
+        tree_limit = None
+    names = as_names(booster.feature_names)
+    return ModelInfo(model, None, n_features, names, tree_limit, predict, "xgboost", outputs=outputs, bases=bases)
+
+
+def _xgboost_targets(config: dict) -> tuple[tuple[str, ...], tuple[float, ...] | None]:
+    """Names and base scores of a multi-target model's outputs (one tree per target and round).
+
+    shap reads the first target's base score for every target: the config holds them all.
+    """
+    parameters = config["learner_model_param"]
+    targets = max(int(parameters.get("num_target", "1")), 1)
+    if targets == 1:
+        return (), None
+    bases = tuple(float(b) for b in parameters["base_score"].strip("[]").split(","))
+    return tuple(f"output {k}" for k in range(targets)), bases
+
+
+def _xgboost_config(booster: Any) -> dict:
+    import xgboost
+
+    try:
+        return json.loads(booster.save_config())["learner"]
+    except xgboost.core.XGBoostError as error:
+        # a Booster() that was never trained nor loaded fails every query with a C++ stack trace
+        raise NotFittedError(
+            "This xgboost.Booster has no model: train it (xgboost.train) or load one (load_model) first."
+        ) from error
+
+
+def _check_xgboost_settings(model: Any, is_booster: bool, config: dict) -> None:
+    objective = config["objective"]["name"]
+    if not is_booster and callable(getattr(model, "objective", None)):
+        # a custom objective leaves the default name in the booster: it may not be squared error
+        refuse("XGBoost model", "objective", f"custom function {getattr(model.objective, '__name__', '?')}")
+    if objective not in ("reg:squarederror", "reg:linear"):
+        refuse("XGBoost model", "objective", objective)
+    name = config["gradient_booster"]["name"]
+    if name != "gbtree":
+        refuse("XGBoost model", "booster", name)
+    if config.get("learner_train_param", {}).get("multi_strategy") == "multi_output_tree":
+        raise UnsupportedModelError(
+            "XGBoost model with vector leaves (multi_strategy='multi_output_tree') is not supported: shap cannot "
+            "read its trees.  Fit it with multi_strategy='one_output_per_tree' (the default)."
+        )
+    missing = getattr(model, "missing", np.nan)
+    if not is_booster and missing is not None and not np.isnan(missing):
+        # its predict sends this value to the default child, which no threshold can express
+        raise UnsupportedModelError(
+            f"XGBoost model with missing={missing!r} is not supported: use NaN for missing values (the default)."
+        )

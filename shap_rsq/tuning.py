@@ -1,0 +1,109 @@
+"""Every tuned number of the engine, in one frozen record.
+
+Each field says what it trades; the measurements behind the defaults are in
+``docs/benchmarks.md`` ("Tuning").  None of them changes a result: every setting gives the
+same values (to rounding), only in another time or memory.  Tests force paths with
+``dataclasses.replace(DEFAULT_TUNING, ...)`` passed to the engine, never by changing globals.
+
+This module imports nothing but the standard library, so every layer may read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_TUNING", "Tuning"]
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Thresholds that choose kernels, block sizes and parallelism.
+
+    Attributes
+    ----------
+    heap_depth : int
+        Trees at most this deep go through batched subset enumeration on the whole cube of their
+        split patterns (a heap of 7 splits at depth 3, fewer than 2^7 patterns).  Deeper cubes
+        grow as 2^(2^depth): a depth-4 cube has 2^15 patterns.
+    observed_depth : int
+        For global values, trees of this depth go through the two-particle recursion with its
+        root on the split patterns the rows reach (their per-row values use the LCA kernel).
+    max_repeated : int
+        ... if they have at most this many repeated features: each doubles the recursion's
+        states, and past 3 the LCA kernel was faster on depth-4 trees.
+    junction_repeated : int
+        Leaf-wise trees with more repeated features never try the conditioned recursion
+        (LightGBM with 31 leaves: 92% of trees have at most 6, all at most 8).
+    junction_share : float
+        The conditioned recursion takes a leaf-wise tree when its work (states x quadrature nodes
+        x sub-patterns) is below this fraction of the LCA kernel's estimate: its time per element
+        is 10-20x the LCA kernel's per item.  Timed per tree on LightGBM (300 trees, 31 leaves).
+    junction_elements : int
+        ... and below this many elements (its saved arrays, about six per element, stay small).
+    patterns_per_leaf : int
+        Lower bound of sub-patterns per leaf used to turn trees away from the conditioned
+        recursion before their sub-patterns are found (finding them costs 1-3 ms a tree).
+    batch_trees : int
+        Consecutive small trees evaluated together in one enumeration batch.
+    batch_patterns : int
+        Per-pattern weights of one batch of depth-4 trees (trees x 2^15 floats): bounds memory.
+    chunk_elements : int
+        Elements of one routing block (rows x path entries, rows x splits): memory per block.
+    min_chunk_rows : int
+        Smallest row chunk of a batch, so that NumPy calls stay long on wide batches.
+    pattern_elements : int
+        Distinct patterns x items per LCA kernel call: index arrays of up to 2^24 entries (128 MB)
+        keep a tree's cell tables computed once for typical data sizes.
+    block_elements : int
+        Float64 elements of one temporary array in the LCA kernel (4 MB): its passes are
+        memory-bound products, and blocks that stay in cache ran 1.2-1.3x faster than 64 MB ones.
+    chunk_cells : int
+        Cross cells whose value and cotangent tables every row block reads and writes at random:
+        2^13 cells x 8 nodes x 2 tables x 8 bytes stay within a core's L2 cache.
+    dense_ratio : float
+        A width of items is tabulated on all combinations of its bits when those tables are at most
+        this many times the cell-by-cell products (91-97% of combinations occur at depth 6-8).
+    max_dense_width : int
+        ... and never wider than this many bits.
+    max_dense_elements : int
+        ... and never larger than this many floats (256 MB): deep trees take their cells one by one.
+    root_elements : int
+        Elements of one (trees, states, quadrature nodes, observed patterns) array at the root of
+        the observed-pattern recursion (16 MB).
+    route_elements : int
+        Rows x trees routed at once when predicting (int64 node indices: 8 MB).
+    parallel_work : float
+        Estimated LCA work (items x quadrature nodes x rows) from which blocks of trees go to worker
+        processes: about half a second on one core, against ~25 ms to hand blocks to a warm pool.
+    blocks_per_job : int
+        Blocks of trees per worker for global values: a worker that drew cheap trees takes another
+        block, but each block costs 10-20 ms of hand-over.
+    selector_block_entries : int
+        Largest number of per-row contributions the selector holds at once (32 MB).
+    """
+
+    heap_depth: int = 3
+    observed_depth: int = 4
+    max_repeated: int = 3
+    junction_repeated: int = 8
+    junction_share: float = 0.05
+    junction_elements: int = 1 << 22
+    patterns_per_leaf: int = 8
+    batch_trees: int = 256
+    batch_patterns: int = 1 << 20
+    chunk_elements: int = 1 << 22
+    min_chunk_rows: int = 256
+    pattern_elements: int = 1 << 24
+    block_elements: int = 1 << 19
+    chunk_cells: int = 1 << 13
+    dense_ratio: float = 1.0
+    max_dense_width: int = 20
+    max_dense_elements: int = 1 << 25
+    root_elements: int = 1 << 21
+    route_elements: int = 1 << 20
+    parallel_work: float = 1e8
+    blocks_per_job: int = 2
+    selector_block_entries: int = 1 << 22
+
+
+DEFAULT_TUNING = Tuning()
