@@ -171,29 +171,26 @@ def evaluate(
     n_jobs: int | None = None,
     block_entries: int = DEFAULT_TUNING.selector_block_entries,
 ) -> Moments:
-    """Moments of ``model``'s R^2 decomposition on ``(X, y, w)``.
+    """Moments of ``model``'s R^2 decomposition on ``(X, y, w)`` (a classifier's: its Brier skill score).
 
-    Without ``per_row`` this is one :meth:`RSquaredExplainer.rsq` call (memory O(n + p)); with it, the
-    per-row contributions are formed in row blocks of at most ``block_entries`` values.
+    Without ``per_row`` this is one :meth:`RSquaredExplainer.loss_reduction` call (memory O(n + p)); with
+    it, the per-row contributions are formed in row blocks of at most ``block_entries`` values.
     """
-    s = _squares(y, w)
-    sst, n = float(s.sum()), int(np.count_nonzero(w))
     explainer = RSquaredExplainer(model, n_jobs=n_jobs)
-    if explainer.model_info.n_outputs > 1:
-        raise UnsupportedModelError(
-            f"{type(model).__name__} has {explainer.model_info.n_outputs} outputs; RSquaredSelector selects "
-            "features for single-output regressors."
-        )
+    target = _target(explainer, y)
+    s = _squares(target.all_columns, w)
+    sst, n = float(s.sum()), int(np.count_nonzero(w))
+    y = target.model_columns
     # numerators, not shares: a held-out fold with a constant target still adds to the pooled shares
     if not np.any(w > 0):  # a fold whose rows all have weight 0 adds nothing
         p = explainer.model_info.n_features
         return Moments(np.zeros(p), sst, n, *((np.zeros(p), np.zeros(p), 0.0) if per_row else ()))
     if not per_row:
-        return Moments(np.asarray(explainer.loss_reduction(X, y, w), dtype=np.float64), sst, n)
+        return Moments(_over_classes(explainer, explainer.loss_reduction(X, y, w)), sst, n)
     p = explainer.model_info.n_features
     moments = Moments(np.zeros(p), sst, n, np.zeros(p), np.zeros(p), float(s @ s))
     n_rows = len(y)
-    step = max(2, block_entries // max(p, 1))
+    step = max(2, block_entries // max(p * explainer.model_info.n_outputs, 1))
     for start in range(0, n_rows, step):
         rows = np.arange(start, min(n_rows, start + step))
         a = _contributions(explainer, _safe_indexing(X, rows), y[rows], w[rows])
@@ -203,18 +200,56 @@ def evaluate(
     return moments
 
 
-def _squares(y: np.ndarray, w: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class _Target:
+    """What the explainer decomposes (``model_columns``) and what the total sum of squares is over.
+
+    For a regressor both are ``y``.  For a classifier the score is the Brier skill score: the
+    squared error of the one-hot target over every class, the model's and those of ``y`` (a held-out
+    fold or an out-of-bag draw may hold a label the fold's model never saw: its probability is 0).
+    """
+
+    all_columns: np.ndarray
+    model_columns: np.ndarray
+
+
+def _target(explainer: RSquaredExplainer, y: np.ndarray) -> _Target:
+    info = explainer.model_info
+    if info.classes is None:
+        if info.n_outputs > 1:
+            raise UnsupportedModelError(
+                f"{info.family} model with {info.n_outputs} outputs: RSquaredSelector selects features for "
+                "single-output regressors and for forest classifiers."
+            )
+        return _Target(y, y)
+    labels = np.asarray(y)
+    classes = np.union1d(info.classes, labels) if labels.dtype.kind == info.classes.dtype.kind else None
+    if classes is None:  # labels of another kind than the model's: let the explainer name them
+        return _Target(labels, labels)
+    one_hot = (labels[:, None] == classes[None, :]).astype(np.float64)
+    return _Target(one_hot, one_hot[:, np.searchsorted(classes, info.classes)])
+
+
+def _squares(Y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Each row's weighted squared deviation from the weighted mean, summed over target columns."""
     total = w.sum()
     if not total > 0:  # a fold whose rows all have weight 0 adds nothing
-        return np.zeros_like(y)
-    return w * (y - (w @ y) / total) ** 2
+        return np.zeros(len(Y))
+    deviation = Y - (w @ Y) / total
+    return w * (deviation**2 if deviation.ndim == 1 else np.sum(deviation**2, axis=1))
 
 
 def _contributions(explainer: RSquaredExplainer, X: Any, y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Per-row numerators ``a_ij``: each row's part of the squared-error reduction."""
+    """Per-row numerators ``a_ij``: each row's part of the squared-error reduction (summed over classes)."""
     if not np.any(w > 0):
         return np.zeros((len(y), explainer.model_info.n_features))
-    return explainer.loss_reduction(X, y, w, local=True)
+    return _over_classes(explainer, explainer.loss_reduction(X, y, w, local=True))
+
+
+def _over_classes(explainer: RSquaredExplainer, values: Any) -> np.ndarray:
+    """Loss reductions summed over a classifier's classes (its last axis): the Brier score's."""
+    values = np.asarray(values, dtype=np.float64)
+    return values if explainer.model_info.classes is None else values.sum(axis=-1)
 
 
 def screen_and_fit(

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_selection import SelectorMixin
 from sklearn.model_selection import check_cv
@@ -17,6 +17,7 @@ from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils._tags import get_tags
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, _routing_enabled, process_routing
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names_in, _check_sample_weight, check_is_fitted, validate_data
 
 from ._screening import (
@@ -44,7 +45,9 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     ----------
     estimator : estimator
         A tree regressor supported by :class:`~shap_rsq.RSquaredExplainer` (scikit-learn trees,
-        forests and gradient boosting, XGBoost, LightGBM, CatBoost), fitted when ``prefit=True``.
+        forests and gradient boosting, XGBoost, LightGBM, CatBoost), or a scikit-learn forest
+        classifier (decision tree, random forest, extra trees), whose shares are of the Brier skill
+        score (the R^2 of the one-hot target); fitted when ``prefit=True``.
     threshold : float or str, default=None
         Features whose share is at least the threshold are kept.  ``"mean"`` or ``"median"`` of the
         shares, a scaled form such as ``"1.5*mean"``, or ``"cumulative:0.95"``: the smallest set of
@@ -63,7 +66,8 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         held-out fold, and the folds are pooled (numerators and sums of squares added, i.e. the
         folds weighted by their sums of squares).  In-sample shares credit features that the model
         used to overfit; out-of-fold shares of such features are near zero or negative.  Resolved with
-        :func:`sklearn.model_selection.check_cv` (``KFold`` for an int).
+        :func:`sklearn.model_selection.check_cv` (``KFold`` for an int, ``StratifiedKFold`` for a
+        classifier).  A held-out label the fold's model never saw counts with probability 0.
     n_jobs : int, default=None
         Parallel jobs over folds and bootstrap replicates, otherwise over blocks of trees.
     screen : int, default=None
@@ -171,7 +175,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         X : array-like or DataFrame of shape (n_samples, n_features)
             Training rows.  A DataFrame is passed on as is, so the estimator keeps its column names.
         y : array-like of shape (n_samples,)
-            Target; it must not be constant (R^2 is undefined).
+            Target (class labels for a classifier); it must not be constant (R^2 is undefined).
         sample_weight : array-like of shape (n_samples,), default=None
             Row weights of the R^2 (and of its decomposition).  Without metadata routing they are also
             passed to the estimator's ``fit``; with ``enable_metadata_routing=True`` the estimator gets
@@ -191,6 +195,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         self._forget_fit()
         threshold_rule(self.threshold)  # a malformed threshold fails here, not at the first transform
         allow_nan = get_tags(self).input_tags.allow_nan
+        classifier = is_classifier(self.estimator)
         array, y = validate_data(
             self,
             X,
@@ -198,9 +203,11 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             dtype=(np.float64, np.float32),
             ensure_all_finite="allow-nan" if allow_nan else True,
             ensure_min_samples=2,
-            y_numeric=True,
+            y_numeric=not classifier,
         )
-        y = np.asarray(y, dtype=np.float64)
+        if classifier:
+            check_classification_targets(y)
+        y = np.asarray(y) if classifier else np.asarray(y, dtype=np.float64)
         w = _check_sample_weight(self._rsq_weights(sample_weight), array, dtype=np.float64, ensure_non_negative=True)
         # a DataFrame goes on as is (the estimator keeps its names); the array made from it to validate
         # it is a copy of X when its columns are not one block, so it must not live through the fits
@@ -294,7 +301,9 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         if self.cv is None:
             moments = evaluate(self.estimator_, Xk, y, w, per_row=per_row, n_jobs=self.n_jobs)
         else:
-            splits = list(check_cv(self.cv, y, classifier=False).split(X, y, **split_params))
+            # stratified folds for a classifier, as cross_validate makes them
+            splitter = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
+            splits = list(splitter.split(X, y, **split_params))
             moments = out_of_fold(self.estimator, Xk, y, w, fit_params, splits, per_row=per_row, n_jobs=self.n_jobs)
         self.feature_rsq_ = _embed(moments.shares, columns, self.n_features_in_)
         if per_row:

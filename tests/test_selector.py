@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone
+from sklearn.ensemble import GradientBoostingClassifier
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_selection import SelectFromModel
 from sklearn.linear_model import LinearRegression
@@ -284,8 +285,10 @@ def test_unsupported_models_and_targets(data):
     X, y = data
     with pytest.raises(UnsupportedModelError):
         RSquaredSelector(LinearRegression()).fit(X, y)
-    with pytest.raises(UnsupportedModelError):
-        RSquaredSelector(DecisionTreeClassifier()).fit(X, (y > 0).astype(int))
+    with pytest.raises(UnsupportedModelError, match="not a sum of trees"):
+        RSquaredSelector(GradientBoostingClassifier(n_estimators=3)).fit(X, (y > 0).astype(int))
+    # a forest classifier is decomposed (its Brier skill score)
+    assert RSquaredSelector(DecisionTreeClassifier(max_depth=3)).fit(X, (y > 0).astype(int)).feature_rsq_.sum() > 0
     with pytest.raises(ValueError, match="constant"):
         RSquaredSelector(tree()).fit(X, np.full(len(y), 2.0))
     with pytest.raises(ValueError, match="every held-out fold"):

@@ -96,6 +96,8 @@ def _one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:
     labels = np.asarray(y)
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
+    if labels.ndim == 2 and labels.shape[1] == len(classes) > 1:
+        return _indicator(labels, classes, n_rows)
     check_column_shape("y", labels.shape, n_rows)
     if labels.ndim != 1:
         raise ValueError(f"y must hold one class label per row; got shape {labels.shape}.")
@@ -109,6 +111,22 @@ def _one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:
             f"(first at row {int(np.flatnonzero(~known)[0])})."
         )
     return (labels[:, None] == classes[None, :]).astype(np.float64)
+
+
+def _indicator(Y: np.ndarray, classes: np.ndarray, n_rows: int) -> np.ndarray:
+    """An ``(n, K)`` 0/1 indicator over ``classes`` (``label_binarize``'s output), checked.
+
+    A row of zeros is a label the model never saw: its predicted probabilities still count in the
+    Brier score (as the selector's held-out folds need).
+    """
+    if Y.shape[0] != n_rows:
+        raise ValueError(f"y has {Y.shape[0]} rows but X has {n_rows} rows.")
+    if Y.dtype.kind not in "biuf" or not np.all((Y == 0) | (Y == 1)) or np.any(Y.sum(axis=1) > 1):
+        raise ValueError(
+            f"A 2-D y for a classifier must be a 0/1 indicator with one column per class of {classes.tolist()} "
+            "and at most one 1 per row (as sklearn.preprocessing.label_binarize returns); pass labels otherwise."
+        )
+    return Y.astype(np.float64)
 
 
 @dataclass(frozen=True)

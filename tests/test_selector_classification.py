@@ -1,0 +1,123 @@
+"""RSquaredSelector on forest classifiers: shares of the Brier skill score, stratified folds, pipelines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_wine
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import label_binarize
+
+from shap_rsq import RSquaredExplainer, RSquaredSelector, UnsupportedModelError
+
+FOREST = RandomForestClassifier(n_estimators=20, max_depth=4, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def wine():
+    X, y = load_wine(return_X_y=True)
+    labels = np.array(["barolo", "grignolino", "barbera"], dtype=object)[y]  # string labels, as users have
+    return X[:, :8], labels
+
+
+def _brier_reduction(model, X, labels, classes):
+    """SSE of the constant E f minus SSE of the model, over ``classes`` (a class the model lacks: p = 0)."""
+    Y = (labels[:, None] == classes[None, :]).astype(float)
+    P = np.zeros_like(Y)
+    P[:, np.searchsorted(classes, model.classes_)] = model.predict_proba(X)
+    mean_prediction = np.zeros(len(classes))
+    explainer = RSquaredExplainer(model)
+    mean_prediction[np.searchsorted(classes, model.classes_)] = [f.base_offset for f in explainer._games]
+    sst = np.sum((Y - Y.mean(axis=0)) ** 2)
+    return np.sum((Y - mean_prediction) ** 2) - np.sum((Y - P) ** 2), sst
+
+
+def test_prefit_shares_are_the_explainers_brier_skill_score_shares(wine):
+    X, labels = wine
+    model = FOREST.fit(X, labels)
+    selector = RSquaredSelector(model, prefit=True, threshold="median").fit(X, labels)
+    np.testing.assert_allclose(selector.feature_rsq_, RSquaredExplainer(model).rsq(X, labels), atol=1e-12)
+    assert selector.get_support().sum() == 4
+
+
+def test_integer_cv_folds_are_stratified_and_pooled_over_every_class(wine):
+    X, labels = wine
+    selector = RSquaredSelector(FOREST, cv=4, threshold=-np.inf).fit(X, labels)
+    reductions, ssts = [], []
+    classes = np.unique(labels)
+    for train, test in StratifiedKFold(4).split(X, labels):
+        model = RandomForestClassifier(n_estimators=20, max_depth=4, random_state=0).fit(X[train], labels[train])
+        reduction, sst = _brier_reduction(model, X[test], labels[test], classes)
+        reductions.append(reduction)
+        ssts.append(sst)
+    # efficiency, fold by fold: the pooled shares add up to the pooled Brier score reduction
+    np.testing.assert_allclose(selector.feature_rsq_.sum(), sum(reductions) / sum(ssts), atol=1e-10)
+
+
+def test_a_held_out_label_the_fold_model_never_saw_still_counts(wine):
+    X, labels = wine
+    labels = labels.copy()
+    rare = np.flatnonzero(labels == "barbera")[:6]
+    labels[rare] = "rare"
+    train = np.setdiff1d(np.arange(len(labels)), rare[:3])
+    test = np.setdiff1d(np.arange(len(labels)), train)
+    test = np.concatenate([test, train[:40]])
+    selector = RSquaredSelector(FOREST, cv=[(np.setdiff1d(train, train[:40]), test)], threshold=-np.inf)
+    selector.fit(X, labels)
+    model = RandomForestClassifier(n_estimators=20, max_depth=4, random_state=0)
+    model.fit(X[np.setdiff1d(train, train[:40])], labels[np.setdiff1d(train, train[:40])])
+    assert "rare" in model.classes_  # three of the six rare rows were trained on
+    reduction, sst = _brier_reduction(model, X[test], labels[test], np.unique(labels))
+    np.testing.assert_allclose(selector.feature_rsq_.sum(), reduction / sst, atol=1e-10)
+    # a fold model that never saw the label: its probability 0 still counts in the score
+    only = np.setdiff1d(np.arange(len(labels)), rare)
+    unseen = RSquaredSelector(FOREST, cv=[(only[::2], np.concatenate([only[1::2], rare]))], threshold=-np.inf)
+    unseen.fit(X, labels)
+    model.fit(X[only[::2]], labels[only[::2]])
+    assert "rare" not in model.classes_
+    held = np.concatenate([only[1::2], rare])
+    reduction, sst = _brier_reduction(model, X[held], labels[held], np.unique(labels))
+    np.testing.assert_allclose(unseen.feature_rsq_.sum(), reduction / sst, atol=1e-10)
+
+
+def test_standard_errors_and_bootstrap_run_on_classifiers(wine):
+    X, labels = wine
+    se = RSquaredSelector(FOREST, uncertainty="se", cv=3).fit(X, labels)
+    assert np.all(se.feature_rsq_se_ >= 0) and np.any(se.feature_rsq_se_ > 0)
+    boot = RSquaredSelector(FOREST, uncertainty="bootstrap", n_bootstrap=3, random_state=0).fit(X, labels)
+    again = RSquaredSelector(FOREST, uncertainty="bootstrap", n_bootstrap=3, random_state=0).fit(X, labels)
+    np.testing.assert_array_equal(boot.bootstrap_rsq_, again.bootstrap_rsq_)
+
+
+def test_screen_keeps_the_strongest_columns_and_a_pipeline_predicts(wine):
+    X, labels = wine
+    selector = RSquaredSelector(FOREST, screen=4, max_features=2, threshold=-np.inf).fit(X, labels)
+    assert selector.screen_support_.sum() == 4
+    assert set(selector.get_support(indices=True)) <= set(np.flatnonzero(selector.screen_support_))
+    pipe = make_pipeline(RSquaredSelector(FOREST, max_features=3, threshold=-np.inf), LogisticRegression(max_iter=3000))
+    search = GridSearchCV(pipe, {"rsquaredselector__max_features": [2, 4]}, cv=3).fit(X, labels)
+    assert search.best_score_ > 0.8
+
+
+def test_indicator_targets_give_the_label_shares_and_bad_ones_are_refused(wine):
+    X, labels = wine
+    model = FOREST.fit(X, labels)
+    explainer = RSquaredExplainer(model)
+    indicator = label_binarize(labels, classes=model.classes_)
+    np.testing.assert_allclose(explainer.rsq(X, indicator), explainer.rsq(X, labels), atol=1e-14)
+    indicator[0] = 1
+    with pytest.raises(ValueError, match="0/1 indicator with one column per class"):
+        explainer.rsq(X, indicator)
+
+
+def test_multi_output_regressors_are_refused_by_the_selector_with_what_it_selects_for(wine):
+    X, _ = wine
+    Y = np.column_stack([X[:, 0], X[:, 1]])
+    model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X[:, 2:], Y)
+    with pytest.raises(ValueError, match="1d array"):  # scikit-learn's check of y, before any fit
+        RSquaredSelector(model).fit(X[:, 2:], Y)
+    with pytest.raises(UnsupportedModelError, match="single-output regressors and for forest classifiers"):
+        RSquaredSelector(model, prefit=True).fit(X[:, 2:], Y[:, 0])
