@@ -25,6 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..models.forest import goes_left
 from ..tuning import DEFAULT_TUNING, Tuning
 from .lca_cells import (
     BLOCK,
@@ -58,7 +59,7 @@ def split_decisions(plan: TreePlan, X: np.ndarray, dtype: np.dtype | None = None
     """
     x = X[:, plan.split_feature] if rows is None else X[np.ix_(rows, plan.split_feature)]
     x = x if dtype is None else x.astype(dtype)
-    left = np.where(np.isnan(x), plan.split_default_left, x <= plan.split_threshold)
+    left = goes_left(x, plan.split_threshold, plan.split_default_left)
     return np.concatenate([left, np.ones((x.shape[0], 1), dtype=bool)], axis=1)
 
 

@@ -18,7 +18,7 @@ from math import factorial
 
 import numpy as np
 
-from ..models.forest import NodeArrays, cover_fractions
+from ..models.forest import NodeArrays, cover_fractions, goes_left
 
 __all__ = ["HeapBatch", "heap_layout", "oblivious_trees"]
 
@@ -180,7 +180,7 @@ def decision_keys(X: np.ndarray, feature: np.ndarray, threshold: np.ndarray, def
     key = np.zeros((feature.shape[0], X.shape[0]), dtype=key_type)
     distinct, split_id = _distinct_splits(position, threshold, default_left if has_nan else None)
     if len(distinct) * 2 <= feature.size:
-        left = _decisions(
+        left = goes_left(
             values[position.ravel()[distinct]],
             threshold.ravel()[distinct, None],
             default_left.ravel()[distinct, None],
@@ -191,14 +191,9 @@ def decision_keys(X: np.ndarray, feature: np.ndarray, threshold: np.ndarray, def
             key |= table[split_id[:, h]].astype(key_type, copy=False) << key_type(shift[h])
         return np.ascontiguousarray(key.T)
     for h in range(feature.shape[1]):
-        left = _decisions(values[position[:, h]], threshold[:, h, None], default_left[:, h, None], has_nan)  # (T, n)
+        left = goes_left(values[position[:, h]], threshold[:, h, None], default_left[:, h, None], has_nan)  # (T, n)
         key |= left.astype(key_type) << key_type(shift[h])
     return np.ascontiguousarray(key.T)
-
-
-def _decisions(x: np.ndarray, threshold: np.ndarray, default_left: np.ndarray, has_nan: bool) -> np.ndarray:
-    left = x <= threshold
-    return np.where(np.isnan(x), default_left, left) if has_nan else left
 
 
 def _distinct_splits(position: np.ndarray, threshold: np.ndarray, default_left: np.ndarray | None):

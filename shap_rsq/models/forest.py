@@ -13,11 +13,20 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["Forest", "NodeArrays", "TreeTable"]
+__all__ = ["Forest", "NodeArrays", "TreeTable", "goes_left"]
 
 from ..tuning import DEFAULT_TUNING
 
 _ROUTE_ELEMENTS = DEFAULT_TUNING.route_elements  # rows x trees routed at once (see Tuning.route_elements)
+
+
+def goes_left(x: np.ndarray, threshold: np.ndarray, default_left: np.ndarray, has_nan: bool = True) -> np.ndarray:
+    """The routing rule of every supported library: ``x <= threshold`` goes left, NaN to the default child.
+
+    ``has_nan=False`` skips the NaN test for values known to hold none (the caller checked once).
+    """
+    left = x <= threshold
+    return np.where(np.isnan(x), default_left, left) if has_nan else left
 
 
 @dataclass(frozen=True)
@@ -67,7 +76,7 @@ class TreeTable:
         while active.any():
             r, u = rows[active], node[active]
             x = X[r, self.feature[u]] if dtype is None else X[r, self.feature[u]].astype(dtype)
-            go_left = np.where(np.isnan(x), self.default[u] == self.left[u], x <= self.threshold[u])
+            go_left = goes_left(x, self.threshold[u], self.default[u] == self.left[u])
             node[r] = np.where(go_left, self.left[u], self.right[u])
             active[r] = ~self.is_leaf[node[r]]
         return node
@@ -223,7 +232,7 @@ class NodeArrays:
                 left = self.left[t, node]
                 x = X[rows, self.feature[t, node]]
                 x = x if dtype is None else x.astype(dtype)
-                go_left = np.where(np.isnan(x), self.default[t, node] == left, x <= self.threshold[t, node])
+                go_left = goes_left(x, self.threshold[t, node], self.default[t, node] == left)
                 node = np.where(left < 0, node, np.where(go_left, left, self.right[t, node]))
             out[rows[:, 0]] = self.value[t, node]
         return out
