@@ -12,6 +12,7 @@ from .models.inspect import ModelInfo, UnsupportedModelError
 
 __all__ = [
     "NO_INTERACTION_SHARES",
+    "PredictionCheck",
     "check_model_predictions",
     "check_names",
     "refuse_background",
@@ -74,6 +75,36 @@ def check_model_predictions(info: ModelInfo, sample: np.ndarray, prediction: np.
             f"The trees read from this {info.family} model do not reproduce its predictions "
             f"(largest difference {gap:.3g}); it uses a feature shap-rsq does not support."
         )
+
+
+class PredictionCheck:
+    """Checks, once, that the trees as read reproduce the model's own predictions.
+
+    Misread trees are a property of the model, so this runs on the first call, and again the
+    first time rows with missing values are seen (their routing is checked too).  At most 32 of
+    the validated rows are predicted, rows with NaN first, so a fresh and a used explainer see the
+    same input and the model's ``predict`` never copies a wide ``X``.
+    """
+
+    def __init__(self, info: ModelInfo) -> None:
+        self.info = info
+        self.verified = self.verified_missing = False
+
+    def __call__(self, rows: np.ndarray, prediction: np.ndarray) -> None:
+        if self.verified_missing:
+            return
+        missing = rows_with_nan(rows, limit=16)
+        if self.verified and missing.size == 0:
+            return
+        spread = np.linspace(0, len(prediction) - 1, num=min(16, len(prediction))).astype(int)
+        index = np.unique(np.concatenate([missing, spread]))
+        self.sample(rows[index], prediction[index])
+        self.verified = True
+        self.verified_missing = missing.size > 0
+
+    def sample(self, sample: np.ndarray, prediction: np.ndarray) -> None:
+        """Compare the model's predictions on ``sample`` with the trees' (``prediction``)."""
+        check_model_predictions(self.info, sample, prediction)
 
 
 def rows_with_nan(rows: np.ndarray, limit: int) -> np.ndarray:

@@ -10,12 +10,12 @@ import shap
 
 from ._explainer_checks import (
     NO_INTERACTION_SHARES,
-    check_model_predictions,
+    PredictionCheck,
     check_names,
     refuse_background,
     refuse_weights_without_target,
-    rows_with_nan,
 )
+from ._groups import Players, player_index, resolve_groups
 from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import OutputGames, checked_multioutput, combine, labelled, local_output_shares, target_columns
 from .engine.routing import Kernel
@@ -108,10 +108,11 @@ class RSquaredExplainer(shap.TreeExplainer):
         self._games = [forest.centred() for forest in self.forests]
         self._unit_caches = [UnitCache(game) for game in self._games]
         self._game_forest, self._units = self._games[0], self._unit_caches[0]
-        self._verified = self._verified_missing = False
+        self._prediction_check = PredictionCheck(info)
+        self._grouped: dict = {}
 
     def rsq(
-        self, X: Any, y: Any, sample_weight: Any = None, *, multioutput: str | None = None
+        self, X: Any, y: Any, sample_weight: Any = None, *, multioutput: str | None = None, groups: Any = None
     ) -> np.ndarray | pd.Series | pd.DataFrame:
         """Each feature's share of R² on ``(X, y)``.
 
@@ -131,6 +132,10 @@ class RSquaredExplainer(shap.TreeExplainer):
             :func:`sklearn.metrics.r2_score`.  By default a classifier's shares are of its Brier
             skill score (``"variance_weighted"`` over the one-hot target) and a multi-output
             regressor's of its average R² (``"uniform_average"``).  Single-output models ignore it.
+        groups : dict of str to list, optional
+            Grouped features as single players: ``{"name": [columns], ...}``, columns by name (when
+            the features have names) or by position.  Each group gets its exact Shapley share as one
+            player; ungrouped features stay single players, listed after the groups.
 
         Returns
         -------
@@ -141,28 +146,24 @@ class RSquaredExplainer(shap.TreeExplainer):
             Memory stays O(n + p): no ``(n, p)`` array is formed.
         """
         if self.model_info.n_outputs > 1:
-            games = self._output_games(X, y, sample_weight, multioutput, local=False)
-            return labelled(combine(games.values, games.sst(), games.multioutput), games.rows, self.model_info, "rsq")
+            games = self._output_games(X, y, sample_weight, multioutput, local=False, groups=groups)
+            shares = combine(games.values, games.sst(), games.multioutput)
+            return labelled(shares, games.names, self.model_info, "rsq")
         checked_multioutput(multioutput, self.model_info)
         if is_dask_array(X):
-            return rsq_over_blocks(
-                self._game_forest,
-                self._units.units(),
-                X,
-                y,
-                sample_weight,
-                self.model_info.n_features,
-                self._check_sample,
-            )
+            players = self._players(groups, self._names_for_matching())
+            forests, caches = self._games_for(players)
+            check = self._prediction_check.sample
+            n_features = self.model_info.n_features
+            return rsq_over_blocks(forests[0], caches[0].units(), X, y, sample_weight, n_features, check)
         rows, target, weights, sst = self._inputs(X, y, sample_weight)
-        result = self._decompose(rows.array, target, weights, local=False)
-        shares = result.values / sst
-        if rows.columns is not None:
-            return pd.Series(shares, index=pd.Index(rows.columns), name="rsq")
-        return shares
+        players = self._players(groups, rows.columns)
+        result = self._decompose(rows.array, target, weights, local=False, players=players)
+        names = player_index(rows.columns, players)
+        return result.values / sst if names is None else pd.Series(result.values / sst, index=names, name="rsq")
 
     def loss_reduction(
-        self, X: Any, y: Any, sample_weight: Any = None, *, local: bool = False
+        self, X: Any, y: Any, sample_weight: Any = None, *, local: bool = False, groups: Any = None
     ) -> np.ndarray | pd.Series:
         """Shapley decomposition of the squared-error loss the model removes, in units of ``y``².
 
@@ -178,6 +179,10 @@ class RSquaredExplainer(shap.TreeExplainer):
             As in :meth:`rsq`.
         local : bool, default=False
             Return the per-row values ``(n_samples, n_features)`` instead of their sums.
+        groups : dict of str to list, optional
+            Grouped features as single players: ``{"name": [columns], ...}``, columns by name (when
+            the features have names) or by position.  Each group gets its exact Shapley share as one
+            player; ungrouped features stay single players, listed after the groups.
 
         Returns
         -------
@@ -187,12 +192,14 @@ class RSquaredExplainer(shap.TreeExplainer):
             regressor adds a last axis over its outputs (a DataFrame with one column each).
         """
         if self.model_info.n_outputs > 1:
-            games = self._output_games(X, y, sample_weight, None, local=local, require_variance=False)
-            return games.values if local else labelled(games.values, games.rows, self.model_info, "loss_reduction")
+            games = self._output_games(X, y, sample_weight, None, local=local, require_variance=False, groups=groups)
+            return games.values if local else labelled(games.values, games.names, self.model_info, "loss_reduction")
         rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=False)
-        result = self._decompose(rows.array, target, weights, local=local)
-        if rows.columns is not None and not local:
-            return pd.Series(result.values, index=pd.Index(rows.columns), name="loss_reduction")
+        players = self._players(groups, rows.columns)
+        result = self._decompose(rows.array, target, weights, local=local, players=players)
+        names = player_index(rows.columns, players)
+        if names is not None and not local:
+            return pd.Series(result.values, index=names, name="loss_reduction")
         return result.values
 
     def __call__(  # type: ignore[override]
@@ -205,6 +212,7 @@ class RSquaredExplainer(shap.TreeExplainer):
         check_additivity: bool = True,
         approximate: bool = False,
         multioutput: str | None = None,
+        groups: Any = None,
     ) -> shap.Explanation:
         """Per-row shares of R² as a :class:`shap.Explanation` (with ``y``), or shap's own SHAP values.
 
@@ -227,6 +235,8 @@ class RSquaredExplainer(shap.TreeExplainer):
             Passed to shap without ``y``; R² shares are always exact.
         multioutput : str, optional
             As in :meth:`rsq`; ``"raw_values"`` adds a last axis over outputs.
+        groups : dict of str to list, optional
+            As in :meth:`rsq` (only with ``y``): one column of values per player.
 
         Returns
         -------
@@ -244,12 +254,15 @@ class RSquaredExplainer(shap.TreeExplainer):
             )
         if interactions:
             raise NotImplementedError(NO_INTERACTION_SHARES)
-        values, base, rows, output_names = self._local_shares(X, y, sample_weight, check_additivity, multioutput)
+        values, base, rows, names, output_names = self._local_shares(
+            X, y, sample_weight, check_additivity, multioutput, groups
+        )
         return shap.Explanation(
             values=values,
             base_values=base,
-            data=rows.array,
-            feature_names=rows.columns if rows.columns is not None else self._array_names(rows.array.shape[1]),
+            # a grouped game's players are not the columns: its rows are not shown beside them
+            data=rows.array if values.shape[1] == rows.array.shape[1] else None,
+            feature_names=list(names) if names is not None else self._array_names(values.shape[1]),
             output_names=output_names,
         )
 
@@ -291,7 +304,7 @@ class RSquaredExplainer(shap.TreeExplainer):
                 "R² shares use every tree the model predicts with, exactly: tree_limit and approximate "
                 "apply only to SHAP values of predictions (call without y)."
             )
-        return self._local_shares(X, y, sample_weight, check_additivity, None)[0]
+        return self._local_shares(X, y, sample_weight, check_additivity, None, None)[0]
 
     def shap_interaction_values(self, X: Any, y: Any = None, tree_limit: int | None = None) -> np.ndarray:
         """SHAP interaction values of the predictions (shap's, unchanged).
@@ -313,23 +326,26 @@ class RSquaredExplainer(shap.TreeExplainer):
             raise NotImplementedError(NO_INTERACTION_SHARES)
         return super().shap_interaction_values(X, None, tree_limit)
 
-    def _local_shares(self, X, y, sample_weight, check_additivity: bool, multioutput: str | None):
+    def _local_shares(self, X, y, sample_weight, check_additivity: bool, multioutput: str | None, groups):
         if self.model_info.n_outputs > 1:
-            games = self._output_games(X, y, sample_weight, multioutput, local=True)
+            games = self._output_games(X, y, sample_weight, multioutput, local=True, groups=groups)
             values, base = local_output_shares(games, check_additivity)
             names = list(self.model_info.outputs) if games.multioutput == "raw_values" else "R²"
-            return values, base, games.rows, names
+            return values, base, games.rows, games.names, names
         checked_multioutput(multioutput, self.model_info)
         rows, target, weights, sst = self._inputs(X, y, sample_weight)
-        result = self._decompose(rows.array, target, weights, local=True)
+        players = self._players(groups, rows.columns)
+        result = self._decompose(rows.array, target, weights, local=True, players=players)
         values = result.values / sst
         mean = np.average(target, weights=weights)
         base = weights * ((target - mean) ** 2 - (target - result.mean_prediction) ** 2) / sst
         if check_additivity:
             check_row_totals(values, base, target, result.prediction, weights, mean, sst)
-        return values, base, rows, "R²"
+        return values, base, rows, player_index(rows.columns, players), "R²"
 
-    def _output_games(self, X, y, sample_weight, multioutput, *, local: bool, require_variance: bool = True):
+    def _output_games(
+        self, X, y, sample_weight, multioutput, *, local: bool, require_variance: bool = True, groups: Any = None
+    ):
         info = self.model_info
         how = checked_multioutput(multioutput, info)
         if is_dask_array(X):
@@ -337,15 +353,18 @@ class RSquaredExplainer(shap.TreeExplainer):
         rows = check_rows(X, info.n_features, self._names_for_matching(), info.family, 2 if require_variance else 1)
         weights = check_weights(sample_weight, rows.array)
         Y = target_columns(y, info, rows.array.shape[0])
+        players = self._players(groups, rows.columns)
+        forests, caches = self._games_for(players)
         results = [
             decompose(game, units.units(local), rows.array, Y[:, k], weights, **self._run_options(local))
-            for k, (game, units) in enumerate(zip(self._games, self._unit_caches, strict=True))
+            for k, (game, units) in enumerate(zip(forests, caches, strict=True))
         ]
         predictions = np.column_stack([result.prediction for result in results])
-        self._check_predictions(rows.array, predictions)
+        self._prediction_check(rows.array, predictions)
         values = np.stack([result.values for result in results], axis=-1)
         means = np.array([result.mean_prediction for result in results])
-        return OutputGames(rows, Y, weights, how, values, predictions, means, info.outputs)
+        names = player_index(rows.columns, players)
+        return OutputGames(rows, Y, weights, how, values, predictions, means, info.outputs, names)
 
     def _inputs(self, X, y, sample_weight):
         rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=True)
@@ -372,40 +391,35 @@ class RSquaredExplainer(shap.TreeExplainer):
         """
         self._unit_caches = [UnitCache(game, kernel, tuning) for game in self._games]
         self._units = self._unit_caches[0]
+        self._grouped = {}
         return self
+
+    def _players(self, groups: Any, columns: list[str] | None) -> Players | None:
+        """The players of a grouped game, columns named as in ``X`` (or as the model names them)."""
+        if groups is None:
+            return None
+        names = columns if columns is not None else self._names_for_matching()
+        return resolve_groups(groups, names, self.model_info.n_features)
+
+    def _games_for(self, players: Players | None) -> tuple[list, list[UnitCache]]:
+        """Each output's game forest and units: the features' own, or grouped (built once per grouping)."""
+        if players is None:
+            return self._games, self._unit_caches
+        if players.key not in self._grouped:
+            forests = [game.grouped(players.of_feature) for game in self._games]
+            caches = [UnitCache(f, c.kernel, c.tuning) for f, c in zip(forests, self._unit_caches, strict=True)]
+            self._grouped[players.key] = (forests, caches)
+        return self._grouped[players.key]
 
     def _run_options(self, local: bool) -> dict:
         tuning = self._unit_caches[0].tuning
         return {"local": local, "n_jobs": self.n_jobs, "progress": self.progress, "tuning": tuning}
 
-    def _decompose(self, rows: np.ndarray, target, weights, *, local: bool) -> Decomposition:
-        result = decompose(
-            self._game_forest, self._units.units(local), rows, target, weights, **self._run_options(local)
-        )
-        self._check_predictions(rows, result.prediction)
+    def _decompose(self, rows: np.ndarray, target, weights, *, local: bool, players=None) -> Decomposition:
+        forests, caches = self._games_for(players)
+        result = decompose(forests[0], caches[0].units(local), rows, target, weights, **self._run_options(local))
+        self._prediction_check(rows, result.prediction)
         return result
-
-    def _check_predictions(self, rows: np.ndarray, prediction: np.ndarray) -> None:
-        """The trees as read must reproduce the model's own predictions (up to float32 rounding).
-
-        Misread trees are a property of the model, so this runs on the first call, and again the
-        first time rows with missing values are seen (their routing is checked too).  At most 32
-        of the validated rows are predicted, rows with NaN first, so a fresh and a used explainer
-        see the same input and the model's ``predict`` never copies a wide ``X``.
-        """
-        if self._verified_missing:
-            return
-        missing = rows_with_nan(rows, limit=16)
-        if self._verified and missing.size == 0:
-            return
-        spread = np.linspace(0, len(prediction) - 1, num=min(16, len(prediction))).astype(int)
-        index = np.unique(np.concatenate([missing, spread]))
-        self._check_sample(rows[index], prediction[index])
-        self._verified = True
-        self._verified_missing = missing.size > 0
-
-    def _check_sample(self, sample, prediction: np.ndarray) -> None:
-        check_model_predictions(self.model_info, sample, prediction)
 
     def _array_names(self, n_features: int) -> list[str]:
         if self.feature_names is not None and len(self.feature_names) == n_features:

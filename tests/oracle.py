@@ -59,10 +59,16 @@ def shapley(game, p: int) -> np.ndarray:
     return np.array(phi)
 
 
-def rsq_oracle(forest: Forest, X: np.ndarray, y: np.ndarray, w: np.ndarray | None = None):
-    """Feature R^2 ``(p,)`` and per-row contributions ``(n, p)`` by subset enumeration."""
+def rsq_oracle(forest: Forest, X: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, players=None):
+    """Feature R^2 ``(p,)`` and per-row contributions ``(n, p)`` by subset enumeration.
+
+    ``players`` (a list of feature lists) makes each list one player: a coalition of players
+    knows every feature of its members.  By default every feature is a player.
+    """
     X = forest.cast(X)
-    n, p = X.shape
+    n = X.shape[0]
+    members = [[j] for j in range(X.shape[1])] if players is None else [list(m) for m in players]
+    p = len(members)
     w = np.ones(n) if w is None else np.asarray(w, dtype=float)
     sst = np.sum(w * (y - np.average(y, weights=w)) ** 2)
     expected = [float(conditional_expectation(t, X[:1], frozenset())[0]) for t in forest.trees]
@@ -72,14 +78,15 @@ def rsq_oracle(forest: Forest, X: np.ndarray, y: np.ndarray, w: np.ndarray | Non
         r = y - f
         cache = {}
 
-        def game(known, tree=tree, c=c, r=r, cache=cache):
-            if known not in cache:
+        def game(coalition, tree=tree, c=c, r=r, cache=cache):
+            if coalition not in cache:
+                known = frozenset(j for player in coalition for j in members[player])
                 m = conditional_expectation(tree, X, known) - c
-                cache[known] = -w * (m * m - 2.0 * r * m)
-            return cache[known]
+                cache[coalition] = -w * (m * m - 2.0 * r * m)
+            return cache[coalition]
 
         local += shapley(game, p)
-        f = f + conditional_expectation(tree, X, frozenset(range(p))) - c
+        f = f + conditional_expectation(tree, X, frozenset(range(X.shape[1]))) - c
     local = local.T / sst
     return local.sum(axis=0), local
 

@@ -185,9 +185,9 @@ def test_misread_trees_are_caught_by_the_prediction_check():
 
     X, y, _ = make_data(seed=35)
     explainer = RSquaredExplainer(HistGradientBoostingRegressor(max_iter=5, random_state=0).fit(X, y))
-    nodes = explainer.forest.nodes
-    explainer.forest = replace(explainer.forest, nodes=replace(nodes, value=nodes.value * 1.5))
-    explainer._units = type(explainer._units)(explainer.forest)
+    game = explainer._games[0]
+    explainer._games = [replace(game, nodes=replace(game.nodes, value=game.nodes.value * 1.5))]
+    explainer._set_engine()
     with pytest.raises(UnsupportedModelError, match="do not reproduce its predictions"):
         explainer.rsq(X, y)
 
@@ -199,6 +199,7 @@ def test_prediction_check_runs_once_and_again_for_the_first_missing_values():
     calls = []
     original = explainer.model_info.predict
     explainer.model_info = replace_predict(explainer.model_info, lambda rows: calls.append(len(rows)) or original(rows))
+    explainer._prediction_check.info = explainer.model_info
     explainer.rsq(X, y)
     explainer.rsq(X, y)
     assert len(calls) == 1 and calls[0] <= 32

@@ -149,6 +149,8 @@ class OutputGames:
         ``E f_k`` of every output.
     outputs : tuple of str
         The outputs' names.
+    names : pandas.Index or None
+        Labels of the values' feature axis (features or grouped players), ``None`` for arrays.
     """
 
     rows: Rows
@@ -159,6 +161,7 @@ class OutputGames:
     predictions: np.ndarray
     mean_predictions: np.ndarray
     outputs: tuple[str, ...]
+    names: Any = None
 
     def sst(self) -> np.ndarray:
         return output_sst(self.Y, self.weights, self.multioutput, self.outputs)
@@ -182,13 +185,13 @@ def local_output_shares(games: OutputGames, check_additivity: bool) -> tuple[np.
     return combine(games.values, sst, games.multioutput), combine(base, sst, games.multioutput)
 
 
-def labelled(shares: np.ndarray, rows: Rows, info: ModelInfo, name: str) -> Any:
-    """A Series (one score) or a DataFrame (one column per output) when the rows carried names."""
-    if rows.columns is None:
+def labelled(shares: np.ndarray, names: Any, info: ModelInfo, name: str) -> Any:
+    """A Series (one score) or a DataFrame (one column per output) when the values have ``names``."""
+    if names is None:
         return shares
     import pandas as pd
 
-    index = pd.Index(rows.columns)
+    index = pd.Index(names)
     if shares.ndim == 2:
         return pd.DataFrame(shares, index=index, columns=pd.Index(list(info.outputs), name="output"))
     return pd.Series(shares, index=index, name=name)

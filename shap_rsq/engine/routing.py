@@ -55,6 +55,10 @@ def build_units(
     """
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}; got {kernel!r}.")
+    if forest.players is not None:
+        # grouped features share a coin across columns: only the LCA kernel reads coins (players)
+        # apart from the columns it routes rows by
+        kernel = "lca"
     nodes = forest.nodes
     kinds = _kinds(nodes, kernel, local, tuning)
     depths, means = nodes.tree_depth, nodes.tree_mean

@@ -183,7 +183,7 @@ def _row_chunks(unit, n_rows: int):
 
 def _run_block(units, X, y, w, f, forest, local, progress):
     f = f.copy()
-    out = np.zeros((X.shape[0], forest.n_features) if local else forest.n_features)
+    out = np.zeros((X.shape[0], forest.n_players) if local else forest.n_players)
     bar = None
     if progress:
         from tqdm.auto import tqdm

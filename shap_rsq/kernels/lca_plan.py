@@ -133,7 +133,7 @@ def compile_tree(tree: TreeTable) -> TreePlan | None:
     if tree.left[0] < 0:
         return None
     paths = tree_paths(tree)
-    feature_ids = np.unique(tree.feature[tree.left >= 0])
+    feature_ids = np.unique(tree.player[tree.left >= 0])  # the players: output indices
     splits = np.flatnonzero(tree.left >= 0)
     split_index = np.full(tree.n_nodes, -1, dtype=np.int64)
     split_index[splits] = np.arange(len(splits))
@@ -269,7 +269,7 @@ def _cross_items(tree: TreeTable, paths: Paths, feature_ids: np.ndarray, leaf_fe
     in_own = padded[own[:, None], kk]
     in_other = padded[other[:, None], kk]
     valid = kk < n_feat
-    is_split = valid & (kk == np.searchsorted(feature_ids, tree.feature[u])[:, None])
+    is_split = valid & (kk == np.searchsorted(feature_ids, tree.player[u])[:, None])
     coupled = valid & in_own & in_other & ~is_split
     kind = np.full(kk.shape, _OMIT)
     kind = np.where(valid & ~in_own & ~in_other & (side[:, None] == 0), _E, kind)  # met only above u
@@ -288,7 +288,7 @@ def _cross_items(tree: TreeTable, paths: Paths, feature_ids: np.ndarray, leaf_fe
 
     # group = (u, T) with T coded as a bitmask over u's coupled features in a canonical order
     coupled_at = inside[tree.left[u]] & inside[tree.right[u]]
-    coupled_at[np.arange(len(u)), np.searchsorted(feature_ids, tree.feature[u])] = False
+    coupled_at[np.arange(len(u)), np.searchsorted(feature_ids, tree.player[u])] = False
     canonical = np.cumsum(coupled_at, axis=1) - 1  # (P, K) position of each feature among u's coupled
     position = np.take_along_axis(np.concatenate([canonical, np.zeros((len(u), 1), int)], axis=1), kk, axis=1)
     mask = np.sum(np.where(chosen, np.left_shift(np.int64(1), np.maximum(position[row], 0)), 0), axis=1)

@@ -56,7 +56,7 @@ def tree_paths(tree: TreeTable) -> Paths:
     went_left = on_path & (child == tree.left[safe])
     to_left, to_right = cover_fractions(tree.cover[safe], tree.cover[tree.left[safe]], tree.cover[tree.right[safe]])
     ratio = np.where(on_path, np.where(went_left, to_left, to_right), 1.0)
-    path_feature = np.where(on_path, tree.feature[safe], -1)
+    path_feature = np.where(on_path, tree.player[safe], -1)
     local, features = _local_features(path_feature)
     width = features.shape[1]
     onehot = (local[:, :, None] == np.arange(width)) & on_path[:, :, None]  # (L, D, F)
@@ -107,7 +107,7 @@ def subtree_features(tree: TreeTable, feature_ids: np.ndarray) -> np.ndarray:
     internal = np.flatnonzero(tree.left >= 0)
     parent = _parents(tree)
     inside = np.zeros((tree.n_nodes, len(feature_ids)), dtype=bool)
-    kid = np.searchsorted(feature_ids, tree.feature[internal])
+    kid = np.searchsorted(feature_ids, tree.player[internal])
     ancestor = internal.copy()
     while ancestor.size:
         inside[ancestor, kid] = True

@@ -8,6 +8,7 @@ operations every other module needs: routing rows to leaves and predicting.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -47,6 +48,9 @@ class TreeTable:
         Leaf values, already scaled (learning rate, ``1/T`` of a forest).
     cover : ndarray of float
         Training weight that reached each node.
+    players : ndarray of int or None
+        Which player of the game each feature is (grouped features share one); ``None``: each
+        feature is its own player.
     """
 
     left: np.ndarray
@@ -56,6 +60,16 @@ class TreeTable:
     threshold: np.ndarray
     value: np.ndarray
     cover: np.ndarray
+    players: np.ndarray | None = None
+
+    @property
+    def player(self) -> np.ndarray:
+        """The player of each node's split: the coin a subset of players tosses there.
+
+        Kernels read columns through :attr:`feature` and coins through this: splits on features
+        of one group share a coin, so the group is one player of the game.
+        """
+        return self.feature if self.players is None else self.players[self.feature]
 
     @property
     def is_leaf(self) -> np.ndarray:
@@ -82,6 +96,9 @@ class TreeTable:
         return node
 
 
+_NODE_FIELDS = ("left", "right", "default", "feature", "threshold", "value", "cover")
+
+
 @dataclass(frozen=True)
 class Forest:
     """A sum of regression trees plus a constant: ``f(x) = base_offset + sum_t tree_t(x)``.
@@ -95,12 +112,16 @@ class Forest:
         Feature values are cast to this dtype before comparing with thresholds,
         exactly as the model does (float32 for scikit-learn and XGBoost).
     n_features : int
+        Columns the trees read.
+    players : ndarray of int or None
+        The player of each feature (see :meth:`grouped`); ``None``: every feature is a player.
     """
 
     nodes: NodeArrays
     base_offset: float
     input_dtype: np.dtype
     n_features: int
+    players: np.ndarray | None = None
 
     @classmethod
     def from_trees(cls, trees: tuple[TreeTable, ...], base_offset: float, input_dtype, n_features: int) -> Forest:
@@ -135,12 +156,28 @@ class Forest:
     def n_trees(self) -> int:
         return self.nodes.left.shape[0]
 
+    @property
+    def n_players(self) -> int:
+        """Players of the games: the length of every vector of Shapley values."""
+        return self.n_features if self.players is None else int(self.players.max(initial=-1)) + 1
+
+    def grouped(self, players: np.ndarray) -> Forest:
+        """The same trees played with ``players[j]`` as the player of feature ``j``.
+
+        Features mapped to one player share its coin: a subset of players knows all of a group's
+        features or none of them.
+        """
+        players = np.asarray(players, dtype=np.int64)
+        if players.shape != (self.n_features,) or players.min(initial=0) < 0:
+            raise ValueError(f"players must map each of the {self.n_features} features to a player index >= 0.")
+        return dataclasses.replace(self, players=players)
+
     @cached_property
     def trees(self) -> tuple[TreeTable, ...]:
         """Each tree's own arrays (views of :attr:`nodes` trimmed to its node count)."""
         n = self.nodes
         return tuple(
-            TreeTable(*(getattr(n, name)[t, : n.n_nodes[t]] for name in TreeTable.__dataclass_fields__))
+            TreeTable(*(getattr(n, name)[t, : n.n_nodes[t]] for name in _NODE_FIELDS), players=self.players)
             for t in range(self.n_trees)
         )
 
@@ -156,7 +193,7 @@ class Forest:
         leaves = nodes.is_leaf & (nodes.depth >= 0)
         value = np.where(leaves, nodes.value - means[:, None], nodes.value)
         centred = NodeArrays(**{**{f: getattr(nodes, f) for f in NodeArrays.__dataclass_fields__}, "value": value})
-        return Forest(centred, self.base_offset + float(np.sum(means)), self.input_dtype, self.n_features)
+        return dataclasses.replace(self, nodes=centred, base_offset=self.base_offset + float(np.sum(means)))
 
     def without_zero_trees(self) -> Forest:
         """The same function without the trees whose leaves are all zero (at least one tree is kept)."""
@@ -164,7 +201,7 @@ class Forest:
         if keep.all() or not keep.any():
             return self
         nodes = NodeArrays(**{f: getattr(self.nodes, f)[keep] for f in NodeArrays.__dataclass_fields__})
-        return Forest(nodes, self.base_offset, self.input_dtype, self.n_features)
+        return dataclasses.replace(self, nodes=nodes)
 
     def cast(self, X: np.ndarray) -> np.ndarray:
         """Rows in the dtype the model compares thresholds in (a copy unless already there)."""

@@ -1,0 +1,111 @@
+"""Grouped features as players: ``groups={"name": [columns], ...}`` resolved against the model's features.
+
+A group is one player of the game: a coalition knows every column of the group or none of them, so
+the group's share is its exact Shapley value, not the sum of its columns' shares (which splits the
+interactions inside the group between them).  Columns left out of every group stay single players,
+listed after the groups in the model's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Players", "player_index", "resolve_groups"]
+
+
+@dataclass(frozen=True)
+class Players:
+    """The players of a grouped game.
+
+    Attributes
+    ----------
+    of_feature : ndarray of int, shape (n_features,)
+        The player of each feature, in the model's order.
+    names : list of str
+        One name per player: the groups' names, then the ungrouped features'.
+    """
+
+    of_feature: np.ndarray
+    names: list[str]
+
+    @property
+    def key(self) -> tuple[int, ...]:
+        """Hashable identity (games are cached per grouping)."""
+        return tuple(self.of_feature.tolist())
+
+
+def resolve_groups(groups: Any, feature_names: Sequence[str] | None, n_features: int) -> Players:
+    """Map ``groups`` (name to columns) onto the features; raise ``ValueError`` naming any problem.
+
+    Columns are given by name when ``feature_names`` are known (a DataFrame, or a model that recorded
+    names), or by position (an int) in the model's feature order.
+    """
+    if not isinstance(groups, Mapping) or not groups:
+        raise ValueError(
+            'groups must be a non-empty dict from a group name to its columns, e.g. {"diet": ["bmi", "s5"]}; '
+            f"got {type(groups).__name__}."
+        )
+    names = None if feature_names is None else [str(name) for name in feature_names]
+    owner = np.full(n_features, -1, dtype=np.int64)
+    for g, (group, columns) in enumerate(groups.items()):
+        positions = _positions(str(group), columns, names, n_features)
+        taken = positions[owner[positions] >= 0]
+        if taken.size:
+            other = list(groups)[owner[taken[0]]]
+            raise ValueError(
+                f"Column {_label(taken[0], names)} is in group {other!r} and in group {group!r}; "
+                "a column can be in one group only."
+            )
+        owner[positions] = g
+    single = np.flatnonzero(owner < 0)
+    player_names = [str(g) for g in groups] + [_label(j, names, quote=False) for j in single]
+    clash = sorted(set(map(str, groups)) & set(player_names[len(groups) :]))
+    if clash:
+        raise ValueError(f"Group name {clash[0]!r} is also the name of an ungrouped feature; rename the group.")
+    owner[single] = len(groups) + np.arange(len(single))
+    return Players(owner, player_names)
+
+
+def _positions(group: str, columns: Any, names: list[str] | None, n_features: int) -> np.ndarray:
+    if isinstance(columns, (str, bytes)) or not isinstance(columns, Sequence | np.ndarray):
+        raise ValueError(f"Group {group!r} must list its columns (a list of names or positions); got {columns!r}.")
+    if len(columns) == 0:
+        raise ValueError(f"Group {group!r} has no columns.")
+    positions = [_position(group, column, names, n_features) for column in columns]
+    if len(set(positions)) < len(positions):
+        raise ValueError(f"Group {group!r} lists a column twice.")
+    return np.array(positions, dtype=np.int64)
+
+
+def _position(group: str, column: Any, names: list[str] | None, n_features: int) -> int:
+    if isinstance(column, Integral) and not isinstance(column, bool):
+        if not 0 <= column < n_features:
+            raise ValueError(f"Group {group!r}: column {column} is out of range for {n_features} features.")
+        return int(column)
+    if names is None:
+        raise ValueError(
+            f"Group {group!r} names column {column!r}, but the features have no names here: "
+            "give positions, or pass X as a DataFrame."
+        )
+    if str(column) not in names:
+        raise ValueError(f"Group {group!r}: {column!r} is not one of the model's features {names}.")
+    return names.index(str(column))
+
+
+def _label(j: int, names: list[str] | None, quote: bool = True) -> str:
+    if names is None:
+        return str(j) if quote else f"Feature {j}"
+    return repr(names[j]) if quote else names[j]
+
+
+def player_index(columns: list[str] | None, players: Players | None) -> pd.Index | None:
+    """Labels of the values: the players' names when grouped, else the columns' (``None`` for arrays)."""
+    if players is not None:
+        return pd.Index(players.names) if columns is not None else None
+    return None if columns is None else pd.Index(columns)

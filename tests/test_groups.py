@@ -1,0 +1,107 @@
+"""Grouped features as single players: exact against subset enumeration over groups."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import FAMILIES, NO_NAN
+from oracle import rsq_oracle
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.tree import DecisionTreeRegressor
+
+from shap_rsq import RSquaredExplainer
+
+# six features: {0, 2} and {1, 4, 5} are groups, 3 stays alone (listed after the groups)
+GROUPS = {"ab": [0, 2], "cde": [1, 4, 5]}
+MEMBERS = [[0, 2], [1, 4, 5], [3]]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_group_shares_match_subset_enumeration_over_groups(fitted, family):
+    model, X, y, w = fitted(family, family not in NO_NAN)
+    explainer = RSquaredExplainer(model)
+    expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w, players=MEMBERS)
+    shares = explainer.rsq(X, y, sample_weight=w, groups=GROUPS)
+    np.testing.assert_allclose(shares, expected_global, atol=1e-9, rtol=0)
+    local = explainer(X, y, sample_weight=w, groups=GROUPS)
+    np.testing.assert_allclose(local.values, expected_local, atol=1e-9, rtol=0)
+    # efficiency: the players change, the total does not
+    np.testing.assert_allclose(shares.sum(), explainer.rsq(X, y, sample_weight=w).sum(), atol=1e-12)
+
+
+def test_a_group_is_not_the_sum_of_its_columns_and_singletons_change_nothing(fitted):
+    model, X, y, w = fitted("XGBRegressor")
+    explainer = RSquaredExplainer(model)
+    single = explainer.rsq(X, y, sample_weight=w)
+    singletons = explainer.rsq(X, y, sample_weight=w, groups={f"g{j}": [j] for j in range(X.shape[1])})
+    np.testing.assert_allclose(singletons, single, atol=1e-12)
+    grouped = explainer.rsq(X, y, sample_weight=w, groups={"pair": [0, 1]})
+    np.testing.assert_allclose(grouped[1:], single[2:], atol=0.05)  # the others barely move ...
+    assert abs(grouped[0] - single[:2].sum()) > 1e-6  # ... but the pair's interaction is its own
+
+
+def test_groups_by_name_label_the_result_and_follow_reordered_columns(fitted):
+    model, X, y, _ = fitted("RandomForestRegressor")
+    names = ["age", "bmi", "bp", "s1", "s2", "s3"]
+    frame = pd.DataFrame(X, columns=names)
+    model = type(model)(**model.get_params()).fit(frame, y)
+    explainer = RSquaredExplainer(model)
+    groups = {"body": ["bmi", "age"], "blood": ["bp", "s2"]}
+    shares = explainer.rsq(frame, y, groups=groups)
+    assert list(shares.index) == ["body", "blood", "s1", "s3"] and shares.name == "rsq"
+    np.testing.assert_allclose(explainer.rsq(frame[names[::-1]], y, groups=groups), shares, atol=1e-12)
+    by_position = explainer.rsq(X, y, groups={"body": [1, 0], "blood": [2, 4]})  # model names, array rows
+    np.testing.assert_allclose(by_position, shares.to_numpy(), atol=1e-12)
+    explanation = explainer(frame, y, groups=groups)
+    assert explanation.feature_names == ["body", "blood", "s1", "s3"]
+    np.testing.assert_allclose(explanation.values.sum(axis=0), shares.to_numpy(), atol=1e-12)
+
+
+def test_a_group_the_model_never_uses_gets_zero():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 5))
+    y = X[:, 0] + X[:, 1] ** 2 + rng.normal(scale=0.1, size=300)
+    # columns 2-4 are constant when the model is fitted: it never splits on them
+    model = DecisionTreeRegressor(max_depth=5, random_state=0).fit(X * [1, 1, 0, 0, 0], y)
+    shares = RSquaredExplainer(model).rsq(X, y, groups={"noise": [2, 3, 4]})
+    assert shares[0] == 0.0 and shares[1:].sum() > 0.5
+
+
+def test_class_shares_of_groups_match_enumeration_per_class(fitted):
+    _, X, y, w = fitted("DecisionTreeRegressor")
+    labels = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+    model = RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0).fit(X, labels)
+    explainer = RSquaredExplainer(model)
+    raw = explainer.rsq(X, labels, sample_weight=w, groups=GROUPS, multioutput="raw_values")
+    for k, forest in enumerate(explainer.forests):
+        Y = (labels == model.classes_[k]).astype(float)
+        np.testing.assert_allclose(raw[:, k], rsq_oracle(forest, X, Y, w, players=MEMBERS)[0], atol=1e-9, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        ({"a": [0, 1], "b": [1, 2]}, "Column 1 is in group 'a' and in group 'b'"),
+        ({"a": [0, 9]}, "column 9 is out of range for 6 features"),
+        ({"a": []}, "Group 'a' has no columns"),
+        ({"a": "x0"}, "must list its columns"),
+        ({"a": [0, 0]}, "lists a column twice"),
+        ({"a": ["bmi"]}, "features have no names here"),
+        ({}, "non-empty dict"),
+        ([[0, 1]], "non-empty dict"),
+    ],
+)
+def test_bad_groups_are_refused_by_name(fitted, groups, message):
+    model, X, y, _ = fitted("DecisionTreeRegressor")
+    with pytest.raises(ValueError, match=message):
+        RSquaredExplainer(model).rsq(X, y, groups=groups)
+
+
+def test_group_names_must_not_shadow_an_ungrouped_feature():
+    frame = pd.DataFrame(np.random.default_rng(0).normal(size=(50, 3)), columns=["a", "b", "c"])
+    model = DecisionTreeRegressor(max_depth=3).fit(frame, frame["a"] + frame["b"])
+    with pytest.raises(ValueError, match="'c' is also the name of an ungrouped feature"):
+        RSquaredExplainer(model).rsq(frame, frame["a"], groups={"c": ["a", "b"]})
+    with pytest.raises(ValueError, match="'zz' is not one of the model's features"):
+        RSquaredExplainer(model).rsq(frame, frame["a"], groups={"g": ["a", "zz"]})
