@@ -8,6 +8,7 @@ without a traceback.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import stat
@@ -21,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from ..engine.validation import _generic_names as generic_names  # one rule for names made up for arrays
+from .errors import InputError, did_you_mean, first_line
 
 __all__ = [
     "InputError",
@@ -37,10 +39,6 @@ __all__ = [
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".sav")
 NATIVE_FORMATS = "XGBoost JSON/UBJ, LightGBM text or CatBoost .cbm"
-
-
-class InputError(Exception):
-    """A file cannot be read or written, or its contents do not fit the command."""
 
 
 # ---------------------------------------------------------------- models
@@ -92,9 +90,16 @@ def _load_lightgbm(lightgbm: Any, path: str) -> Any:
     return lightgbm.Booster(model_file=path)
 
 
+# CatBoost losses of classifiers: such a file is loaded as a CatBoostClassifier, so that the
+# explainer's refusal names the class the user fitted, not the one used to read the file
+_CATBOOST_CLASSIFIER_LOSSES = ("Logloss", "CrossEntropy", "MultiClass", "MultiClassOneVsAll", "MultiLogloss")
+
+
 def _load_catboost(catboost: Any, path: str) -> Any:
-    # the regressor class reads any CatBoost model; a classifier's loss is refused later by the explainer
-    return catboost.CatBoostRegressor().load_model(path)
+    generic = catboost.CatBoost().load_model(path)
+    loss = str(generic.get_all_params().get("loss_function", "RMSE")).split(":")[0]
+    kind = catboost.CatBoostClassifier if loss in _CATBOOST_CLASSIFIER_LOSSES else catboost.CatBoostRegressor
+    return kind().load_model(path)
 
 
 def _load_pickle(path: Path) -> Any:
@@ -253,11 +258,17 @@ def model_inputs(
     if len(frame) == 0:  # a header alone reads as columns of no type, which would be reported as non-numeric
         raise InputError(f"{source} has a header but no rows of data.")
     reserved = [c for c in (target, weight) if c is not None]
-    absent = [c for c in reserved if c not in frame.columns]
+    columns = list(frame.columns)
+    absent = [c for c in reserved if c not in columns]
     if absent:
-        raise InputError(f"{source} has no column {absent[0]!r}; its columns are {preview(list(frame.columns))}.")
-    others = [c for c in frame.columns if c not in reserved]
+        raise InputError(
+            f"{source} has no column {absent[0]!r}.{did_you_mean(absent[0], columns)} "
+            f"Its columns are {preview(columns, limit=None)}."
+        )
+    others = [c for c in columns if c not in reserved]
     by_name = bool(model_names) and not generic_names(model_names)
+    if by_name:
+        _refuse_features_as(frame, target, weight, model_names)  # type: ignore[arg-type]
     if by_name:
         features = _columns_named(model_names, list(frame.columns), source)  # type: ignore[arg-type]
     else:
@@ -279,6 +290,19 @@ def model_inputs(
     )
 
 
+def _refuse_features_as(frame: pd.DataFrame, target: str, weight: str | None, model_names: list[str]) -> None:
+    """A column the model reads cannot also be the target or the weights: its R² would be meaningless."""
+    spelled = {name.replace(" ", "_") for name in model_names}
+    for role, column in (("target", target), ("weight", weight)):
+        if column is not None and column.replace(" ", "_") in spelled:
+            others = [c for c in frame.columns if c.replace(" ", "_") not in spelled and c != column]
+            hint = f" Columns the model does not read: {preview(others, limit=None)}." if others else ""
+            raise InputError(
+                f"the {role} column {column!r} is one of the model's features, so it cannot be the {role}: "
+                f"give the column that holds the observed {'y' if role == 'target' else 'row weights'}.{hint}"
+            )
+
+
 def _columns_named(model_names: list[str], columns: list[str], source: str | os.PathLike) -> list[str]:
     """The column holding each of the model's features, in the model's order.
 
@@ -290,9 +314,10 @@ def _columns_named(model_names: list[str], columns: list[str], source: str | os.
     found = [name if name in columns else underscored.get(name) for name in model_names]
     missing = [name for name, column in zip(model_names, found, strict=True) if column is None]
     if missing:
+        unused = [c for c in columns if c not in found]
         raise InputError(
-            f"{source} lacks {len(missing)} feature(s) the model was fitted with: {preview(missing)}; "
-            f"its columns are {preview(columns)}."
+            f"{source} lacks {len(missing)} feature(s) the model was fitted with: {preview(missing, limit=None)}."
+            f"{did_you_mean(missing[0], unused)} Its columns are {preview(columns, limit=None)}."
         )
     return found  # type: ignore[return-value]
 
@@ -313,16 +338,40 @@ def _check_column(frame: pd.DataFrame, column: str | None, role: str, source: st
     missing = int(frame[column].isna().sum())
     if missing:
         raise InputError(f"the {role} column {column!r} of {source} has {missing} missing value(s).")
+    values = frame[column].astype(float)
+    infinite = int((~values.map(math.isfinite)).sum())
+    if infinite:
+        raise InputError(f"the {role} column {column!r} of {source} has {infinite} infinite value(s).")
+    negative = int((values < 0).sum())
+    if role == "weight" and negative:
+        raise InputError(
+            f"the weight column {column!r} of {source} has {negative} negative value(s), the first in data row "
+            f"{int((values < 0).to_numpy().argmax()) + 1}; row weights must be zero or more."
+        )
 
 
 def _numeric(column: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)
 
 
-def preview(names: list[str], limit: int = 8) -> str:
-    """``['a', 'b', ...] (12 columns)``: a list short enough for a one-line message."""
-    shown = ", ".join(repr(n) for n in names[:limit])
-    return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)} column{'s' if len(names) != 1 else ''})"
+def preview(names: list[str], limit: int | None = 8) -> str:
+    """``['a', 'b', ...] (12 columns)``: a list of names for a one-line message.
+
+    Parameters
+    ----------
+    names : list of str
+        Column names.
+    limit : int or None, default=8
+        Names shown before ``...``; ``None`` shows them all.
+
+    Returns
+    -------
+    str
+        The names and their count.
+    """
+    cut = len(names) if limit is None else limit
+    shown = ", ".join(repr(n) for n in names[:cut])
+    return f"[{shown}{', ...' if len(names) > cut else ''}] ({len(names)} column{'s' if len(names) != 1 else ''})"
 
 
 # ---------------------------------------------------------------- outputs
@@ -356,9 +405,6 @@ def write_atomic(path: str | os.PathLike, write: Callable[[str], None]) -> None:
         raise
 
 
-_NATIVE_PREFIX = re.compile(r"^\[\d{2}:\d{2}:\d{2}\] \S+:\d+: ")  # XGBoost's "[12:00:00] file.cc:409: "
-
-
 def _mode_for(path: Path) -> int:
     """The permissions a new file gets from ``open`` (or those of the file being replaced)."""
     try:
@@ -367,9 +413,3 @@ def _mode_for(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
-
-
-def first_line(error: BaseException) -> str:
-    """The first non-empty line of an error's message (native libraries append stack traces)."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return _NATIVE_PREFIX.sub("", lines[0]) if lines else type(error).__name__
