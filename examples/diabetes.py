@@ -10,11 +10,13 @@ later) ships with scikit-learn, so this runs without a network.  The script
    too but whose numbers do not add up to anything;
 4. draws the pictures shown on the documentation's plotting page.
 
-Run it from the repository root:
+Run it from any folder:
 
-    pip install . && python examples/diabetes.py
+    pip install . && python examples/diabetes.py --out results
 
-It writes ``docs/examples/diabetes.txt`` and ``docs/_static/diabetes_*.png``.
+It writes ``diabetes.txt`` and ``diabetes_*.png`` into ``--out`` (default: the current folder).  The
+documentation shows the outputs of ``--out /tmp/diabetes``, copied to ``docs/examples/`` and
+``docs/_static/``.
 """
 
 from __future__ import annotations
@@ -101,11 +103,12 @@ def draw(model, X_test, y_test, folder: Path) -> list[Path]:
     return written
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", default="docs/examples/diabetes.txt", help="where to save the printed report")
-    parser.add_argument("--figures", default="docs/_static", help="folder for the pictures")
-    args = parser.parse_args()
+    parser.add_argument("--out", default=".", help="folder for the report and the pictures (default: here)")
+    args = parser.parse_args(argv)
+    folder = Path(args.out)
+    folder.mkdir(parents=True, exist_ok=True)
 
     X, y = load_diabetes(return_X_y=True, as_frame=True)
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0)
@@ -117,11 +120,10 @@ def main() -> None:
             fitted[name] = model.fit(X_train, y_train)
             table, check = shares_table(model, X_train, y_train, X_test, y_test)
             sections.append(f"{name} ({type(model).__name__})\n\n{table.to_string()}\n\n{check}\n")
-        pictures = draw(fitted["gradient boosting"], X_test, y_test, Path(args.figures))
+        pictures = draw(fitted["gradient boosting"], X_test, y_test, folder)
     report = "\n".join(sections)
     print(report)
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(report, encoding="utf-8")
+    (folder / "diabetes.txt").write_text(report, encoding="utf-8")
     print("pictures:", ", ".join(str(p) for p in pictures))
 
 
