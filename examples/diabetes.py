@@ -30,7 +30,6 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import shap
 from sklearn.datasets import load_diabetes
@@ -79,19 +78,14 @@ def shares_table(model, X_train, y_train, X_test, y_test) -> tuple[pd.DataFrame,
 def draw(model, X_test, y_test, folder: Path) -> list[Path]:
     """The pictures of the plotting page: shap-rsq's own plots and the shap.plots that make sense for R^2."""
     explanation = RSquaredExplainer(model)(X_test, y_test)
-    global_shares = shap.Explanation(
-        explanation.values.sum(0), explanation.base_values.sum(), feature_names=explanation.feature_names
-    )
     pictures = {
         "diabetes_bar.png": lambda: plots.bar(explanation, max_display=6, show=False),
         "diabetes_heatmap.png": lambda: plots.heatmap(explanation, max_display=6, show=False),
-        "diabetes_shap_bar.png": lambda: shap.plots.bar(explanation.sum(0), show=False),
-        "diabetes_shap_waterfall.png": lambda: shap.plots.waterfall(global_shares, show=False),
-        "diabetes_shap_beeswarm.png": lambda: shap.plots.beeswarm(
-            explanation, order=np.argsort(-explanation.values.sum(0)), show=False
-        ).set_xlabel("row's share of R\u00b2"),
-        "diabetes_shap_scatter.png": lambda: shap.plots.scatter(explanation[:, "bmi"], show=False).set_ylabel(
-            "row's share of R\u00b2 (bmi)"
+        "diabetes_shap_bar.png": lambda: plots.shap_plot(shap.plots.bar, explanation, show=False),
+        "diabetes_shap_waterfall.png": lambda: plots.shap_plot(shap.plots.waterfall, explanation, show=False),
+        "diabetes_shap_beeswarm.png": lambda: plots.shap_plot(shap.plots.beeswarm, explanation, "each", show=False),
+        "diabetes_shap_scatter.png": lambda: plots.shap_plot(
+            shap.plots.scatter, explanation, "each", row="bmi", show=False
         ),
     }
     written = []
