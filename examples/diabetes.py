@@ -1,11 +1,11 @@
-"""A real-data analysis: which measurements carry the R^2 of a diabetes-progression model, in and out of sample?
+"""A real-data analysis: which measurements carry the R² of a diabetes-progression model, in and out of sample?
 
 scikit-learn's diabetes data (442 patients, 10 baseline measurements, disease progression one year
 later) ships with scikit-learn, so this runs without a network.  The script
 
 1. fits a gradient-boosted model and a random forest on 70% of the patients;
-2. splits each model's R^2 on the training rows and on the held-out rows among the features, and
-   checks that the shares add up to the R^2 that ``sklearn.metrics.r2_score`` reports;
+2. splits each model's R² on the training rows and on the held-out rows among the features, and
+   checks that the shares add up to the R² that ``sklearn.metrics.r2_score`` reports;
 3. compares the held-out shares with scikit-learn's permutation importance, which ranks features
    too but whose numbers do not add up to anything;
 4. draws the pictures shown on the documentation's plotting page.
@@ -65,9 +65,9 @@ def shares_table(model, X_train, y_train, X_test, y_test) -> tuple[pd.DataFrame,
         {"train R2 share": train, "test R2 share": test, "test permutation": permutation.importances_mean}
     ).sort_values("test R2 share", ascending=False)
     check = (
-        f"  R^2 on the training rows {r2_score(y_train, model.predict(X_train)):.4f}, "
+        f"  R² on the training rows {r2_score(y_train, model.predict(X_train)):.4f}, "
         f"shares add up to {train.sum():.4f}\n"
-        f"  R^2 on the held-out rows {r2_score(y_test, model.predict(X_test)):.4f}, "
+        f"  R² on the held-out rows {r2_score(y_test, model.predict(X_test)):.4f}, "
         f"shares add up to {test.sum():.4f}; permutation importances add up to "
         f"{permutation.importances_mean.sum():.4f}\n"
         f"  both decompositions computed in {seconds:.2f} s"
@@ -76,7 +76,7 @@ def shares_table(model, X_train, y_train, X_test, y_test) -> tuple[pd.DataFrame,
 
 
 def draw(model, X_test, y_test, folder: Path) -> list[Path]:
-    """The pictures of the plotting page: shap-rsq's own plots and the shap.plots that make sense for R^2."""
+    """The pictures of the plotting page: shap-rsq's own plots and the shap.plots that make sense for R²."""
     explanation = RSquaredExplainer(model)(X_test, y_test)
     pictures = {
         "diabetes_bar.png": lambda: plots.bar(explanation, max_display=6, show=False),

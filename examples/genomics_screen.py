@@ -4,7 +4,7 @@ Gene expression comes in correlated blocks (co-regulated genes share a latent fa
 outcome depends on 12 planted genes, each in its own block, through linear, threshold and
 co-activation (AND) effects.  :class:`shap_rsq.RSquaredSelector` screens the genes in two stages, as in
 Jiang, Zhang & Zhang (UAI 2025, section 6): a boosted model on all 20,000 genes keeps the 100
-with the largest in-sample share of R^2, a second model is refitted on those 100, and their shares
+with the largest in-sample share of R², a second model is refitted on those 100, and their shares
 are recomputed out of fold (5-fold) with standard errors.  The script prints the recall of the
 planted genes after each stage and the run time.
 
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  the other {len(top - planted_names)} of the top {N_PLANTED}: {neighbours} in a planted gene's block")
     print(
         f"'cumulative:0.9' selects {len(selected)} genes, {len(selected & planted_names)} of them planted; "
-        f"out-of-fold R^2 of the 100 genes: {selector.feature_rsq_.sum():.3f}"
+        f"out-of-fold R² of the 100 genes: {selector.feature_rsq_.sum():.3f}"
     )
     print(f"\n{table.head(16).to_string(float_format='{:.4f}'.format)}")
     print(f"\nrun time (two stages, 5 folds, standard errors): {elapsed:.1f} s")

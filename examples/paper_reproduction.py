@@ -9,9 +9,9 @@ noise N(0, sigma^2) with sigma in {0.5, 1, 1.5}):
 
 For each data set, an XGBoost model (depth 1, 2, 3 for a, b, c) is tuned as in the paper by 5-fold
 cross-validation over learning rates {0.01, 0.05, 0.1} and 50, 100, 200, ..., 1000 trees, and each
-feature's R^2 is computed on the training data with shap-rsq.  The script prints
+feature's R² is computed on the training data with shap-rsq.  The script prints
 
-1. the exact population R^2 shares, next to the paper's appendix table;
+1. the exact population R² shares, next to the paper's appendix table;
 2. the mean Q-SHAP estimates for all nine settings, against those values;
 3. the paper's Table 1 (bias and its spread over data sets at n = 1000, p = 100, sigma = 1.5) for
    Q-SHAP and SAGE (package ``sage-importance``, on fewer data sets because it is slow),
@@ -46,7 +46,7 @@ N_TREES = (50, *range(100, 1001, 100))
 COLUMNS = ("X1", "X2", "X3", "Sum")
 SAGE_PERMUTATIONS = 2048
 
-# Appendix B, Table "Theoretical R^2 in simulated models": (total, X1, X2, X3)
+# Appendix B, Table "Theoretical R² in simulated models": (total, X1, X2, X3)
 PAPER_THEORY = {
     ("a", 0.5): (0.9864, 0.2094, 0.2863, 0.4907),
     ("a", 1.0): (0.9477, 0.2012, 0.2750, 0.4715),
@@ -82,7 +82,7 @@ def signal(model: str, x1: np.ndarray, x2: np.ndarray, x3: np.ndarray) -> np.nda
 
 
 def theoretical_r2(model: str, sigma: float) -> tuple[float, float, float, float]:
-    """Total R^2 and the Shapley shares of X1..X3 of v(S) = Var E[Y | X_S] / Var Y, over the 8 cells."""
+    """Total R² and the Shapley shares of X1..X3 of v(S) = Var E[Y | X_S] / Var Y, over the 8 cells."""
     cells = np.array(list(itertools.product((0, 1), repeat=3)))
     prob = np.prod(np.where(cells == 1, FEATURE_P, 1 - np.array(FEATURE_P)), axis=1)
     values = signal(model, *cells.T)
@@ -182,7 +182,7 @@ def _summary(shares: np.ndarray) -> dict:
 
 
 def theory_report() -> str:
-    lines = ["1. Population R^2: exact values computed here vs the paper's appendix B table", ""]
+    lines = ["1. Population R²: exact values computed here vs the paper's appendix B table", ""]
     lines.append(f"  {'model':<5} {'sigma':>5}  {'Total':>15}  {'X1':>15}  {'X2':>15}  {'X3':>15}")
     worst = 0.0
     for (model, sigma), paper in PAPER_THEORY.items():
@@ -199,7 +199,7 @@ def estimates_report(results: pd.DataFrame) -> str:
     count = qshap.groupby(["model", "sigma"]).size().min()
     n, p = int(results["n"].iloc[0]), int(results["p"].iloc[0])
     lines = [
-        f"2. Q-SHAP feature R^2 on the training data: mean (SD) over {count} data sets per setting,",
+        f"2. Q-SHAP feature R² on the training data: mean (SD) over {count} data sets per setting,",
         f"   n = {n}, p = {p}, against the population value (theory)",
         "",
         f"  {'model':<5} {'sigma':>5}  " + "  ".join(f"{c:>23}" for c in COLUMNS) + f"  {f'{p - 3} nuisance':>12}",
@@ -209,7 +209,7 @@ def estimates_report(results: pd.DataFrame) -> str:
         truth = dict(zip(COLUMNS, (*theory[1:], theory[0]), strict=True))
         cells = "  ".join(f"{group[c].mean():.3f} ({group[c].std():.3f}) [{truth[c]:.3f}]" for c in COLUMNS)
         lines.append(f"  {model:<5} {sigma:>5.1f}  {cells}  {group['nuisance'].mean():>12.4f}")
-    lines += ["", f"  mean (SD) [theory]; last column: the {p - 3} nuisance features' R^2 summed, mean over data sets."]
+    lines += ["", f"  mean (SD) [theory]; last column: the {p - 3} nuisance features' R² summed, mean over data sets."]
     return "\n".join(lines)
 
 
@@ -280,7 +280,7 @@ def draw(results: pd.DataFrame, path: Path) -> None:
         ax.axhline(0.0, color="black", linewidth=0.8)
         ax.set_xticks(np.arange(4), list(COLUMNS))
         ax.set_title(f"model {model} (XGBoost depth {DEPTH[model]})")
-    axes[0].set_ylabel("bias of feature R\u00b2 (estimate \u2212 theory)")
+    axes[0].set_ylabel("bias of feature R² (estimate \u2212 theory)")
     handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="lower center", ncol=4, frameon=False)  # below the panels, over no data
     n, p = int(results["n"].iloc[0]), int(results["p"].iloc[0])

@@ -2,7 +2,7 @@
 
 Friedman's regression problem #1 has 5 informative features; 25 pure-noise columns are added.  A
 support vector regressor is sensitive to irrelevant inputs, so a gradient-boosting model's exact
-shares of R^2 pick the features it sees.  Grid search over ``max_features`` finds how many to keep;
+shares of R² pick the features it sees.  Grid search over ``max_features`` finds how many to keep;
 ``set_output(transform="pandas")`` keeps the column names through the pipeline.
 
     pip install . && python examples/selector_pipeline.py
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     elapsed = time.perf_counter() - start
 
     results = pd.DataFrame(search.cv_results_)
-    print("cross-validated R^2 of the pipeline by number of features kept:")
+    print("cross-validated R² of the pipeline by number of features kept:")
     for k, mean, sd in results[["param_select__max_features", "mean_test_score", "std_test_score"]].itertuples(
         index=False
     ):
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\nbest max_features = {search.best_params_['select__max_features']}")
     print(f"kept columns: {list(selector.get_feature_names_out())}")
     print(f"columns reaching the SVR: {list(best[:-1].transform(X.head(2)).columns)}")
-    print("\nshares of R^2 of the booster (refitted on all rows):")
+    print("\nshares of R² of the booster (refitted on all rows):")
     print(selector.summary().head(8).to_string(float_format="{:.4f}".format))
     print(f"\nrun time ({len(candidates)} candidates x {folds} folds + refit): {elapsed:.1f} s")
 

@@ -143,7 +143,7 @@ class Moments:
         if not self.sst > 0:
             raise ValueError(
                 "y is constant over the rows the model is evaluated on (every held-out fold, with cv=), "
-                "so R^2 is undefined."
+                "so R² is undefined."
             )
         return self.a / self.sst
 
@@ -171,7 +171,7 @@ def evaluate(
     n_jobs: int | None = None,
     block_entries: int = DEFAULT_TUNING.selector_block_entries,
 ) -> Moments:
-    """Moments of ``model``'s R^2 decomposition on ``(X, y, w)``.
+    """Moments of ``model``'s R² decomposition on ``(X, y, w)``.
 
     Without ``per_row`` this is one :meth:`RSquaredExplainer.rsq` call (memory O(n + p)); with it, the
     per-row contributions are formed in row blocks of at most ``block_entries`` values.
@@ -222,7 +222,7 @@ def screen_and_fit(
 ) -> tuple[np.ndarray, np.ndarray | None, Any]:
     """Fit ``estimator`` on all columns or, with ``screen``, on the ``screen`` columns of largest in-sample share.
 
-    ``w`` weights the first round's R^2; ``fit_params`` (``sample_weight`` included, if the estimator is to
+    ``w`` weights the first round's R²; ``fit_params`` (``sample_weight`` included, if the estimator is to
     be weighted) go to every fit.  Returns the kept columns, the first round's shares (or None) and the
     fitted final model.
     """
@@ -263,7 +263,7 @@ def out_of_fold(
 ) -> Moments:
     """Pooled held-out moments: each fold's model is fitted on the other folds and decomposed on its own rows.
 
-    ``w`` weights the held-out R^2; row-aligned ``fit_params`` (``sample_weight``) are subset with the folds.
+    ``w`` weights the held-out R²; row-aligned ``fit_params`` (``sample_weight``) are subset with the folds.
     """
     results = Parallel(n_jobs=n_jobs)(
         delayed(_fold)(estimator, X, y, w, fit_params, train, test, per_row) for train, test in splits

@@ -9,6 +9,7 @@ into percentage points of R², the scale on which ``shap.plots`` prints readable
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -32,12 +33,13 @@ def bar(
     max_display: int = 10,
     *,
     feature_names: Sequence[str] | None = None,
-    model_r2: float | None = None,
-    title: str | None = "Shapley shares of R\u00b2",
+    model_rsq: float | None = None,
+    title: str | None = "Shapley shares of R²",
     ax: Axes | None = None,
     show: bool = True,
+    model_r2: float | None = None,
 ) -> Axes:
-    """Bar chart of each feature's share of R^2, largest first, with the total annotated.
+    """Bar chart of each feature's share of R², largest first, with the total annotated.
 
     Parameters
     ----------
@@ -49,8 +51,8 @@ def bar(
         ``max_display - 1`` are drawn and one grey bar adds up the others.
     feature_names : sequence of str, optional
         Names for an array of shares (default ``Feature 0``, ``Feature 1``, ...).
-    model_r2 : float, optional
-        The model's R^2, annotated next to the sum of the shares.  Taken from an
+    model_rsq : float, optional
+        The model's R², annotated next to the sum of the shares.  Taken from an
         Explanation's ``base_values`` when not given.
     title : str or None
         Title of the Axes.
@@ -58,6 +60,8 @@ def bar(
         Where to draw; a new figure is made when not given.
     show : bool, default=True
         Call :func:`matplotlib.pyplot.show` before returning.
+    model_r2 : float, optional
+        Deprecated name of ``model_rsq`` (removed in 0.3).
 
     Returns
     -------
@@ -68,10 +72,13 @@ def bar(
     --------
     >>> from shap_rsq import plots
     >>> ax = plots.bar(explainer.rsq(X, y), max_display=8, show=False)  # doctest: +SKIP
-    >>> ax.figure.savefig("r2.png", bbox_inches="tight")  # doctest: +SKIP
+    >>> ax.figure.savefig("rsq.png", bbox_inches="tight")  # doctest: +SKIP
     """
+    if model_r2 is not None:
+        warnings.warn("bar(model_r2=) is deprecated; use model_rsq=.", FutureWarning, stacklevel=2)
+        model_rsq = model_r2 if model_rsq is None else model_rsq
     series, total = _global(shares, feature_names)
-    model_r2 = total if model_r2 is None else model_r2
+    model_rsq = total if model_rsq is None else model_rsq
     shown = top_shares(series, max_display).iloc[::-1]  # barh draws bottom-up; the largest goes on top
     grouped = len(series) > max_display
     if ax is None:
@@ -84,12 +91,12 @@ def bar(
     ax.set_yticks(positions, [str(name) for name in shown.index])
     _label_bars(ax, shown.to_numpy())
     ax.axvline(0.0, color="#444444", linewidth=0.8)
-    ax.set_xlabel("share of R\u00b2", loc="left")
+    ax.set_xlabel("share of R²", loc="left")
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     # under the axis, right-aligned: no bar can run into it
     ax.annotate(
-        _total_text(series.sum(), model_r2),
+        _total_text(series.sum(), model_rsq),
         xy=(1.0, 0.0),
         xycoords="axes fraction",
         xytext=(0, -22),
@@ -110,13 +117,13 @@ def heatmap(
     *,
     order: Sequence[int] | np.ndarray | None = None,
     cmap: str = "RdBu_r",
-    title: str | None = "Per-row shares of R\u00b2",
+    title: str | None = "Per-row shares of R²",
     ax: Axes | None = None,
     show: bool = True,
 ) -> Axes:
     """Heatmap of per-row shares: features (largest global share first) against rows.
 
-    A row's share of a feature is its part of that feature's R^2 share; the
+    A row's share of a feature is its part of that feature's R² share; the
     colours are centred on zero, as rows the model fits worse than the mean
     take shares away.
 
@@ -157,8 +164,8 @@ def heatmap(
         _, ax = plt.subplots(figsize=(8.0, 1.5 + 0.4 * len(labels)))
     picture = ax.imshow(image, aspect="auto", cmap=cmap, vmin=-limit, vmax=limit, interpolation="nearest")
     ax.set_yticks(np.arange(len(labels)), labels)
-    ax.set_xlabel("rows, by their total share of R\u00b2" if by_total else "rows")
-    ax.figure.colorbar(picture, ax=ax, label="row's share of R\u00b2", extend="both")
+    ax.set_xlabel("rows, by their total share of R²" if by_total else "rows")
+    ax.figure.colorbar(picture, ax=ax, label="row's share of R²", extend="both")
     if title:
         ax.set_title(title)
     if show:
@@ -167,7 +174,7 @@ def heatmap(
 
 
 def _global(shares: Any, feature_names: Sequence[str] | None) -> tuple[pd.Series, float | None]:
-    """Global shares as a Series, and the model's R^2 when the input carries it."""
+    """Global shares as a Series, and the model's R² when the input carries it."""
     if isinstance(shares, shap.Explanation):
         values = np.asarray(shares.values, dtype=float)
         base = np.asarray(shares.base_values, dtype=float)
@@ -217,10 +224,10 @@ def _label_bars(ax: Axes, values: np.ndarray) -> None:
     ax.set_xlim(low - (0.15 * span if low < 0 else 0.0), high + (0.15 * span if high > 0 else 0.0))
 
 
-def _total_text(total: float, model_r2: float | None) -> str:
+def _total_text(total: float, model_rsq: float | None) -> str:
     text = f"sum of shares = {total:.3f}"
-    if model_r2 is not None:
-        text += f",  model R\u00b2 = {model_r2:.3f}"
+    if model_rsq is not None:
+        text += f",  model R² = {model_rsq:.3f}"
     return text
 
 

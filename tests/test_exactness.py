@@ -80,7 +80,7 @@ def test_boosted_shares_credit_the_signal_features(fitted, family):
     model, X, y, _weights = fitted(family)
     shares = RSquaredExplainer(model).rsq(X, y)
     assert np.argmax(shares) == 0
-    assert shares[5] < 0.1 * shares[0]  # in-sample, noise earns a little R^2 from overfitting
+    assert shares[5] < 0.1 * shares[0]  # in-sample, noise earns a little R² from overfitting
 
 
 @pytest.mark.parametrize("strategy", ["lca", "enumerate", "recursion", "junction"])

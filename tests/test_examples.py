@@ -23,7 +23,7 @@ CASES = {
         ["--replicates", "1", "--sage-replicates", "0", "--n", "150", "--p", "6", "--jobs", "1", "--max-trees", "50"],
         ["xgboost"],
         ["paper_reproduction.txt", "paper_reproduction.csv", "paper_reproduction.png"],
-        "Population R^2",
+        "Population R²",
     ),
 }
 

@@ -52,20 +52,20 @@ def run_demo(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         shares = RSquaredExplainer(model).rsq(X, y)
         seconds = time.perf_counter() - start
-        model_r2 = r2_score(y, model.predict(X))
+        model_rsq = r2_score(y, model.predict(X))
     title = (
         f"shap-rsq demo: HistGradientBoostingRegressor (200 trees, depth 4) on scikit-learn's diabetes data "
         f"({X.shape[0]} rows, {X.shape[1]} features)"
     )
-    print(format_table(shares, model_r2=model_r2, seconds=seconds, max_display=len(shares), title=title))
+    print(format_table(shares, model_rsq=model_rsq, seconds=seconds, max_display=len(shares), title=title))
     print(f"\n{DIABETES_LEGEND}")
-    _save_bar(args.plot, shares, model_r2, len(shares), "Shares of R\u00b2: gradient boosting on diabetes data")
+    _save_bar(args.plot, shares, model_rsq, len(shares), "Shares of R²: gradient boosting on diabetes data")
     print(f"\nbar chart written to {args.plot}")
     return 0
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    """``shap-rsq explain``: shares of R^2 for a model file on a data file."""
+    """``shap-rsq explain``: shares of R² for a model file on a data file."""
     _check_outputs(args)
     model = load_model(args.model, trust_pickle=args.trust_pickle)
     explainer = RSquaredExplainer(model, n_jobs=args.n_jobs, progress=args.progress)
@@ -82,13 +82,13 @@ def run_explain(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     explanation = explainer(X, inputs.y, sample_weight=inputs.weight) if args.local else None
     values = explanation.values.sum(axis=0) if explanation is not None else explainer.rsq(X, inputs.y, inputs.weight)
-    shares = pd.Series(values, index=names, name="r2")
+    shares = pd.Series(values, index=names, name="rsq")
     seconds = time.perf_counter() - start
-    model_r2 = float(r2_score(inputs.y, explainer.model_info.predict(X), sample_weight=inputs.weight))
+    model_rsq = float(r2_score(inputs.y, explainer.model_info.predict(X), sample_weight=inputs.weight))
 
     kind = f"{type(model).__module__.split('.')[0]}.{type(model).__name__}"
-    title = f"Shares of R^2: {Path(args.model).name} ({kind}) on {Path(args.data).name}, n={len(X)}"
-    print(format_table(shares, model_r2=model_r2, seconds=seconds, max_display=args.max_display, title=title))
+    title = f"Shares of R²: {Path(args.model).name} ({kind}) on {Path(args.data).name}, n={len(X)}"
+    print(format_table(shares, model_rsq=model_rsq, seconds=seconds, max_display=args.max_display, title=title))
     if args.out:
         summary = {
             "model": str(args.model),
@@ -97,7 +97,7 @@ def run_explain(args: argparse.Namespace) -> int:
             "weight": args.weight,
             "n_rows": len(X),
             "n_features": len(names),
-            "model_r2": model_r2,
+            "model_rsq": model_rsq,
             "sum_of_shares": float(shares.sum()),
         }
         write_shares(args.out, shares, summary)
@@ -106,7 +106,7 @@ def run_explain(args: argparse.Namespace) -> int:
         write_local(args.local, explanation.values, explanation.base_values, names)
         print(f"per-row shares written to {args.local}")
     if args.plot:
-        _save_bar(args.plot, shares, model_r2, args.max_display, f"Shares of R\u00b2 on {Path(args.data).name}")
+        _save_bar(args.plot, shares, model_rsq, args.max_display, f"Shares of R² on {Path(args.data).name}")
         print(f"bar chart written to {args.plot}")
     return 0
 
@@ -133,12 +133,12 @@ def _read_inputs(args: argparse.Namespace, explainer: RSquaredExplainer) -> Mode
     return inputs
 
 
-def _save_bar(path: str, shares: pd.Series, model_r2: float, max_display: int, title: str) -> None:
+def _save_bar(path: str, shares: pd.Series, model_rsq: float, max_display: int, title: str) -> None:
     import matplotlib.pyplot as plt
 
     from .. import plots
 
-    ax = plots.bar(shares, max_display, model_r2=model_r2, title=title, show=False)
+    ax = plots.bar(shares, max_display, model_rsq=model_rsq, title=title, show=False)
     try:
         write_atomic(path, lambda temporary: ax.figure.savefig(temporary, dpi=150, bbox_inches="tight"))
     finally:

@@ -1,7 +1,7 @@
 """The ``shap-rsq`` command: a demo on data shipped with scikit-learn, and ``explain`` for saved models.
 
 ``shap-rsq demo`` fits a gradient-boosted model on scikit-learn's diabetes data
-and prints each feature's share of its R^2; ``shap-rsq explain`` does the same
+and prints each feature's share of its R²; ``shap-rsq explain`` does the same
 for a model file and a data file.  Problems with the inputs end the command
 with a one-line message on stderr and exit status 1 (2 for a wrong command line).
 """
@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``shap-rsq`` and its ``demo`` and ``explain`` subcommands."""
     parser = argparse.ArgumentParser(
         prog="shap-rsq",
-        description="Exact Shapley shares of a tree model's R^2 (Q-SHAP).",
+        description="Exact Shapley shares of a tree model's R² (Q-SHAP).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -61,16 +61,16 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="explain a gradient-boosted model on scikit-learn's diabetes data (no network needed)",
         description="Fit a HistGradientBoostingRegressor on scikit-learn's diabetes data, print each "
-        "feature's share of its R^2 and write a bar chart.",
+        "feature's share of its R² and write a bar chart.",
     )
     demo.add_argument("--plot", default=DEMO_PLOT, metavar="PNG", help=f"bar chart to write (default: {DEMO_PLOT})")
     demo.set_defaults(run="run_demo")
 
     explain = commands.add_parser(
         "explain",
-        help="split the R^2 of a saved model on a data file among its features",
+        help="split the R² of a saved model on a data file among its features",
         description="Read a saved tree model and a data file, print each feature's share of the\n"
-        "model's R^2 on that data, and optionally write them to files.",
+        "model's R² on that data, and optionally write them to files.",
         epilog=EXPLAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the example's lines as written
     )
@@ -82,8 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("--data", required=True, metavar="FILE", help="CSV, TSV or Parquet table with a header")
     explain.add_argument("--target", required=True, metavar="COLUMN", help="column of the data holding y")
-    explain.add_argument("--weight", metavar="COLUMN", help="column of row weights for a weighted R^2")
-    explain.add_argument("--out", metavar="CSV|JSON", help="write the shares (feature,r2), largest first")
+    explain.add_argument("--weight", metavar="COLUMN", help="column of row weights for a weighted R²")
+    explain.add_argument("--out", metavar="CSV|JSON", help="write the shares (feature,rsq), largest first")
     explain.add_argument("--plot", metavar="PNG", help="write a bar chart of the shares")
     explain.add_argument("--local", metavar="PATH", help="write per-row shares as .csv or .parquet")
     explain.add_argument(

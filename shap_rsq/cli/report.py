@@ -1,4 +1,4 @@
-"""R^2 shares as a printed table and as CSV, JSON or Parquet files."""
+"""R² shares as a printed table and as CSV, JSON or Parquet files."""
 
 from __future__ import annotations
 
@@ -39,19 +39,19 @@ def top_shares(shares: pd.Series, max_display: int) -> pd.Series:
     return pd.concat([ordered.iloc[:keep], others]).rename(shares.name)
 
 
-def format_table(shares: pd.Series, *, model_r2: float, seconds: float, max_display: int, title: str) -> str:
-    """The shares as text: one line a feature (top-k and the rest), their sum, the model's R^2 and the run time."""
+def format_table(shares: pd.Series, *, model_rsq: float, seconds: float, max_display: int, title: str) -> str:
+    """The shares as text: one line a feature (top-k and the rest), their sum, the model's R² and the run time."""
     shown = top_shares(shares, max_display)
     width = max(len("sum of shares"), *(len(str(name)) for name in shown.index))
     scale = max(float(shown.abs().max()), 1e-12)
-    lines = [title, "", f"  {'feature':<{width}}  {'R^2 share':>10}"]
+    lines = [title, "", f"  {'feature':<{width}}  {'R² share':>10}"]
     for name, value in shown.items():
         bar = "#" * round(30 * abs(value) / scale)
         lines.append(f"  {name!s:<{width}}  {value:>10.4f}  {bar if value >= 0 else '-' * len(bar)}")
     lines += [
         "",
         f"  {'sum of shares':<{width}}  {shares.sum():>10.4f}",
-        f"  {'model R^2':<{width}}  {model_r2:>10.4f}",
+        f"  {'model R²':<{width}}  {model_rsq:>10.4f}",
         f"  computed in {seconds:.2f} s",
     ]
     return "\n".join(lines)
@@ -64,14 +64,17 @@ def check_suffix(path: str | os.PathLike | None, allowed: tuple[str, ...], optio
 
 
 def write_shares(path: str | os.PathLike, shares: pd.Series, summary: dict[str, Any]) -> None:
-    """Write the shares, largest first, as CSV (``feature,r2``) or JSON (``summary`` plus ``r2``)."""
+    """Write the shares, largest first, as CSV (``feature,rsq``) or JSON (``summary`` plus ``rsq``)."""
     ordered = sorted_shares(shares)
     if Path(path).suffix.lower() == ".json":
-        document = {**summary, "r2": {str(k): float(v) for k, v in ordered.items()}}
+        shares_by_name = {str(k): float(v) for k, v in ordered.items()}
+        document = {**summary, "rsq": shares_by_name}
+        # the names of 0.1.0.dev0, kept for readers of older files; deprecated, removed in 0.3
+        document.update(r2=shares_by_name, model_r2=summary.get("model_rsq"))
         text = json.dumps(document, indent=2, allow_nan=False) + "\n"
         write_atomic(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
     else:
-        table = pd.DataFrame({"feature": ordered.index.astype(str), "r2": ordered.to_numpy()})
+        table = pd.DataFrame({"feature": ordered.index.astype(str), "rsq": ordered.to_numpy()})
         write_atomic(path, lambda temporary: table.to_csv(temporary, index=False))
 
 

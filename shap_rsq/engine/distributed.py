@@ -24,7 +24,7 @@ def is_dask_array(value: Any) -> bool:
 
 
 def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_sample) -> np.ndarray:
-    """Feature shares of R^2 for a dask array ``X`` (rows in blocks; columns must fit in one block)."""
+    """Feature shares of R² for a dask array ``X`` (rows in blocks; columns must fit in one block)."""
     import dask
 
     numeric_dtype("X", X.dtype)
@@ -42,7 +42,7 @@ def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_s
     mean = sum(s[1] for s in sums) / total_w
     sst = float(sum(dask.compute(*[dask.delayed(_squares_about)(block, mean) for block in checked])))
     if sst <= 0.0:
-        raise ValueError("y is constant (over the rows with positive weight): R^2 is undefined.")
+        raise ValueError("y is constant (over the rows with positive weight): R² is undefined.")
 
     shared = dask.delayed(units, pure=True, traverse=False)
     parts = [

@@ -69,13 +69,13 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
 
 
 def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool = True) -> np.ndarray:
-    """The target as a finite float vector of length ``n_rows`` (with positive weighted variance, R^2's
+    """The target as a finite float vector of length ``n_rows`` (with positive weighted variance, R²'s
     denominator, when ``require_variance``)."""
     check_column_shape("y", np.shape(y), n_rows)
     target = target_values(y)
     mean = np.average(target, weights=w)
     if require_variance and np.sum(w * (target - mean) ** 2) <= 0.0:
-        raise ValueError("y is constant (over the rows with positive weight): R^2 is undefined.")
+        raise ValueError("y is constant (over the rows with positive weight): R² is undefined.")
     return target
 
 
@@ -91,7 +91,7 @@ def target_values(y: Any) -> np.ndarray:
         raise ValueError(f"y holds values that are not numbers ({error}).") from error
     target = column_or_1d(array, warn=True)
     if not np.all(np.isfinite(target)):
-        raise ValueError("y contains NaN or infinity; R^2 needs a finite target.")
+        raise ValueError("y contains NaN or infinity; R² needs a finite target.")
     return target
 
 

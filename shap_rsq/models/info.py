@@ -72,6 +72,6 @@ def as_names(values) -> list[str] | None:
 
 def refuse(family: str, what: str, value: Any) -> None:
     raise UnsupportedModelError(
-        f"{family} with {what}={value!r} is not supported: the R^2 decomposition needs a "
+        f"{family} with {what}={value!r} is not supported: the R² decomposition needs a "
         "single-output regressor fitted with squared error."
     )

@@ -79,7 +79,7 @@ def _check_lightgbm_objective(dump: dict) -> None:
     if "objective" not in dump:
         # a custom objective function leaves no name in the model: it may not be squared error
         raise UnsupportedModelError(
-            "LightGBM model trained with a custom objective function is not supported: the R^2 decomposition "
+            "LightGBM model trained with a custom objective function is not supported: the R² decomposition "
             "needs a regressor fitted with squared error, and the model does not record which loss it used."
         )
     objective, *options = str(dump["objective"]).split()
