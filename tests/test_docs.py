@@ -20,6 +20,7 @@ matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "examples").glob("*.md"))]
+OPTIONAL = ("xgboost", "lightgbm", "catboost", "polars", "pyarrow", "dask")  # extras, not the core install
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
@@ -35,6 +36,10 @@ def test_the_runner_finds_the_blocks():
 
 @pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)], ids=lambda p: str(p.relative_to(ROOT)))
 def test_page_runs_as_written(page, tmp_path, monkeypatch):
+    code = "\n".join(python_blocks(page))
+    for library in OPTIONAL:
+        if re.search(rf"^\s*(import|from) {library}\b", code, re.MULTILINE):
+            pytest.importorskip(library)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__docs__"}
     for number, block in enumerate(python_blocks(page), start=1):

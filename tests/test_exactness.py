@@ -139,7 +139,7 @@ def test_leaf_wise_trees_pick_a_kernel_by_work_and_both_are_exact(fitted, monkey
 
 def test_consecutive_small_trees_share_one_batch(fitted):
     # batching is the point of these units: one per tree would run thousands of NumPy calls
-    import catboost
+    catboost = pytest.importorskip("catboost")
 
     from shap_rsq.kernels.small_trees import HeapUnit, ObliviousUnit
 
