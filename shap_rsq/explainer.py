@@ -164,7 +164,7 @@ class RSquaredExplainer(shap.TreeExplainer):
     def loss_reduction(
         self, X: Any, y: Any, sample_weight: Any = None, *, local: bool = False
     ) -> np.ndarray | pd.Series:
-        """Shapley decomposition of the squared-error loss the model removes, in units of ``y``².
+        """Shapley decomposition of the squared-error loss the model removes, in squared units of ``y``.
 
         The numerators of :meth:`rsq`: feature shares of
         ``sum_i w_i [(y_i - E f)^2 - (y_i - f(x_i))^2]``, the drop in the weighted
