@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
-from sklearn.utils import _safe_indexing
+from sklearn.model_selection import cross_validate
+from sklearn.utils import _safe_indexing, resample
 from sklearn.utils.validation import _num_samples
 
 from .explainer import RSquaredExplainer
@@ -53,6 +54,8 @@ def threshold_rule(threshold: float | str | None) -> Callable[[np.ndarray], floa
     Raises ``ValueError`` naming the accepted forms for a string it cannot read, so that a typo fails in
     ``fit`` rather than at the first ``transform``.
     """
+    # SelectFromModel's parser is private, knows no 'cumulative:f' and fails only at transform
+    # (tests/test_library_choices.py); the forms it does read give the same cut-off here
     if threshold is None:
         threshold = "mean"  # scikit-learn's SelectFromModel default
     if not isinstance(threshold, str):
@@ -263,17 +266,50 @@ def out_of_fold(
 ) -> Moments:
     """Pooled held-out moments: each fold's model is fitted on the other folds and decomposed on its own rows.
 
-    ``w`` weights the held-out R²; row-aligned ``fit_params`` (``sample_weight``) are subset with the folds.
+    Parameters
+    ----------
+    estimator : estimator
+        The unfitted tree model; a clone is fitted per fold.
+    X, y, w : array-like
+        Rows, target and the weights of the held-out R².
+    fit_params : dict
+        Passed to each fit; row-aligned ones (``sample_weight``) are subset with the folds.
+    splits : sequence of (train, test) index arrays
+        The folds.
+    per_row : bool
+        Keep the sums of squares of the per-row contributions, for standard errors.
+    n_jobs : int or None
+        Processes over folds.
+
+    Returns
+    -------
+    Moments
+        The folds' moments, added up.
     """
-    results = Parallel(n_jobs=n_jobs)(
-        delayed(_fold)(estimator, X, y, w, fit_params, train, test, per_row) for train, test in splits
+    # scikit-learn fits the folds (in parallel, fit parameters subset with the rows); its scorers return
+    # numbers, not the vectors of sums a fold adds to the shares, so each fold's model is decomposed here
+    folds = cross_validate(
+        estimator,
+        X,
+        y,
+        cv=list(splits),
+        params=fit_params,
+        n_jobs=n_jobs,
+        scoring=_no_score,
+        return_estimator=True,
+        return_indices=True,
+        error_score="raise",
     )
+    results = [
+        evaluate(model, _safe_indexing(X, test), y[test], w[test], per_row=per_row)
+        for model, test in zip(folds["estimator"], folds["indices"]["test"], strict=True)
+    ]
     return sum(results[1:], results[0])
 
 
-def _fold(estimator, X, y, w, fit_params, train, test, per_row) -> Moments:
-    model = _fit(estimator, _safe_indexing(X, train), y[train], _subset_params(fit_params, train, len(y)))
-    return evaluate(model, _safe_indexing(X, test), y[test], w[test], per_row=per_row)
+def _no_score(estimator: Any, X: Any, y: Any) -> float:
+    """cross_validate always scores the folds; the shares are computed from the fitted models instead."""
+    return 0.0
 
 
 def bootstrap_shares(
@@ -296,7 +332,7 @@ def bootstrap_shares(
     ``n_jobs``.
     """
     n = len(y)
-    draws = [random_state.randint(0, n, size=n) for _ in range(n_bootstrap)]
+    draws = [resample(np.arange(n), random_state=random_state) for _ in range(n_bootstrap)]
     return np.vstack(
         Parallel(n_jobs=n_jobs)(
             delayed(_replicate)(estimator, X, y, w, fit_params, rows, screen, out_of_bag) for rows in draws

@@ -77,6 +77,8 @@ def bar(
     if model_r2 is not None:
         warnings.warn("bar(model_r2=) is deprecated; use model_rsq=.", FutureWarning, stacklevel=2)
         model_rsq = model_r2 if model_rsq is None else model_rsq
+    # shap.plots.bar draws mean |row share| for per-row input and cannot annotate the sum and the
+    # model's R² (tests/test_library_choices.py); shap_plot forwards to it for shap's own look
     series, total = _global(shares, feature_names)
     model_rsq = total if model_rsq is None else model_rsq
     shown = top_shares(series, max_display).iloc[::-1]  # barh draws bottom-up; the largest goes on top
@@ -154,6 +156,8 @@ def heatmap(
     if values.ndim != 2:
         raise ValueError(f"heatmap needs per-row shares of shape (n_rows, n_features), got shape {values.shape}.")
     names = _names(explanation.feature_names, values.shape[1])
+    # shap.plots.heatmap orders features by mean |row share|, which ranks a feature that takes R² away
+    # above one that adds it (tests/test_library_choices.py); here they are ordered by the signed share
     by_total = order is None
     if order is None:
         totals = values.sum(axis=1) + np.broadcast_to(np.asarray(explanation.base_values, float), len(values))

@@ -179,6 +179,8 @@ def _model_order(columns: list[str], model_names, family: str) -> list[int] | No
     library makes up when fitted on an array (LightGBM's ``Column_0``, CatBoost's ``0``) are only
     used when the columns are exactly those names, in any order.
     """
+    # scikit-learn's feature-name check (validate_data) refuses reordered columns and knows no
+    # LightGBM spelling; here columns are put in the model's order (tests/test_library_choices.py)
     if model_names is None:
         return None
     spelled = {_spelling(c): i for i, c in enumerate(columns)}
