@@ -37,7 +37,18 @@ DIABETES_LEGEND = (
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    """``shap-rsq demo``: the whole path from data to a table and a picture, on the core install."""
+    """``shap-rsq demo``: the whole path from data to a table and a picture, on the core install.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``plot``).
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+    """
     from sklearn.datasets import load_diabetes
     from sklearn.ensemble import HistGradientBoostingRegressor
     from threadpoolctl import threadpool_limits
@@ -65,7 +76,18 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    """``shap-rsq explain``: shares of R² for a model file on a data file."""
+    """``shap-rsq explain``: shares of R² for a model file on a data file.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``model``, ``data``, ``target``, ``weight``, the outputs, ...).
+
+    Returns
+    -------
+    int
+        The exit status, 0; problems raise :class:`InputError` or ``ValueError``.
+    """
     _check_outputs(args)
     model = load_model(args.model, trust_pickle=args.trust_pickle)
     explainer = RSquaredExplainer(model, n_jobs=args.n_jobs, progress=args.progress)

@@ -31,7 +31,19 @@ example:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default ``sys.argv[1:]``) and return the exit status."""
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``) and return the exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name.
+
+    Returns
+    -------
+    int
+        0 on success, 1 for a problem with the inputs (one line on stderr), 130 when interrupted;
+        a wrong command line exits with status 2 (``SystemExit``, from argparse).
+    """
     args = build_parser().parse_args(argv)
     import matplotlib
 
@@ -49,7 +61,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``shap-rsq`` and its ``demo`` and ``explain`` subcommands."""
+    """The argument parser of ``shap-rsq`` and its ``demo`` and ``explain`` subcommands.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The parser; each subcommand sets ``run`` to the name of its function in ``cli.actions``.
+    """
     parser = argparse.ArgumentParser(
         prog="shap-rsq",
         description="Exact Shapley shares of a tree model's R² (Q-SHAP).",

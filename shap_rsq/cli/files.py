@@ -49,6 +49,16 @@ def model_format(path: Path) -> str:
 
     The content decides rather than the suffix, so a model saved under an
     unusual name is still read by the right library.
+
+    Parameters
+    ----------
+    path : Path
+        The model file.
+
+    Returns
+    -------
+    str
+        The library that wrote it, or ``'pickle'``.
     """
     head = _head(path, 8)
     if head.startswith(b"{"):  # XGBoost JSON and UBJSON both open an object
@@ -67,6 +77,23 @@ def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
 
     Pickle and joblib files are loaded only when ``trust_pickle`` is true:
     unpickling runs whatever code the file contains.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The model file.
+    trust_pickle : bool, default=False
+        Allow a pickle/joblib file.
+
+    Returns
+    -------
+    object
+        The fitted model (an XGBoost or LightGBM ``Booster``, a CatBoost model, or the unpickled object).
+
+    Raises
+    ------
+    InputError
+        When the file cannot be read, or is a pickle without ``trust_pickle``.
     """
     path = Path(path)
     kind = model_format(path)
@@ -174,7 +201,18 @@ _COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zip", ".zst")
 
 
 def load_data(path: str | os.PathLike) -> pd.DataFrame:
-    """A table from a CSV/TSV file (optionally compressed) or a Parquet file."""
+    """A table from a CSV/TSV file (optionally compressed) or a Parquet file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.csv``, ``.tsv`` (optionally compressed) or ``.parquet`` file with a header row.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table as read.
+    """
     path = Path(path)
     _head(path, 4)  # a missing or unreadable file fails here, before pandas guesses at it
     kind = _data_format(path)
@@ -210,7 +248,18 @@ def _read_parquet(path: Path) -> pd.DataFrame:
 
 
 def missing_pyarrow(path: str | os.PathLike) -> InputError:
-    """The error for a Parquet file when no Parquet engine is installed."""
+    """The error for a Parquet file when no Parquet engine is installed.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The Parquet file to read or write.
+
+    Returns
+    -------
+    InputError
+        The error to raise, naming the extra to install.
+    """
     return InputError(f"{path} is Parquet, which needs pyarrow (not installed): pip install 'shap-rsq[parquet]'")
 
 
@@ -253,6 +302,26 @@ def model_inputs(
     Columns are matched by name when the model recorded real feature names
     (other columns are ignored), and by position otherwise; missing features,
     a wrong number of columns and non-numeric columns are refused.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table.
+    source : str or path-like
+        Where it was read from, for messages.
+    target : str
+        The column holding ``y``.
+    model_names : list of str or None
+        The names of the model's features, if it recorded any.
+    n_features : int
+        The number of features the model reads.
+    weight : str, optional
+        The column of row weights.
+
+    Returns
+    -------
+    ModelInputs
+        The feature columns in the model's order, the target, the weights and the ignored columns.
     """
     frame = frame.set_axis([str(c) for c in frame.columns], axis=1)  # a copy: the caller's table is untouched
     if len(frame) == 0:  # a header alone reads as columns of no type, which would be reported as non-numeric
@@ -383,6 +452,13 @@ def write_atomic(path: str | os.PathLike, write: Callable[[str], None]) -> None:
     The temporary file sits in the destination's folder, so ``os.replace`` is
     an atomic rename: readers see the old file or the complete new one, and a
     failure part-way leaves ``path`` untouched.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The destination.
+    write : callable
+        Writes the output to the temporary path it is given.
     """
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")

@@ -63,14 +63,49 @@ class ModelInfo:
 
     @property
     def n_outputs(self) -> int:
+        """The number of outputs: classes of a classifier, targets of a multi-output regressor, else 1.
+
+        Returns
+        -------
+        int
+            At least 1.
+        """
         return max(1, len(self.outputs))
 
 
 def as_names(values) -> list[str] | None:
+    """Feature names as strings, or ``None`` when the model recorded none.
+
+    Parameters
+    ----------
+    values : sequence or None
+        Names as the library stores them.
+
+    Returns
+    -------
+    list of str or None
+        The names.
+    """
     return None if values is None else [str(v) for v in values]
 
 
 def refuse(family: str, what: str, value: Any) -> None:
+    """Raise the error for a model setting the R² decomposition cannot take.
+
+    Parameters
+    ----------
+    family : str
+        The model, as named in the message (``"XGBoost model"``).
+    what : str
+        The setting.
+    value : object
+        Its value.
+
+    Raises
+    ------
+    UnsupportedModelError
+        Always.
+    """
     raise UnsupportedModelError(
         f"{family} with {what}={value!r} is not supported: the R² decomposition needs a "
         "single-output regressor fitted with squared error."

@@ -33,7 +33,23 @@ _SUPPORTED = (
 
 
 def inspect_model(model: Any) -> ModelInfo:
-    """Check that ``model`` can be decomposed and describe it; raise a clear error otherwise."""
+    """Check that ``model`` can be decomposed and describe it; raise a clear error otherwise.
+
+    Parameters
+    ----------
+    model : object
+        A fitted model.
+
+    Returns
+    -------
+    ModelInfo
+        What the engine needs to know about it.
+
+    Raises
+    ------
+    UnsupportedModelError
+        For a model that cannot be decomposed, with the reason.
+    """
     info = sklearn_info(model)
     if info is not None:
         return info
@@ -65,6 +81,20 @@ def read_forests(shap_model: Any, info: ModelInfo, model_name: str) -> list[Fore
     """One forest table per output, from shap's parsed model (or the trees ``info`` fixed up).
 
     ``shap_model`` is the ``TreeEnsemble`` shap's ``TreeExplainer`` built from the model.
+
+    Parameters
+    ----------
+    shap_model : shap.explainers._tree.TreeEnsemble
+        shap's parse of the model.
+    info : ModelInfo
+        The model's record.
+    model_name : str
+        The model's class name, for messages.
+
+    Returns
+    -------
+    list of Forest
+        One per output.
     """
     ensemble = shap_model if info.trees is None else TreeEnsemble(info.trees)
     if ensemble.trees is None:

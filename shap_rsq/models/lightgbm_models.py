@@ -27,7 +27,18 @@ _LIGHTGBM_L2 = {
 
 
 def lightgbm_info(model: Any) -> ModelInfo:
-    """Record of an ``LGBMRegressor`` or ``lightgbm.Booster``; refuses what cannot be decomposed."""
+    """Record of an ``LGBMRegressor`` or ``lightgbm.Booster``; refuses what cannot be decomposed.
+
+    Parameters
+    ----------
+    model : lightgbm.LGBMRegressor or lightgbm.Booster
+        A fitted LightGBM model.
+
+    Returns
+    -------
+    ModelInfo
+        The model's record.
+    """
     import lightgbm
 
     booster = model if isinstance(model, lightgbm.Booster) else model.booster_  # raises when unfitted
