@@ -19,15 +19,8 @@ from sklearn.utils._tags import get_tags
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, _routing_enabled, process_routing
 from sklearn.utils.validation import _check_feature_names_in, _check_sample_weight, check_is_fitted, validate_data
 
-from ._screening import (
-    bootstrap_shares,
-    check_max_features,
-    evaluate,
-    out_of_fold,
-    screen_and_fit,
-    support_mask,
-    threshold_rule,
-)
+from ._screening import bootstrap_shares, evaluate, out_of_fold, screen_and_fit
+from ._selection_rule import check_max_features, support_mask, threshold_rule
 
 __all__ = ["RSquaredSelector"]
 

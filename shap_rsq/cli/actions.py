@@ -16,16 +16,8 @@ import pandas as pd
 from sklearn.metrics import r2_score
 
 from ..explainer import RSquaredExplainer
-from .files import (
-    InputError,
-    ModelInputs,
-    load_data,
-    load_model,
-    missing_pyarrow,
-    model_inputs,
-    preview,
-    write_atomic,
-)
+from .columns import ModelInputs, model_inputs, preview
+from .files import InputError, load_data, load_model, missing_pyarrow, write_atomic
 from .report import LOCAL_SUFFIXES, SHARE_SUFFIXES, check_suffix, format_table, write_local, write_shares
 
 __all__ = ["run_demo", "run_explain"]
