@@ -50,16 +50,30 @@ class TreeTable:
 
     @property
     def is_leaf(self) -> np.ndarray:
+        """Whether each node is a leaf."""
         return self.left < 0
 
     @property
     def n_nodes(self) -> int:
+        """The number of nodes."""
         return len(self.left)
 
     def leaf_of(self, X: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
         """Index of the leaf each row of ``X`` reaches (NaN follows the default child).
 
         Values are compared in ``dtype`` (the model's input precision) when given.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The rows.
+        dtype : dtype, optional
+            The precision thresholds are compared in.
+
+        Returns
+        -------
+        ndarray of int of shape (n_samples,)
+            Node indices of the leaves.
         """
         node = np.zeros(X.shape[0], dtype=np.int64)
         rows = np.arange(X.shape[0])
@@ -95,6 +109,24 @@ class Forest:
 
     @classmethod
     def from_trees(cls, trees: tuple[TreeTable, ...], base_offset: float, input_dtype, n_features: int) -> Forest:
+        """Stack single trees into a forest.
+
+        Parameters
+        ----------
+        trees : tuple of TreeTable
+            The trees, in order.
+        base_offset : float
+            The constant added to the trees' sum.
+        input_dtype : dtype
+            The precision thresholds are compared in.
+        n_features : int
+            The number of features the model reads.
+
+        Returns
+        -------
+        Forest
+            The forest.
+        """
         return cls(NodeArrays.stack(tuple(trees)), float(base_offset), np.dtype(input_dtype), int(n_features))
 
     @classmethod
@@ -102,6 +134,22 @@ class Forest:
         """Read the padded arrays of a ``shap.explainers._tree.TreeEnsemble`` (no per-tree loop).
 
         ``output`` picks one output of a multi-output ensemble (a class's probability, a target).
+
+        Parameters
+        ----------
+        ensemble : shap.explainers._tree.TreeEnsemble
+            shap's parse of the model.
+        n_features : int
+            The number of features the model reads.
+        tree_limit : int, optional
+            Use the first ``tree_limit`` trees only.
+        output : int, default=0
+            Which output to read.
+
+        Returns
+        -------
+        Forest
+            The forest.
         """
         n_trees = ensemble.children_left.shape[0]
         if tree_limit is not None and 0 <= tree_limit < n_trees:
@@ -124,11 +172,18 @@ class Forest:
 
     @property
     def n_trees(self) -> int:
+        """The number of trees."""
         return self.nodes.left.shape[0]
 
     @cached_property
     def trees(self) -> tuple[TreeTable, ...]:
-        """Each tree's own arrays (views of :attr:`nodes` trimmed to its node count)."""
+        """Each tree's own arrays (views of :attr:`nodes` trimmed to its node count).
+
+        Returns
+        -------
+        tuple of TreeTable
+            One per tree.
+        """
         n = self.nodes
         return tuple(
             TreeTable(*(getattr(n, name)[t, : n.n_nodes[t]] for name in TreeTable.__dataclass_fields__))
@@ -141,6 +196,11 @@ class Forest:
         The means move into :attr:`base_offset`.  The games square tree values: centred, those
         are on the scale of the spread of ``y``, not of ``y`` itself, so shifting the target by
         1e8 costs no digits of the shares.
+
+        Returns
+        -------
+        Forest
+            The centred forest.
         """
         nodes = self.nodes
         means = nodes.tree_mean
@@ -150,7 +210,13 @@ class Forest:
         return Forest(centred, self.base_offset + float(np.sum(means)), self.input_dtype, self.n_features)
 
     def without_zero_trees(self) -> Forest:
-        """The same function without the trees whose leaves are all zero (at least one tree is kept)."""
+        """The same function without the trees whose leaves are all zero (at least one tree is kept).
+
+        Returns
+        -------
+        Forest
+            The forest, or ``self`` when every tree has a non-zero leaf.
+        """
         keep = np.any(self.nodes.value != 0.0, axis=1)
         if keep.all() or not keep.any():
             return self
@@ -158,11 +224,33 @@ class Forest:
         return Forest(nodes, self.base_offset, self.input_dtype, self.n_features)
 
     def cast(self, X: np.ndarray) -> np.ndarray:
-        """Rows in the dtype the model compares thresholds in (a copy unless already there)."""
+        """Rows in the dtype the model compares thresholds in (a copy unless already there).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows.
+
+        Returns
+        -------
+        ndarray
+            The rows in :attr:`input_dtype`.
+        """
         return np.asarray(X, dtype=self.input_dtype)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        """Sum of leaf values plus the base offset."""
+        """Sum of leaf values plus the base offset.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The rows.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predictions.
+        """
         out = np.full(X.shape[0], self.base_offset)
         for tree in self.trees:
             out += tree.value[tree.leaf_of(X, self.input_dtype)]
@@ -190,11 +278,35 @@ class NodeArrays:
 
     @classmethod
     def from_padded(cls, **fields: np.ndarray) -> NodeArrays:
+        """Add each node's depth and reach probability to padded node arrays.
+
+        Parameters
+        ----------
+        **fields : ndarray
+            ``left``, ``right``, ``default``, ``feature``, ``threshold``, ``value``, ``cover`` and ``n_nodes``.
+
+        Returns
+        -------
+        NodeArrays
+            The arrays with ``depth`` and ``mass``.
+        """
         depth, mass = _reach(fields["left"], fields["right"], fields["cover"])
         return cls(**fields, depth=depth, mass=mass)
 
     @classmethod
     def stack(cls, trees: tuple[TreeTable, ...]) -> NodeArrays:
+        """Pad single trees' arrays to one ``(T, N)`` table.
+
+        Parameters
+        ----------
+        trees : tuple of TreeTable
+            The trees, in order.
+
+        Returns
+        -------
+        NodeArrays
+            The padded arrays.
+        """
         width = max(tree.n_nodes for tree in trees)
         shape = (len(trees), width)
         fields = {name: np.full(shape, -1, dtype=np.int64) for name in ("left", "right", "default")}
@@ -207,11 +319,27 @@ class NodeArrays:
 
     @property
     def is_leaf(self) -> np.ndarray:
+        """Whether each node is a leaf (padding nodes count as leaves)."""
         return self.left < 0
 
     def leaf_values(self, X: np.ndarray, trees: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
         """``(n, len(trees))`` value of the leaf each row reaches in each of ``trees``, all trees
-        routed at once level by level (rows in blocks, so memory stays bounded)."""
+        routed at once level by level (rows in blocks, so memory stays bounded).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The rows.
+        trees : ndarray of int
+            Which trees.
+        dtype : dtype, optional
+            The precision thresholds are compared in.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, len(trees))
+            Leaf values.
+        """
         out = np.empty((X.shape[0], len(trees)))
         t = np.asarray(trees)[None, :]
         levels = int(self.depth[trees].max(initial=0))
@@ -230,6 +358,7 @@ class NodeArrays:
 
     @property
     def tree_depth(self) -> np.ndarray:
+        """Each tree's depth."""
         return self.depth.max(axis=1)
 
     @property
@@ -239,7 +368,20 @@ class NodeArrays:
 
 
 def cover_fractions(cover: np.ndarray, left_cover: np.ndarray, right_cover: np.ndarray):
-    """Fractions of a split's cover going left and right; a split nobody reached splits evenly."""
+    """Fractions of a split's cover going left and right; a split nobody reached splits evenly.
+
+    Parameters
+    ----------
+    cover : ndarray
+        The splits' covers.
+    left_cover, right_cover : ndarray
+        Their children's covers.
+
+    Returns
+    -------
+    left, right : ndarray
+        The fractions.
+    """
     reached = cover > 0
     safe = np.where(reached, cover, 1.0)
     return np.where(reached, left_cover / safe, 0.5), np.where(reached, right_cover / safe, 0.5)
