@@ -103,3 +103,24 @@ def test_version_answers_fast_without_loading_the_heavy_libraries():
     seconds = time.perf_counter() - start
     assert result.stdout.splitlines() == ["shap-rsq 0.1.0.dev0", "[]"]
     assert seconds < 2.0  # about 0.1 s; generous for a busy machine, far below the 2-3 s of importing shap
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_a_booster_file_of_a_classifier_says_it_is_a_boosted_classifier(library, tmp_path, capsys):
+    module = pytest.importorskip(library)
+    X, y, _ = make_data(seed=10)
+    frame = pd.DataFrame(X, columns=NAMES)
+    labels = y > np.median(y)
+    if library == "xgboost":
+        path = tmp_path / "model.json"
+        module.XGBClassifier(n_estimators=3, max_depth=2).fit(frame, labels).save_model(path)
+        named = "XGBoost model with objective='binary:logistic' is a boosted classifier: "
+    else:
+        path = tmp_path / "model.txt"
+        model = module.LGBMClassifier(n_estimators=3, num_leaves=4, min_child_samples=5, verbose=-1)
+        model.fit(frame, labels).booster_.save_model(path)
+        named = "LightGBM model with objective='binary' is a boosted classifier: "
+    frame.assign(y=y).to_csv(tmp_path / "data.csv", index=False)
+    code, err = run(["explain", "--model", path, "--data", tmp_path / "data.csv", "--target", "y"], capsys)
+    assert code == 1
+    assert err.startswith(f"shap-rsq: error: {named}its probabilities are a sigmoid or softmax")

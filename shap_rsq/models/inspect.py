@@ -18,7 +18,7 @@ from sklearn.base import is_classifier
 
 from .catboost_models import catboost_info
 from .forest import Forest
-from .info import ModelInfo, UnsupportedModelError
+from .info import BOOSTED_CLASSIFIER, ModelInfo, UnsupportedModelError
 from .lightgbm_models import lightgbm_info
 from .sklearn_models import sklearn_info
 from .xgboost_models import xgboost_info
@@ -69,12 +69,7 @@ def _refuse_classifier(model: Any) -> None:
     except (AttributeError, TypeError):  # boosters and other non-estimators carry no sklearn tags
         classifier = getattr(model, "_estimator_type", None) == "classifier"
     if classifier:
-        raise UnsupportedModelError(
-            f"{type(model).__name__} is a boosted classifier: its probabilities are a sigmoid or softmax of a sum "
-            "of trees, not a sum of trees, so their squared error (the Brier score) has no exact Shapley "
-            "decomposition.  Use a forest classifier (DecisionTreeClassifier, RandomForestClassifier, "
-            "ExtraTreesClassifier), or a squared-error regressor fitted on the 0/1 target."
-        )
+        raise UnsupportedModelError(f"{type(model).__name__} is a boosted classifier: {BOOSTED_CLASSIFIER}")
 
 
 def read_forests(shap_model: Any, info: ModelInfo, model_name: str) -> list[Forest]:
