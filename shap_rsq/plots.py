@@ -342,6 +342,11 @@ def shap_plot(
     >>> plots.shap_plot(shap.plots.waterfall, explanation)  # doctest: +SKIP
     >>> plots.shap_plot(shap.plots.beeswarm, explanation, rows="each")  # doctest: +SKIP
     """
+    if plot is shap.plots.bar and rows == "each" and row is None:
+        raise ValueError(
+            "shap.plots.bar on every row draws the mean absolute row share, which counts rows that take R² "
+            "away as importance and adds up to nothing: use rows='sum' (the shares themselves)."
+        )
     scaled = for_shap(explanation, rows)
     if row is not None:
         scaled = scaled[:, row] if isinstance(row, str) else scaled[row]

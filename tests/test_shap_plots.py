@@ -121,3 +121,5 @@ def test_for_shap_refuses_what_it_cannot_scale(explanation):
         plots.for_shap(explanation, "mean")
     with pytest.raises(ValueError, match=r"shape \(n_rows, n_features\)"):
         plots.for_shap(explanation[0])
+    with pytest.raises(ValueError, match=r"mean absolute row share.*use rows='sum'"):
+        plots.shap_plot(shap.plots.bar, explanation, "each", show=False)
