@@ -109,24 +109,7 @@ class Forest:
 
     @classmethod
     def from_trees(cls, trees: tuple[TreeTable, ...], base_offset: float, input_dtype, n_features: int) -> Forest:
-        """Stack single trees into a forest.
-
-        Parameters
-        ----------
-        trees : tuple of TreeTable
-            The trees, in order.
-        base_offset : float
-            The constant added to the trees' sum.
-        input_dtype : dtype
-            The precision thresholds are compared in.
-        n_features : int
-            The number of features the model reads.
-
-        Returns
-        -------
-        Forest
-            The forest.
-        """
+        """Stack single trees (in order) into a forest with ``base_offset``, compared in ``input_dtype``."""
         return cls(NodeArrays.stack(tuple(trees)), float(base_offset), np.dtype(input_dtype), int(n_features))
 
     @classmethod
@@ -278,35 +261,13 @@ class NodeArrays:
 
     @classmethod
     def from_padded(cls, **fields: np.ndarray) -> NodeArrays:
-        """Add each node's depth and reach probability to padded node arrays.
-
-        Parameters
-        ----------
-        **fields : ndarray
-            ``left``, ``right``, ``default``, ``feature``, ``threshold``, ``value``, ``cover`` and ``n_nodes``.
-
-        Returns
-        -------
-        NodeArrays
-            The arrays with ``depth`` and ``mass``.
-        """
+        """Padded node arrays (the fields but ``depth`` and ``mass``), with those two computed."""
         depth, mass = _reach(fields["left"], fields["right"], fields["cover"])
         return cls(**fields, depth=depth, mass=mass)
 
     @classmethod
     def stack(cls, trees: tuple[TreeTable, ...]) -> NodeArrays:
-        """Pad single trees' arrays to one ``(T, N)`` table.
-
-        Parameters
-        ----------
-        trees : tuple of TreeTable
-            The trees, in order.
-
-        Returns
-        -------
-        NodeArrays
-            The padded arrays.
-        """
+        """Pad single trees' arrays (in order) to one ``(T, N)`` table."""
         width = max(tree.n_nodes for tree in trees)
         shape = (len(trees), width)
         fields = {name: np.full(shape, -1, dtype=np.int64) for name in ("left", "right", "default")}
