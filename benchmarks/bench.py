@@ -241,7 +241,7 @@ def start_pool() -> float:
 
 
 def sage_context() -> dict:
-    """SAGE (sage-importance) on one small case: its time, and how far its R^2 shares are from ours."""
+    """SAGE (sage-importance) on one small case: its time, and how far its R² shares are from ours."""
     import sage
 
     X, y = paper_data("b", 500, 10)
@@ -253,7 +253,7 @@ def sage_context() -> dict:
     imputer = sage.MarginalImputer(model, X[:128])
     values = sage.PermutationEstimator(imputer, "mse")(X, y, verbose=False, bar=False).values
     sage_time = time.perf_counter() - start
-    shares = values / np.var(y)  # SAGE explains the drop in MSE; divided by var(y) it is a share of R^2
+    shares = values / np.var(y)  # SAGE explains the drop in MSE; divided by var(y) it is a share of R²
     return {
         "workload": "sage-context",
         "description": "model b, n=500, p=10, depth 2, 100 trees",

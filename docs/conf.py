@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -35,26 +34,3 @@ autodoc_member_order = "bysource"
 html_theme = "furo"
 html_title = f"shap-rsq {release}"
 html_static_path = ["_static"]
-
-SELECTOR_API = """
-
-Feature selection
------------------
-
-.. autoclass:: shap_rsq.selector.RSquaredSelector
-   :members: fit, summary
-   :show-inheritance:
-"""
-
-
-def _optional_pages(app, docname: str, source: list[str]) -> None:
-    """Link and document the selector once it exists: ``docs/selector.md`` and ``shap_rsq/selector.py``
-    are written alongside this site, and a toctree entry for a missing page fails a ``-W`` build."""
-    if docname == "index" and not (DOCS / "selector.md").exists():
-        source[0] = source[0].replace("\nselector\n", "\n")
-    if docname == "api" and importlib.util.find_spec("shap_rsq.selector") is not None:
-        source[0] += SELECTOR_API
-
-
-def setup(app) -> None:
-    app.connect("source-read", _optional_pages)

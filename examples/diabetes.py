@@ -1,20 +1,22 @@
-"""A real-data analysis: which measurements carry the R^2 of a diabetes-progression model, in and out of sample?
+"""A real-data analysis: which measurements carry the R² of a diabetes-progression model, in and out of sample?
 
 scikit-learn's diabetes data (442 patients, 10 baseline measurements, disease progression one year
 later) ships with scikit-learn, so this runs without a network.  The script
 
 1. fits a gradient-boosted model and a random forest on 70% of the patients;
-2. splits each model's R^2 on the training rows and on the held-out rows among the features, and
-   checks that the shares add up to the R^2 that ``sklearn.metrics.r2_score`` reports;
+2. splits each model's R² on the training rows and on the held-out rows among the features, and
+   checks that the shares add up to the R² that ``sklearn.metrics.r2_score`` reports;
 3. compares the held-out shares with scikit-learn's permutation importance, which ranks features
    too but whose numbers do not add up to anything;
 4. draws the pictures shown on the documentation's plotting page.
 
-Run it from the repository root:
+Run it from any folder:
 
-    pip install . && python examples/diabetes.py
+    pip install . && python examples/diabetes.py --out results
 
-It writes ``docs/examples/diabetes.txt`` and ``docs/_static/diabetes_*.png``.
+It writes ``diabetes.txt`` and ``diabetes_*.png`` into ``--out`` (default: the current folder).  The
+documentation shows the outputs of ``--out /tmp/diabetes``, copied to ``docs/examples/`` and
+``docs/_static/``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import shap
 from sklearn.datasets import load_diabetes
@@ -64,9 +65,9 @@ def shares_table(model, X_train, y_train, X_test, y_test) -> tuple[pd.DataFrame,
         {"train R2 share": train, "test R2 share": test, "test permutation": permutation.importances_mean}
     ).sort_values("test R2 share", ascending=False)
     check = (
-        f"  R^2 on the training rows {r2_score(y_train, model.predict(X_train)):.4f}, "
+        f"  R² on the training rows {r2_score(y_train, model.predict(X_train)):.4f}, "
         f"shares add up to {train.sum():.4f}\n"
-        f"  R^2 on the held-out rows {r2_score(y_test, model.predict(X_test)):.4f}, "
+        f"  R² on the held-out rows {r2_score(y_test, model.predict(X_test)):.4f}, "
         f"shares add up to {test.sum():.4f}; permutation importances add up to "
         f"{permutation.importances_mean.sum():.4f}\n"
         f"  both decompositions computed in {seconds:.2f} s"
@@ -75,21 +76,16 @@ def shares_table(model, X_train, y_train, X_test, y_test) -> tuple[pd.DataFrame,
 
 
 def draw(model, X_test, y_test, folder: Path) -> list[Path]:
-    """The pictures of the plotting page: shap-rsq's own plots and the shap.plots that make sense for R^2."""
+    """The pictures of the plotting page: shap-rsq's own plots and the shap.plots that make sense for R²."""
     explanation = RSquaredExplainer(model)(X_test, y_test)
-    global_shares = shap.Explanation(
-        explanation.values.sum(0), explanation.base_values.sum(), feature_names=explanation.feature_names
-    )
     pictures = {
         "diabetes_bar.png": lambda: plots.bar(explanation, max_display=6, show=False),
         "diabetes_heatmap.png": lambda: plots.heatmap(explanation, max_display=6, show=False),
-        "diabetes_shap_bar.png": lambda: shap.plots.bar(explanation.sum(0), show=False),
-        "diabetes_shap_waterfall.png": lambda: shap.plots.waterfall(global_shares, show=False),
-        "diabetes_shap_beeswarm.png": lambda: shap.plots.beeswarm(
-            explanation, order=np.argsort(-explanation.values.sum(0)), show=False
-        ).set_xlabel("row's share of R\u00b2"),
-        "diabetes_shap_scatter.png": lambda: shap.plots.scatter(explanation[:, "bmi"], show=False).set_ylabel(
-            "row's share of R\u00b2 (bmi)"
+        "diabetes_shap_bar.png": lambda: plots.shap_plot(shap.plots.bar, explanation, show=False),
+        "diabetes_shap_waterfall.png": lambda: plots.shap_plot(shap.plots.waterfall, explanation, show=False),
+        "diabetes_shap_beeswarm.png": lambda: plots.shap_plot(shap.plots.beeswarm, explanation, "each", show=False),
+        "diabetes_shap_scatter.png": lambda: plots.shap_plot(
+            shap.plots.scatter, explanation, "each", row="bmi", show=False
         ),
     }
     written = []
@@ -101,11 +97,12 @@ def draw(model, X_test, y_test, folder: Path) -> list[Path]:
     return written
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", default="docs/examples/diabetes.txt", help="where to save the printed report")
-    parser.add_argument("--figures", default="docs/_static", help="folder for the pictures")
-    args = parser.parse_args()
+    parser.add_argument("--out", default=".", help="folder for the report and the pictures (default: here)")
+    args = parser.parse_args(argv)
+    folder = Path(args.out)
+    folder.mkdir(parents=True, exist_ok=True)
 
     X, y = load_diabetes(return_X_y=True, as_frame=True)
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0)
@@ -117,11 +114,10 @@ def main() -> None:
             fitted[name] = model.fit(X_train, y_train)
             table, check = shares_table(model, X_train, y_train, X_test, y_test)
             sections.append(f"{name} ({type(model).__name__})\n\n{table.to_string()}\n\n{check}\n")
-        pictures = draw(fitted["gradient boosting"], X_test, y_test, Path(args.figures))
+        pictures = draw(fitted["gradient boosting"], X_test, y_test, folder)
     report = "\n".join(sections)
     print(report)
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(report, encoding="utf-8")
+    (folder / "diabetes.txt").write_text(report, encoding="utf-8")
     print("pictures:", ", ".join(str(p) for p in pictures))
 
 

@@ -9,21 +9,22 @@ noise N(0, sigma^2) with sigma in {0.5, 1, 1.5}):
 
 For each data set, an XGBoost model (depth 1, 2, 3 for a, b, c) is tuned as in the paper by 5-fold
 cross-validation over learning rates {0.01, 0.05, 0.1} and 50, 100, 200, ..., 1000 trees, and each
-feature's R^2 is computed on the training data with shap-rsq.  The script prints
+feature's R² is computed on the training data with shap-rsq.  The script prints
 
-1. the exact population R^2 shares, next to the paper's appendix table;
+1. the exact population R² shares, next to the paper's appendix table;
 2. the mean Q-SHAP estimates for all nine settings, against those values;
 3. the paper's Table 1 (bias and its spread over data sets at n = 1000, p = 100, sigma = 1.5) for
    Q-SHAP and SAGE (package ``sage-importance``, on fewer data sets because it is slow),
 
-and draws the biases.  Run it from the repository root (about 25 minutes on 2 cores):
+and draws the biases.  Run it from any folder (about 25 minutes on 2 cores):
 
     pip install ".[bench]"
-    python examples/paper_reproduction.py                                 # 30 data sets, SAGE on 10
-    python examples/paper_reproduction.py --replicates 2 --sage-replicates 0 --output /tmp/check
+    python examples/paper_reproduction.py --out results                   # 30 data sets, SAGE on 10
+    python examples/paper_reproduction.py --replicates 2 --sage-replicates 0 --out /tmp/check
 
-The outputs shown in the documentation are ``docs/examples/paper_reproduction.txt`` and ``.csv``,
-and ``docs/_static/paper_reproduction.png``.
+It writes ``paper_reproduction.txt``, ``.csv`` and ``.png`` into ``--out`` (default: the current
+folder); the documentation shows those of the first command, copied to ``docs/examples/`` and
+``docs/_static/``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ N_TREES = (50, *range(100, 1001, 100))
 COLUMNS = ("X1", "X2", "X3", "Sum")
 SAGE_PERMUTATIONS = 2048
 
-# Appendix B, Table "Theoretical R^2 in simulated models": (total, X1, X2, X3)
+# Appendix B, Table "Theoretical R² in simulated models": (total, X1, X2, X3)
 PAPER_THEORY = {
     ("a", 0.5): (0.9864, 0.2094, 0.2863, 0.4907),
     ("a", 1.0): (0.9477, 0.2012, 0.2750, 0.4715),
@@ -81,7 +82,7 @@ def signal(model: str, x1: np.ndarray, x2: np.ndarray, x3: np.ndarray) -> np.nda
 
 
 def theoretical_r2(model: str, sigma: float) -> tuple[float, float, float, float]:
-    """Total R^2 and the Shapley shares of X1..X3 of v(S) = Var E[Y | X_S] / Var Y, over the 8 cells."""
+    """Total R² and the Shapley shares of X1..X3 of v(S) = Var E[Y | X_S] / Var Y, over the 8 cells."""
     cells = np.array(list(itertools.product((0, 1), repeat=3)))
     prob = np.prod(np.where(cells == 1, FEATURE_P, 1 - np.array(FEATURE_P)), axis=1)
     values = signal(model, *cells.T)
@@ -118,16 +119,17 @@ def simulate(model: str, sigma: float, n: int, p: int, rng: np.random.Generator)
     return X, y
 
 
-def tuned_xgboost(X: np.ndarray, y: np.ndarray, depth: int, seed: int):
+def tuned_xgboost(X: np.ndarray, y: np.ndarray, depth: int, seed: int, max_trees: int = max(N_TREES)):
     """XGBoost with learning rate and number of trees chosen by 5-fold CV, as in the paper."""
     import xgboost
 
     data = xgboost.DMatrix(X, label=y)
     best = (np.inf, None, None)
+    grid = [trees for trees in N_TREES if trees <= max_trees] or [max_trees]
     for rate in LEARNING_RATES:
         params = {"max_depth": depth, "eta": rate, "objective": "reg:squarederror", "nthread": 1, "seed": seed}
-        curve = xgboost.cv(params, data, num_boost_round=max(N_TREES), nfold=5, seed=seed)["test-rmse-mean"]
-        for trees in N_TREES:
+        curve = xgboost.cv(params, data, num_boost_round=max(grid), nfold=5, seed=seed)["test-rmse-mean"]
+        for trees in grid:
             best = min(best, (float(curve.iloc[trees - 1]), rate, trees), key=lambda t: t[0])
     _, rate, trees = best
     model = xgboost.XGBRegressor(
@@ -148,14 +150,16 @@ def sage_r2(model, X: np.ndarray, y: np.ndarray, seed: int, background: int) -> 
     return values / np.var(y)
 
 
-def replicate(model: str, sigma: float, index: int, n: int, p: int, with_sage: bool, background: int) -> list[dict]:
+def replicate(
+    model: str, sigma: float, index: int, n: int, p: int, with_sage: bool, background: int, max_trees: int
+) -> list[dict]:
     """Fit one data set and return one record per method: shares of X1..X3, their sum, and timings."""
     from shap_rsq import RSquaredExplainer
 
     seed = int(np.random.SeedSequence([ord(model), int(sigma * 10), index]).generate_state(1)[0])
     X, y = simulate(model, sigma, n, p, np.random.default_rng(seed))
     start = time.perf_counter()
-    fitted, rate, trees = tuned_xgboost(X, y, DEPTH[model], seed)
+    fitted, rate, trees = tuned_xgboost(X, y, DEPTH[model], seed, max_trees)
     fit_seconds = time.perf_counter() - start
     base = {"model": model, "sigma": sigma, "replicate": index, "n": n, "p": p}
     base.update(rate=rate, trees=trees, fit_s=fit_seconds)
@@ -178,7 +182,7 @@ def _summary(shares: np.ndarray) -> dict:
 
 
 def theory_report() -> str:
-    lines = ["1. Population R^2: exact values computed here vs the paper's appendix B table", ""]
+    lines = ["1. Population R²: exact values computed here vs the paper's appendix B table", ""]
     lines.append(f"  {'model':<5} {'sigma':>5}  {'Total':>15}  {'X1':>15}  {'X2':>15}  {'X3':>15}")
     worst = 0.0
     for (model, sigma), paper in PAPER_THEORY.items():
@@ -195,7 +199,7 @@ def estimates_report(results: pd.DataFrame) -> str:
     count = qshap.groupby(["model", "sigma"]).size().min()
     n, p = int(results["n"].iloc[0]), int(results["p"].iloc[0])
     lines = [
-        f"2. Q-SHAP feature R^2 on the training data: mean (SD) over {count} data sets per setting,",
+        f"2. Q-SHAP feature R² on the training data: mean (SD) over {count} data sets per setting,",
         f"   n = {n}, p = {p}, against the population value (theory)",
         "",
         f"  {'model':<5} {'sigma':>5}  " + "  ".join(f"{c:>23}" for c in COLUMNS) + f"  {f'{p - 3} nuisance':>12}",
@@ -205,7 +209,7 @@ def estimates_report(results: pd.DataFrame) -> str:
         truth = dict(zip(COLUMNS, (*theory[1:], theory[0]), strict=True))
         cells = "  ".join(f"{group[c].mean():.3f} ({group[c].std():.3f}) [{truth[c]:.3f}]" for c in COLUMNS)
         lines.append(f"  {model:<5} {sigma:>5.1f}  {cells}  {group['nuisance'].mean():>12.4f}")
-    lines += ["", f"  mean (SD) [theory]; last column: the {p - 3} nuisance features' R^2 summed, mean over data sets."]
+    lines += ["", f"  mean (SD) [theory]; last column: the {p - 3} nuisance features' R² summed, mean over data sets."]
     return "\n".join(lines)
 
 
@@ -276,7 +280,7 @@ def draw(results: pd.DataFrame, path: Path) -> None:
         ax.axhline(0.0, color="black", linewidth=0.8)
         ax.set_xticks(np.arange(4), list(COLUMNS))
         ax.set_title(f"model {model} (XGBoost depth {DEPTH[model]})")
-    axes[0].set_ylabel("bias of feature R\u00b2 (estimate \u2212 theory)")
+    axes[0].set_ylabel("bias of feature R² (estimate \u2212 theory)")
     handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="lower center", ncol=4, frameon=False)  # below the panels, over no data
     n, p = int(results["n"].iloc[0]), int(results["p"].iloc[0])
@@ -300,26 +304,26 @@ def run(args: argparse.Namespace) -> pd.DataFrame:
     ]
     tasks.sort(key=lambda task: not task[3])  # the slow SAGE tasks first, so the workers finish together
     batches = Parallel(n_jobs=args.jobs, verbose=5)(
-        delayed(replicate)(model, sigma, index, args.n, args.p, with_sage, args.background)
+        delayed(replicate)(model, sigma, index, args.n, args.p, with_sage, args.background, args.max_trees)
         for model, sigma, index, with_sage in tasks
     )
     return pd.DataFrame([record for batch in batches for record in batch]).sort_values(["method", "model", "sigma"])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicates", type=int, default=30, help="data sets per setting (paper: 1000)")
     parser.add_argument("--sage-replicates", type=int, default=10, help="data sets per model given to SAGE")
     parser.add_argument("--background", type=int, default=32, help="background rows of SAGE's imputer")
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--p", type=int, default=100)
+    parser.add_argument("--max-trees", type=int, default=max(N_TREES), help="largest number of trees tried")
     parser.add_argument("--jobs", type=int, default=2, help="processes over data sets")
-    parser.add_argument("--output", default="docs/examples/paper_reproduction", help="path prefix of the outputs")
-    parser.add_argument("--figure", default="docs/_static/paper_reproduction.png")
+    parser.add_argument("--out", default=".", help="folder for the .txt, .csv and .png outputs (default: here)")
     parser.add_argument("--reuse", action="store_true", help="redraw the reports from the saved .csv")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
-    output = Path(args.output)
+    output = Path(args.out) / "paper_reproduction"
     output.parent.mkdir(parents=True, exist_ok=True)
     if args.reuse:
         results = pd.read_csv(output.with_suffix(".csv"))
@@ -335,8 +339,7 @@ def main() -> None:
     report += f"\n\nTotal run time {results['run_minutes'].iloc[0]:.1f} min with {results['jobs'].iloc[0]} processes."
     print(report)
     output.with_suffix(".txt").write_text(report + "\n", encoding="utf-8")
-    Path(args.figure).parent.mkdir(parents=True, exist_ok=True)
-    draw(results, Path(args.figure))
+    draw(results, output.with_suffix(".png"))
 
 
 if __name__ == "__main__":

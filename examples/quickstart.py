@@ -1,4 +1,4 @@
-"""Quickstart: how much of a model's R^2 does each feature account for?
+"""Quickstart: how much of a model's R² does each feature account for?
 
 Runs with the core install only (scikit-learn's diabetes data ships with scikit-learn):
 
@@ -26,11 +26,11 @@ def main() -> None:
     shares = explainer.rsq(X, y)
     elapsed = time.perf_counter() - start
 
-    print(f"Feature shares of R^2 for a {type(model).__name__} on the diabetes data (n={len(y)})\n")
+    print(f"Feature shares of R² for a {type(model).__name__} on the diabetes data (n={len(y)})\n")
     for name, share in shares.sort_values(ascending=False).items():
         print(f"  {name:>6s}  {share:7.4f}  {'#' * round(share * 100)}")
     print(f"\n  sum of shares  {shares.sum():.4f}")
-    print(f"  model R^2      {r2_score(y, model.predict(X)):.4f}")
+    print(f"  model R²      {r2_score(y, model.predict(X)):.4f}")
     print(f"  computed in {elapsed:.2f} s")
 
 

@@ -1,4 +1,4 @@
-"""shap-rsq: exact Shapley decomposition of R^2 for tree models (Q-SHAP)."""
+"""shap-rsq: exact Shapley decomposition of R² for tree models (Q-SHAP)."""
 
 from __future__ import annotations
 

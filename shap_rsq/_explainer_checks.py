@@ -27,7 +27,17 @@ NO_INTERACTION_SHARES = (
 
 
 def refuse_background(data: Any, model_output: str, feature_perturbation: str) -> None:
-    """Only shap's tree-path-dependent, raw-output explainer has an exact R² decomposition."""
+    """Only shap's tree-path-dependent, raw-output explainer has an exact R² decomposition.
+
+    Parameters
+    ----------
+    data : None
+        Background data, which must not be given.
+    model_output : str
+        Must be ``"raw"``.
+    feature_perturbation : str
+        ``"auto"`` or ``"tree_path_dependent"``.
+    """
     if data is not None:
         raise TypeError(
             "RSquaredExplainer takes no background data: the R² decomposition is path-dependent, its "
@@ -45,12 +55,32 @@ def refuse_background(data: Any, model_output: str, feature_perturbation: str) -
 
 
 def refuse_weights_without_target(sample_weight: Any) -> None:
+    """Row weights belong to R², which needs ``y``: refuse them on a call without it.
+
+    Parameters
+    ----------
+    sample_weight : array-like or None
+        The weights passed.
+    """
     if sample_weight is not None:
         raise TypeError("sample_weight weights the rows of R²: pass y too, or leave sample_weight out.")
 
 
 def check_names(feature_names: Any, info: ModelInfo) -> list[str] | None:
-    """The names given, one per model feature, else those the model was fitted with."""
+    """The names given, one per model feature, else those the model was fitted with.
+
+    Parameters
+    ----------
+    feature_names : sequence of str or None
+        The names passed to the explainer.
+    info : ModelInfo
+        The model's record.
+
+    Returns
+    -------
+    list of str or None
+        The names to label the shares with.
+    """
     if feature_names is None:
         return info.feature_names
     if isinstance(feature_names, str) or (hasattr(feature_names, "shape") and np.ndim(feature_names) != 1):
@@ -62,7 +92,17 @@ def check_names(feature_names: Any, info: ModelInfo) -> list[str] | None:
 
 
 def check_model_predictions(info: ModelInfo, sample: np.ndarray, prediction: np.ndarray) -> None:
-    """The trees as read must reproduce the model's own predictions (up to float32 rounding)."""
+    """The trees as read must reproduce the model's own predictions (up to float32 rounding).
+
+    Parameters
+    ----------
+    info : ModelInfo
+        The model's record (its ``predict``).
+    sample : ndarray of shape (n_rows, n_features)
+        A few rows.
+    prediction : ndarray
+        The trees' prediction of those rows as read.
+    """
     with warnings.catch_warnings(), _one_openmp_thread():
         # the rows were already matched to the model's features by name or position; the model's
         # complaint about an array where it was fitted on a frame would point at a call never made
@@ -108,7 +148,20 @@ class PredictionCheck:
 
 
 def rows_with_nan(rows: np.ndarray, limit: int) -> np.ndarray:
-    """Indices of up to ``limit`` rows holding a NaN, scanning row blocks (no ``(n, p)`` temporary)."""
+    """Indices of up to ``limit`` rows holding a NaN, scanning row blocks (no ``(n, p)`` temporary).
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_samples, n_features)
+        The validated rows.
+    limit : int
+        Most indices to return.
+
+    Returns
+    -------
+    ndarray of int
+        The rows' indices, in order.
+    """
     step = max(1, (1 << 20) // max(1, rows.shape[1]))
     found: list[np.ndarray] = []
     for start in range(0, rows.shape[0], step):

@@ -1,4 +1,4 @@
-"""Helpers of :class:`~shap_rsq.RSquaredSelector`: thresholds, out-of-fold and bootstrap shares, standard errors.
+"""Helpers of :class:`~shap_rsq.RSquaredSelector`: out-of-fold and bootstrap shares, standard errors.
 
 Every share here is a ratio ``A_j / S``: ``A_j = sum_i a_ij`` adds the per-row contributions ``a_ij`` of
 feature ``j`` to the reduction of the weighted squared error, and ``S = sum_i s_i`` with
@@ -8,103 +8,22 @@ the shares and for their delta-method standard errors, so that folds and row blo
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from numbers import Integral
 from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
-from sklearn.utils import _safe_indexing
+from sklearn.model_selection import cross_validate
+from sklearn.utils import _safe_indexing, resample
 from sklearn.utils.validation import _num_samples
 
 from .explainer import RSquaredExplainer
 from .models.inspect import UnsupportedModelError
 from .tuning import DEFAULT_TUNING
 
-__all__ = [
-    "Moments",
-    "bootstrap_shares",
-    "check_max_features",
-    "evaluate",
-    "out_of_fold",
-    "screen_and_fit",
-    "support_mask",
-    "threshold_rule",
-]
-
-
-_SCALED = re.compile(r"^\s*(?:(?P<scale>[-+0-9.eE]+)\s*\*\s*)?(?P<reference>mean|median)\s*$")
-_CUMULATIVE = re.compile(r"^\s*cumulative\s*:\s*(?P<fraction>[-+0-9.eE]+)\s*$")
-_THRESHOLD_FORMS = (
-    "a float, 'mean', 'median', a scaled reference such as '1.5*mean' or '0.5*median', "
-    "or 'cumulative:<fraction>' with a fraction in (0, 1] such as 'cumulative:0.95'"
-)
-
-
-# --------------------------------------------------------------------------------------------- selection rule
-
-
-def threshold_rule(threshold: float | str | None) -> Callable[[np.ndarray], float]:
-    """Parse ``threshold`` once into a function of the shares that returns the cut-off.
-
-    Raises ``ValueError`` naming the accepted forms for a string it cannot read, so that a typo fails in
-    ``fit`` rather than at the first ``transform``.
-    """
-    if threshold is None:
-        threshold = "mean"  # scikit-learn's SelectFromModel default
-    if not isinstance(threshold, str):
-        value = float(threshold)
-        return lambda shares: value
-    scaled = _SCALED.match(threshold)
-    if scaled:
-        scale = _parse_number(scaled["scale"] or "1", threshold)
-        reference = np.mean if scaled["reference"] == "mean" else np.median
-        return lambda shares: scale * float(reference(shares))
-    cumulative = _CUMULATIVE.match(threshold)
-    if cumulative:
-        fraction = _parse_number(cumulative["fraction"], threshold)
-        if not 0.0 < fraction <= 1.0:
-            raise ValueError(f"The fraction in threshold={threshold!r} must be in (0, 1]; got {fraction}.")
-        return lambda shares: _cumulative_cut(shares, fraction)
-    raise ValueError(f"threshold must be {_THRESHOLD_FORMS}; got {threshold!r}.")
-
-
-def _parse_number(text: str, threshold: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"threshold must be {_THRESHOLD_FORMS}; got {threshold!r}.") from None
-
-
-def _cumulative_cut(shares: np.ndarray, fraction: float) -> float:
-    """Smallest kept share of the shortest top list whose positive shares reach ``fraction`` of their sum.
-
-    Only positive shares count: features with negative shares (they make held-out predictions worse)
-    never help reach the target, and normalising by the positive sum makes every fraction reachable.
-    """
-    positive = np.sort(shares[shares > 0])[::-1]
-    if positive.size == 0:
-        return np.inf  # nothing explains anything: the smallest set reaching 0 is empty
-    running = np.cumsum(positive)
-    # the target uses the same summation as the running sums, so fraction=1 reaches exactly the last one
-    k = int(np.searchsorted(running, fraction * running[-1], side="left"))
-    return float(positive[min(k, positive.size - 1)])
-
-
-def support_mask(shares: np.ndarray, rule: Callable[[np.ndarray], float], max_features: int | None) -> np.ndarray:
-    """Features whose share is at least the cut-off and, with ``max_features``, among the largest ones.
-
-    As in ``SelectFromModel``, ties in the ranking are broken by column order (stable sort).
-    """
-    mask = shares >= rule(shares)
-    if max_features is not None:
-        top = np.zeros(shares.shape, dtype=bool)
-        top[np.argsort(-shares, kind="mergesort")[:max_features]] = True
-        mask &= top
-    return mask
+__all__ = ["Moments", "bootstrap_shares", "evaluate", "out_of_fold", "screen_and_fit"]
 
 
 # --------------------------------------------------------------------------------------------- shares and SEs
@@ -140,10 +59,17 @@ class Moments:
 
     @property
     def shares(self) -> np.ndarray:
+        """Each feature's share of R², ``A_j / S``.
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+            The shares.
+        """
         if not self.sst > 0:
             raise ValueError(
                 "y is constant over the rows the model is evaluated on (every held-out fold, with cv=), "
-                "so R^2 is undefined."
+                "so R² is undefined."
             )
         return self.a / self.sst
 
@@ -153,6 +79,11 @@ class Moments:
         Linearising, ``A_j/S - R_j ~ sum_i (a_ij - R_j s_i) / S``, whose terms have mean zero, so
         ``SE_j^2 = n/(n-1) sum_i d_ij^2 / S^2`` with ``d_ij = a_ij - R_j s_i``.  ``sum_i d_ij^2`` is expanded
         into the kept sums so that no ``(n, p)`` array needs to outlive a row block.
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+            The standard errors.
         """
         if self.aa is None or self.as_ is None:
             raise ValueError("Standard errors need per-row contributions.")
@@ -171,10 +102,28 @@ def evaluate(
     n_jobs: int | None = None,
     block_entries: int = DEFAULT_TUNING.selector_block_entries,
 ) -> Moments:
-    """Moments of ``model``'s R^2 decomposition on ``(X, y, w)`` (a classifier's: its Brier skill score).
+    """Moments of ``model``'s R² decomposition on ``(X, y, w)`` (a classifier's: its Brier skill score).
 
     Without ``per_row`` this is one :meth:`RSquaredExplainer.loss_reduction` call (memory O(n + p)); with
     it, the per-row contributions are formed in row blocks of at most ``block_entries`` values.
+
+    Parameters
+    ----------
+    model : estimator
+        A fitted tree model (a regressor, or a forest classifier).
+    X, y, w : array-like
+        Rows, target (class labels for a classifier) and row weights.
+    per_row : bool
+        Keep the sums of squares of the per-row contributions, for standard errors.
+    n_jobs : int, optional
+        The explainer's worker processes.
+    block_entries : int
+        Largest block of per-row contributions formed at once.
+
+    Returns
+    -------
+    Moments
+        The sums the shares and their standard errors are made of.
     """
     explainer = RSquaredExplainer(model, n_jobs=n_jobs)
     target = _target(explainer, y)
@@ -257,9 +206,31 @@ def screen_and_fit(
 ) -> tuple[np.ndarray, np.ndarray | None, Any]:
     """Fit ``estimator`` on all columns or, with ``screen``, on the ``screen`` columns of largest in-sample share.
 
-    ``w`` weights the first round's R^2; ``fit_params`` (``sample_weight`` included, if the estimator is to
+    ``w`` weights the first round's R²; ``fit_params`` (``sample_weight`` included, if the estimator is to
     be weighted) go to every fit.  Returns the kept columns, the first round's shares (or None) and the
     fitted final model.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The unfitted tree model.
+    X, y, w : array-like
+        Rows, target and the weights of the first round's R².
+    fit_params : dict
+        Passed to every fit.
+    screen : int or None
+        Columns kept after the first round; ``None`` fits once on all columns.
+    n_jobs : int, optional
+        The explainer's worker processes.
+
+    Returns
+    -------
+    columns : ndarray of int
+        The kept columns, in order.
+    first_shares : ndarray or None
+        The first round's in-sample shares.
+    model : estimator
+        The final model, fitted on ``columns``.
     """
     p = X.shape[1]
     columns, first_shares = np.arange(p), None
@@ -298,17 +269,50 @@ def out_of_fold(
 ) -> Moments:
     """Pooled held-out moments: each fold's model is fitted on the other folds and decomposed on its own rows.
 
-    ``w`` weights the held-out R^2; row-aligned ``fit_params`` (``sample_weight``) are subset with the folds.
+    Parameters
+    ----------
+    estimator : estimator
+        The unfitted tree model; a clone is fitted per fold.
+    X, y, w : array-like
+        Rows, target and the weights of the held-out R².
+    fit_params : dict
+        Passed to each fit; row-aligned ones (``sample_weight``) are subset with the folds.
+    splits : sequence of (train, test) index arrays
+        The folds.
+    per_row : bool
+        Keep the sums of squares of the per-row contributions, for standard errors.
+    n_jobs : int or None
+        Processes over folds.
+
+    Returns
+    -------
+    Moments
+        The folds' moments, added up.
     """
-    results = Parallel(n_jobs=n_jobs)(
-        delayed(_fold)(estimator, X, y, w, fit_params, train, test, per_row) for train, test in splits
+    # scikit-learn fits the folds (in parallel, fit parameters subset with the rows); its scorers return
+    # numbers, not the vectors of sums a fold adds to the shares, so each fold's model is decomposed here
+    folds = cross_validate(
+        estimator,
+        X,
+        y,
+        cv=list(splits),
+        params=fit_params,
+        n_jobs=n_jobs,
+        scoring=_no_score,
+        return_estimator=True,
+        return_indices=True,
+        error_score="raise",
     )
+    results = [
+        evaluate(model, _safe_indexing(X, test), y[test], w[test], per_row=per_row)
+        for model, test in zip(folds["estimator"], folds["indices"]["test"], strict=True)
+    ]
     return sum(results[1:], results[0])
 
 
-def _fold(estimator, X, y, w, fit_params, train, test, per_row) -> Moments:
-    model = _fit(estimator, _safe_indexing(X, train), y[train], _subset_params(fit_params, train, len(y)))
-    return evaluate(model, _safe_indexing(X, test), y[test], w[test], per_row=per_row)
+def _no_score(estimator: Any, X: Any, y: Any) -> float:
+    """cross_validate always scores the folds; the shares are computed from the fitted models instead."""
+    return 0.0
 
 
 def bootstrap_shares(
@@ -329,9 +333,33 @@ def bootstrap_shares(
     Each replicate repeats the whole procedure (screen, refit) on its rows and is decomposed on them, or on
     the rows it did not draw when ``out_of_bag``.  Indices are drawn up front, so results do not depend on
     ``n_jobs``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The unfitted tree model.
+    X, y, w : array-like
+        Rows, target and the weights of the R².
+    fit_params : dict
+        Passed to every fit; row-aligned ones are drawn with the rows.
+    screen : int or None
+        As in :func:`screen_and_fit`.
+    out_of_bag : bool
+        Decompose each replicate on the rows it did not draw.
+    n_bootstrap : int
+        Number of replicates.
+    random_state : numpy.random.RandomState
+        The source of the draws.
+    n_jobs : int or None
+        Processes over replicates.
+
+    Returns
+    -------
+    ndarray of shape (n_bootstrap, n_features)
+        Every replicate's shares (0 for screened-out columns).
     """
     n = len(y)
-    draws = [random_state.randint(0, n, size=n) for _ in range(n_bootstrap)]
+    draws = [resample(np.arange(n), random_state=random_state) for _ in range(n_bootstrap)]
     return np.vstack(
         Parallel(n_jobs=n_jobs)(
             delayed(_replicate)(estimator, X, y, w, fit_params, rows, screen, out_of_bag) for rows in draws
@@ -359,13 +387,3 @@ def _take(X: Any, rows: np.ndarray | None, columns: np.ndarray) -> Any:
     if columns.size < X.shape[1]:  # columns first: with a screen they are few, and all of them need no copy
         X = _safe_indexing(X, columns, axis=1)
     return X if rows is None else _safe_indexing(X, rows)
-
-
-def check_max_features(value: Any, X: Any) -> int | None:
-    """``max_features`` as a non-negative int (a callable is called on ``X``)."""
-    if value is None:
-        return None
-    result = value(X) if callable(value) else value
-    if isinstance(result, bool) or not isinstance(result, Integral) or result < 0:
-        raise ValueError(f"max_features must be a non-negative integer or a callable returning one; got {result!r}.")
-    return int(result)

@@ -1,4 +1,4 @@
-"""``RSquaredExplainer``: each feature's exact Shapley share of a tree model's R^2."""
+"""``RSquaredExplainer``: each feature's exact Shapley share of a tree model's R²."""
 
 from __future__ import annotations
 
@@ -28,15 +28,15 @@ __all__ = ["RSquaredExplainer"]
 
 
 class RSquaredExplainer(shap.TreeExplainer):
-    """Exact Shapley decomposition of R^2 for tree models (Q-SHAP).
+    """Exact Shapley decomposition of R² for tree models (Q-SHAP).
 
     A :class:`shap.TreeExplainer` (tree-path-dependent) that also splits the
-    model's R^2 on a dataset into per-feature shares.  Trees are played as
+    model's R² on a dataset into per-feature shares.  Trees are played as
     sequential games: tree ``t``, centred on its cover-weighted mean, reduces
     the squared error left by the trees before it, and that reduction is
     divided among the features by its Shapley value.  The shares add up to
-    ``R^2(model) - R^2(E f)``, where ``E f`` is the model's mean prediction
-    under its training cover (``R^2(E f) <= 0``, and 0 when ``E f`` equals the
+    ``R²(model) - R²(E f)``, where ``E f`` is the model's mean prediction
+    under its training cover (``R²(E f) <= 0``, and 0 when ``E f`` equals the
     mean of ``y``).
 
     Parameters
@@ -165,7 +165,7 @@ class RSquaredExplainer(shap.TreeExplainer):
     def loss_reduction(
         self, X: Any, y: Any, sample_weight: Any = None, *, local: bool = False, groups: Any = None
     ) -> np.ndarray | pd.Series:
-        """Shapley decomposition of the squared-error loss the model removes, in units of ``y``².
+        """Shapley decomposition of the squared-error loss the model removes, in squared units of ``y``.
 
         The numerators of :meth:`rsq`: feature shares of
         ``sum_i w_i [(y_i - E f)^2 - (y_i - f(x_i))^2]``, the drop in the weighted

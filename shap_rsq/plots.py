@@ -1,15 +1,17 @@
-"""Pictures of R^2 shares: a sorted bar chart of the global shares and a heatmap of the per-row shares.
+"""Pictures of R² shares: shap-rsq's own bar chart and heatmap, and shap's plots made to read in R².
 
-Both take what :class:`~shap_rsq.RSquaredExplainer` returns and draw on
-matplotlib Axes, which they return.  The :class:`shap.Explanation` from
-``explainer(X, y)`` also works with several of ``shap.plots``; the
-documentation's plotting page says which ones make sense for R^2.
+:func:`bar` and :func:`heatmap` take what :class:`~shap_rsq.RSquaredExplainer` returns and draw
+on matplotlib Axes, which they return.  :func:`for_shap` turns the Explanation of ``explainer(X, y)``
+into percentage points of R², the scale on which ``shap.plots`` prints readable numbers, and
+:func:`shap_plot` draws one of ``shap.plots`` on it with axes that say R² instead of "SHAP value".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import inspect
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -19,7 +21,7 @@ from matplotlib.axes import Axes
 
 from .cli.report import top_shares
 
-__all__ = ["bar", "heatmap"]
+__all__ = ["bar", "for_shap", "heatmap", "shap_plot"]
 
 POSITIVE = "#1f6fb4"
 NEGATIVE = "#d6404e"
@@ -31,12 +33,13 @@ def bar(
     max_display: int = 10,
     *,
     feature_names: Sequence[str] | None = None,
-    model_r2: float | None = None,
-    title: str | None = "Shapley shares of R\u00b2",
+    model_rsq: float | None = None,
+    title: str | None = "Shapley shares of R²",
     ax: Axes | None = None,
     show: bool = True,
+    model_r2: float | None = None,
 ) -> Axes:
-    """Bar chart of each feature's share of R^2, largest first, with the total annotated.
+    """Bar chart of each feature's share of R², largest first, with the total annotated.
 
     Parameters
     ----------
@@ -48,8 +51,8 @@ def bar(
         ``max_display - 1`` are drawn and one grey bar adds up the others.
     feature_names : sequence of str, optional
         Names for an array of shares (default ``Feature 0``, ``Feature 1``, ...).
-    model_r2 : float, optional
-        The model's R^2, annotated next to the sum of the shares.  Taken from an
+    model_rsq : float, optional
+        The model's R², annotated next to the sum of the shares.  Taken from an
         Explanation's ``base_values`` when not given.
     title : str or None
         Title of the Axes.
@@ -57,6 +60,8 @@ def bar(
         Where to draw; a new figure is made when not given.
     show : bool, default=True
         Call :func:`matplotlib.pyplot.show` before returning.
+    model_r2 : float, optional
+        Deprecated name of ``model_rsq`` (removed in 0.3).
 
     Returns
     -------
@@ -67,10 +72,15 @@ def bar(
     --------
     >>> from shap_rsq import plots
     >>> ax = plots.bar(explainer.rsq(X, y), max_display=8, show=False)  # doctest: +SKIP
-    >>> ax.figure.savefig("r2.png", bbox_inches="tight")  # doctest: +SKIP
+    >>> ax.figure.savefig("rsq.png", bbox_inches="tight")  # doctest: +SKIP
     """
+    if model_r2 is not None:
+        warnings.warn("bar(model_r2=) is deprecated; use model_rsq=.", FutureWarning, stacklevel=2)
+        model_rsq = model_r2 if model_rsq is None else model_rsq
+    # shap.plots.bar draws mean |row share| for per-row input and cannot annotate the sum and the
+    # model's R² (tests/test_library_choices.py); shap_plot forwards to it for shap's own look
     series, total = _global(shares, feature_names)
-    model_r2 = total if model_r2 is None else model_r2
+    model_rsq = total if model_rsq is None else model_rsq
     shown = top_shares(series, max_display).iloc[::-1]  # barh draws bottom-up; the largest goes on top
     grouped = len(series) > max_display
     if ax is None:
@@ -83,12 +93,12 @@ def bar(
     ax.set_yticks(positions, [str(name) for name in shown.index])
     _label_bars(ax, shown.to_numpy())
     ax.axvline(0.0, color="#444444", linewidth=0.8)
-    ax.set_xlabel("share of R\u00b2", loc="left")
+    ax.set_xlabel("share of R²", loc="left")
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     # under the axis, right-aligned: no bar can run into it
     ax.annotate(
-        _total_text(series.sum(), model_r2),
+        _total_text(series.sum(), model_rsq),
         xy=(1.0, 0.0),
         xycoords="axes fraction",
         xytext=(0, -22),
@@ -109,13 +119,13 @@ def heatmap(
     *,
     order: Sequence[int] | np.ndarray | None = None,
     cmap: str = "RdBu_r",
-    title: str | None = "Per-row shares of R\u00b2",
+    title: str | None = "Per-row shares of R²",
     ax: Axes | None = None,
     show: bool = True,
 ) -> Axes:
     """Heatmap of per-row shares: features (largest global share first) against rows.
 
-    A row's share of a feature is its part of that feature's R^2 share; the
+    A row's share of a feature is its part of that feature's R² share; the
     colours are centred on zero, as rows the model fits worse than the mean
     take shares away.
 
@@ -146,6 +156,8 @@ def heatmap(
     if values.ndim != 2:
         raise ValueError(f"heatmap needs per-row shares of shape (n_rows, n_features), got shape {values.shape}.")
     names = _names(explanation.feature_names, values.shape[1])
+    # shap.plots.heatmap orders features by mean |row share|, which ranks a feature that takes R² away
+    # above one that adds it (tests/test_library_choices.py); here they are ordered by the signed share
     by_total = order is None
     if order is None:
         totals = values.sum(axis=1) + np.broadcast_to(np.asarray(explanation.base_values, float), len(values))
@@ -156,8 +168,8 @@ def heatmap(
         _, ax = plt.subplots(figsize=(8.0, 1.5 + 0.4 * len(labels)))
     picture = ax.imshow(image, aspect="auto", cmap=cmap, vmin=-limit, vmax=limit, interpolation="nearest")
     ax.set_yticks(np.arange(len(labels)), labels)
-    ax.set_xlabel("rows, by their total share of R\u00b2" if by_total else "rows")
-    ax.figure.colorbar(picture, ax=ax, label="row's share of R\u00b2", extend="both")
+    ax.set_xlabel("rows, by their total share of R²" if by_total else "rows")
+    ax.figure.colorbar(picture, ax=ax, label="row's share of R²", extend="both")
     if title:
         ax.set_title(title)
     if show:
@@ -166,7 +178,7 @@ def heatmap(
 
 
 def _global(shares: Any, feature_names: Sequence[str] | None) -> tuple[pd.Series, float | None]:
-    """Global shares as a Series, and the model's R^2 when the input carries it."""
+    """Global shares as a Series, and the model's R² when the input carries it."""
     if isinstance(shares, shap.Explanation):
         values = np.asarray(shares.values, dtype=float)
         base = np.asarray(shares.base_values, dtype=float)
@@ -216,8 +228,162 @@ def _label_bars(ax: Axes, values: np.ndarray) -> None:
     ax.set_xlim(low - (0.15 * span if low < 0 else 0.0), high + (0.15 * span if high > 0 else 0.0))
 
 
-def _total_text(total: float, model_r2: float | None) -> str:
+def _total_text(total: float, model_rsq: float | None) -> str:
     text = f"sum of shares = {total:.3f}"
-    if model_r2 is not None:
-        text += f",  model R\u00b2 = {model_r2:.3f}"
+    if model_rsq is not None:
+        text += f",  model R² = {model_rsq:.3f}"
+    return text
+
+
+# ---------------------------------------------------------------- shap's own plots, in R²
+
+POINTS = 100.0  # shares are drawn in percentage points of R²: shap prints values with two decimals
+
+# shap's fixed wording -> what it means on R² shares; longer keys first, as some contain others
+_SUMMED_WORDS = {
+    "mean(|SHAP value|)": "share of R² (percentage points)",
+    "SHAP value (impact on model output)": "share of R² (percentage points)",
+    "SHAP value": "share of R² (percentage points)",
+    "$E[f(X)]$": "R² of E f",
+    "$f(x)$": "model R²",
+}
+_ROW_WORDS = {
+    "SHAP value (impact on model output)": "row's share of R², times n (percentage points)",
+    "SHAP value": "row's share of R², times n (percentage points)",
+    "$E[f(X)]$": "row's base",
+    "$f(x)$": "row's total",
+}
+
+
+def for_shap(explanation: shap.Explanation, rows: Literal["sum", "each"] = "sum") -> shap.Explanation:
+    """Per-row shares of R² on the scale where ``shap.plots`` prints readable numbers.
+
+    shap prints values with two decimals, and a row's share is about ``1/n`` of a
+    feature's share, so ``shap.plots.waterfall(explanation[0])`` reads "+0" and
+    "-0".  This returns the shares in percentage points of R²:
+
+    * ``rows="sum"``: the shares summed over rows (a 1-D Explanation, without
+      feature values, which a sum would make meaningless): ``values`` are the
+      global shares and ``base_values`` the R² of the constant ``E f``, so that a
+      waterfall goes from it to the model's R².
+    * ``rows="each"``: every row's shares times the number of rows ``n``, so that
+      their mean over rows is the global share and a row reads as "the R² the
+      model would have if every row were like this one".  Feature values are kept,
+      for beeswarm and scatter plots.
+
+    Parameters
+    ----------
+    explanation : shap.Explanation
+        Per-row shares, as returned by ``RSquaredExplainer(model)(X, y)``.
+    rows : {"sum", "each"}, default="sum"
+        Sum the rows, or keep each row scaled by ``n``.
+
+    Returns
+    -------
+    shap.Explanation
+        The shares in percentage points of R².
+    """
+    values = np.asarray(explanation.values, dtype=float)
+    if values.ndim != 2:
+        raise ValueError(f"for_shap needs per-row shares of shape (n_rows, n_features), got shape {values.shape}.")
+    base = np.broadcast_to(np.asarray(explanation.base_values, dtype=float), values.shape[:1])
+    names = _names(explanation.feature_names, values.shape[1])
+    if rows == "sum":
+        return shap.Explanation(POINTS * values.sum(0), POINTS * float(base.sum()), feature_names=names)
+    if rows == "each":
+        scale = POINTS * len(values)
+        data = explanation.data if explanation.display_data is None else explanation.display_data
+        return shap.Explanation(scale * values, scale * base, data=data, feature_names=names)
+    raise ValueError(f"rows must be 'sum' or 'each', got {rows!r}.")
+
+
+def shap_plot(
+    plot: Callable[..., Any],
+    explanation: shap.Explanation,
+    rows: Literal["sum", "each"] = "sum",
+    *,
+    row: int | str | None = None,
+    show: bool = True,
+    **options: Any,
+) -> Axes:
+    """Draw one of ``shap.plots`` on R² shares, with numbers in percentage points and axes that say R².
+
+    The plot is shap's own (its layout, sorting and options); this passes it
+    :func:`for_shap`'s Explanation and renames shap's fixed wording ("SHAP value",
+    ``E[f(X)]``, ``f(x)``) on the figure it drew.
+
+    Parameters
+    ----------
+    plot : callable
+        A function of ``shap.plots`` that takes an Explanation and ``show``: ``shap.plots.bar``
+        and ``shap.plots.waterfall`` with ``rows="sum"``; ``shap.plots.beeswarm``,
+        ``shap.plots.scatter`` and ``shap.plots.waterfall`` (of one ``row``) with ``rows="each"``.
+    explanation : shap.Explanation
+        Per-row shares, as returned by ``RSquaredExplainer(model)(X, y)``.
+    rows : {"sum", "each"}, default="sum"
+        As in :func:`for_shap`.
+    row : int or str, optional
+        With ``rows="each"``, draw this row only (for ``shap.plots.waterfall``).  A feature
+        name selects a column instead (for ``shap.plots.scatter``).
+    show : bool, default=True
+        Call :func:`matplotlib.pyplot.show` before returning.
+    **options
+        Passed to ``plot`` (``max_display``, ``order``, ...).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The Axes shap drew on.
+
+    Examples
+    --------
+    >>> import shap
+    >>> from shap_rsq import plots
+    >>> plots.shap_plot(shap.plots.waterfall, explanation)  # doctest: +SKIP
+    >>> plots.shap_plot(shap.plots.beeswarm, explanation, rows="each")  # doctest: +SKIP
+    """
+    if plot is shap.plots.bar and rows == "each" and row is None:
+        raise ValueError(
+            "shap.plots.bar on every row draws the mean absolute row share, which counts rows that take R² "
+            "away as importance and adds up to nothing: use rows='sum' (the shares themselves)."
+        )
+    scaled = for_shap(explanation, rows)
+    if row is not None:
+        scaled = scaled[:, row] if isinstance(row, str) else scaled[row]
+    if "order" in inspect.signature(plot).parameters and "order" not in options and scaled.values.ndim <= 2:
+        # shap orders by |value|; a share's sign matters (a negative one takes R² away), so order by value
+        totals = scaled.values if scaled.values.ndim == 1 else scaled.values.mean(0)
+        options["order"] = np.argsort(-totals, kind="stable")
+    result = plot(scaled, show=False, **options)
+    ax = result if isinstance(result, Axes) else plt.gca()
+    words = _SUMMED_WORDS if rows == "sum" else _ROW_WORDS
+    _rename(ax.figure, words)
+    main = ax.figure.axes[0]  # the waterfall returns a twin axis drawn on top of the bars' own
+    if not main.get_xlabel():  # and draws no axis label: say what its numbers are
+        main.set_xlabel(words["SHAP value"], labelpad=22)  # below the base value's tick label
+    if show:
+        plt.show()
+    return ax
+
+
+def _rename(figure: Any, words: dict[str, str]) -> None:
+    """Replace shap's words in the figure's texts: axis labels, titles, and tick labels (set through their axis,
+    since a tick's Text is redrawn from the axis's formatter)."""
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.label.set_text(_renamed(axis.label.get_text(), words))
+            labels = [tick.get_text() for tick in axis.get_majorticklabels()]
+            renamed = [_renamed(label, words) for label in labels]
+            if renamed != labels and len(renamed) == 2 and renamed[1].strip().startswith("$ ="):
+                # shap places "= value" at a fixed offset from its short "f(x)": longer names need them joined
+                renamed = [f"{renamed[0]} {renamed[1].strip().strip('$').strip()}", ""]
+            if renamed != labels:
+                axis.set_ticklabels(renamed)
+        ax.title.set_text(_renamed(ax.title.get_text(), words))
+
+
+def _renamed(text: str, words: dict[str, str]) -> str:
+    for old, new in words.items():  # the first (longest) match only: some keys contain others
+        if old in text:
+            return text.replace(old, new)
     return text

@@ -1,4 +1,4 @@
-"""``RSquaredSelector``: keep the features with the largest exact Shapley share of a tree model's R^2."""
+"""``RSquaredSelector``: keep the features with the largest exact Shapley share of a tree model's R²."""
 
 from __future__ import annotations
 
@@ -20,24 +20,17 @@ from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, _routi
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names_in, _check_sample_weight, check_is_fitted, validate_data
 
-from ._screening import (
-    bootstrap_shares,
-    check_max_features,
-    evaluate,
-    out_of_fold,
-    screen_and_fit,
-    support_mask,
-    threshold_rule,
-)
+from ._screening import bootstrap_shares, evaluate, out_of_fold, screen_and_fit
+from ._selection_rule import check_max_features, support_mask, threshold_rule
 
 __all__ = ["RSquaredSelector"]
 
 
 class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
-    """Select features by their exact Shapley share of a tree model's R^2.
+    """Select features by their exact Shapley share of a tree model's R².
 
     A drop-in for :class:`sklearn.feature_selection.SelectFromModel` whose importance is each
-    feature's share of R^2 computed by :class:`~shap_rsq.RSquaredExplainer` (Q-SHAP).  Shares are
+    feature's share of R² computed by :class:`~shap_rsq.RSquaredExplainer` (Q-SHAP).  Shares are
     signed: a feature that makes predictions worse (possible out of fold) has a negative share and is
     ranked below one the model never uses (share 0).
 
@@ -91,7 +84,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         The model fitted on all rows (on the screened columns with ``screen``); with ``prefit=True``
         a deep copy of ``estimator``.
     feature_rsq_ : ndarray of shape (n_features,)
-        Each feature's share of R^2 (out of fold with ``cv``, second round with ``screen``).
+        Each feature's share of R² (out of fold with ``cv``, second round with ``screen``).
     feature_rsq_se_ : ndarray of shape (n_features,)
         Standard errors of ``feature_rsq_`` (with ``uncertainty``).
     bootstrap_rsq_ : ndarray of shape (n_bootstrap, n_features)
@@ -168,16 +161,16 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=False)  # the estimator's own parameters are validated by its fit
     def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> RSquaredSelector:
-        """Fit the estimator (unless ``prefit``) and compute each feature's share of R^2.
+        """Fit the estimator (unless ``prefit``) and compute each feature's share of R².
 
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Training rows.  A DataFrame is passed on as is, so the estimator keeps its column names.
         y : array-like of shape (n_samples,)
-            Target (class labels for a classifier); it must not be constant (R^2 is undefined).
+            Target (class labels for a classifier); it must not be constant (R² is undefined).
         sample_weight : array-like of shape (n_samples,), default=None
-            Row weights of the R^2 (and of its decomposition).  Without metadata routing they are also
+            Row weights of the R² (and of its decomposition).  Without metadata routing they are also
             passed to the estimator's ``fit``; with ``enable_metadata_routing=True`` the estimator gets
             them only if it requests them (``estimator.set_fit_request(sample_weight=True)``).
         **fit_params : dict
@@ -250,7 +243,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             )
 
     def _rsq_weights(self, sample_weight: Any) -> Any:
-        """The weights of the R^2: ``sample_weight``, unless routing was told to keep it from the selector."""
+        """The weights of the R²: ``sample_weight``, unless routing was told to keep it from the selector."""
         # a router passes sample_weight on when only the estimator requests it; the selector then
         # receives it for routing, but set_fit_request(sample_weight=False) says not to use it
         if sample_weight is not None and _routing_enabled():
@@ -265,7 +258,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             split_params = routed.splitter.split if "splitter" in routed else {}
             return dict(routed.estimator.fit), dict(split_params)
         # as SelectFromModel without routing: every parameter goes to the estimator, and the weights
-        # that weight the R^2 also weight the model
+        # that weight the R² also weight the model
         return (fit_params if sample_weight is None else {**fit_params, "sample_weight": w}), {}
 
     def _forget_fit(self) -> None:
@@ -372,7 +365,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     def get_metadata_routing(self) -> MetadataRouter:
         """Metadata routing of this selector (used with ``sklearn.set_config(enable_metadata_routing=True)``).
 
-        The selector itself consumes ``sample_weight`` in ``fit`` (weighted R^2), routes ``fit``
+        The selector itself consumes ``sample_weight`` in ``fit`` (weighted R²), routes ``fit``
         metadata to the estimator's ``fit`` and, with ``cv``, to the splitter's ``split``.
 
         Returns
@@ -388,7 +381,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.required = True  # R^2 needs y
+        tags.target_tags.required = True  # R² needs y
         tags.input_tags.sparse = False  # the explainer reads dense rows
         tags.input_tags.allow_nan = get_tags(self.estimator).input_tags.allow_nan
         return tags

@@ -60,7 +60,7 @@ def shapley(game, p: int) -> np.ndarray:
 
 
 def rsq_oracle(forest: Forest, X: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, players=None):
-    """Feature R^2 ``(p,)`` and per-row contributions ``(n, p)`` by subset enumeration.
+    """Feature R² ``(p,)`` and per-row contributions ``(n, p)`` by subset enumeration.
 
     ``players`` (a list of feature lists) makes each list one player: a coalition of players
     knows every feature of its members.  By default every feature is a player.
@@ -98,7 +98,7 @@ def tree_shap_oracle(tree: TreeTable, X: np.ndarray) -> np.ndarray:
 
 
 def rsq_rational(forest: Forest, X: np.ndarray, y: np.ndarray) -> list[Fraction]:
-    """Feature R^2 in exact rational arithmetic on the model's stored numbers (p <= 5, few rows).
+    """Feature R² in exact rational arithmetic on the model's stored numbers (p <= 5, few rows).
 
     Leaf values, covers and targets are taken as the exact binary fractions they are stored as;
     nothing is rounded afterwards, so this is the reference for numerical error.

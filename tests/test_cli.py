@@ -125,8 +125,8 @@ def test_demo_prints_the_sorted_table_and_writes_a_png(tmp_path, capsys):
     values = [float(v) for _, v in rows]
     assert len(values) == 10 and values == sorted(values, reverse=True)
     total = float(re.search(r"sum of shares\s+(\S+)", out).group(1))
-    model_r2 = float(re.search(r"model R\^2\s+(\S+)", out).group(1))
-    assert total == pytest.approx(sum(values), abs=1e-3) and total == pytest.approx(model_r2, abs=1e-3)
+    model_rsq = float(re.search(r"model R²\s+(\S+)", out).group(1))
+    assert total == pytest.approx(sum(values), abs=1e-3) and total == pytest.approx(model_rsq, abs=1e-3)
     assert re.search(r"computed in \d+\.\d\d s", out)
     assert plot.read_bytes()[:8] == PNG_MAGIC
 
@@ -150,10 +150,10 @@ def test_each_model_format_gives_the_explainers_shares(kind, files, table, tmp_p
     code, _, err = run(argv, capsys)
     assert code == 0, err
     written = pd.read_csv(out_csv)
-    assert list(written.columns) == ["feature", "r2"]
-    assert list(written["r2"]) == sorted(written["r2"], reverse=True)
+    assert list(written.columns) == ["feature", "rsq"]
+    assert list(written["rsq"]) == sorted(written["rsq"], reverse=True)
     expected = expected_shares(model, table)
-    np.testing.assert_allclose(written.set_index("feature")["r2"][NAMES], expected[NAMES], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(written.set_index("feature")["rsq"][NAMES], expected[NAMES], rtol=1e-9, atol=1e-12)
     assert "'row_id'" in err and "'w'" in err  # columns the model does not read are named, not silently used
 
 
@@ -168,15 +168,16 @@ def test_json_output_local_shares_and_plot(files, table, tmp_path, capsys):
     assert code == 0, err
     document = json.loads(out.read_text())
     expected = expected_shares(model, table)
-    assert list(document["r2"]) == list(expected.sort_values(ascending=False).index)
-    np.testing.assert_allclose(pd.Series(document["r2"])[NAMES], expected[NAMES], rtol=1e-9, atol=1e-12)
+    assert list(document["rsq"]) == list(expected.sort_values(ascending=False).index)
+    np.testing.assert_allclose(pd.Series(document["rsq"])[NAMES], expected[NAMES], rtol=1e-9, atol=1e-12)
     assert document["n_rows"] == len(table) and document["target"] == "y"
     assert document["sum_of_shares"] == pytest.approx(expected.sum(), abs=1e-12)
-    assert document["model_r2"] == pytest.approx(expected.sum(), abs=1e-4)
+    assert document["model_rsq"] == pytest.approx(expected.sum(), abs=1e-4)
+    assert document["r2"] == document["rsq"] and document["model_r2"] == document["model_rsq"]  # deprecated keys
     rows = pd.read_parquet(local)
     assert list(rows.columns) == [*NAMES, "base_value"] and len(rows) == len(table)
     np.testing.assert_allclose(rows[NAMES].sum(), expected[NAMES], atol=1e-10)
-    assert rows.to_numpy().sum() == pytest.approx(document["model_r2"], abs=1e-6)  # predict rounds to float32
+    assert rows.to_numpy().sum() == pytest.approx(document["model_rsq"], abs=1e-6)  # predict rounds to float32
     assert plot.read_bytes()[:8] == PNG_MAGIC
 
 
@@ -207,7 +208,7 @@ def test_models_without_feature_names_match_columns_by_position(table, tmp_path,
     )
     assert code == 0, err
     expected = RSquaredExplainer(model).rsq(X, y)
-    np.testing.assert_allclose(pd.read_csv(out).set_index("feature")["r2"][NAMES], expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(pd.read_csv(out).set_index("feature")["rsq"][NAMES], expected, rtol=1e-9, atol=1e-12)
 
 
 def test_lightgbm_model_reads_the_table_it_was_fitted_on_despite_renaming_spaces(table, tmp_path, capsys):
@@ -221,7 +222,7 @@ def test_lightgbm_model_reads_the_table_it_was_fitted_on_despite_renaming_spaces
     code, _, err = run([*argv, "--out", out], capsys)
     assert code == 0, err
     assert err == ""  # every column is used: none is reported as ignored
-    written = pd.read_csv(out).set_index("feature")["r2"]
+    written = pd.read_csv(out).set_index("feature")["rsq"]
     expected = RSquaredExplainer(model).rsq(spaced, table["y"])
     assert sorted(written.index) == sorted(spaced.columns)  # the table's names, as the user wrote them
     np.testing.assert_allclose(written[expected.index], expected, rtol=1e-9, atol=1e-12)
@@ -244,7 +245,7 @@ def test_outputs_are_replaced_atomically_and_leave_no_temporary_files(files, tmp
         assert run(argv, capsys)[0] == status
         if status:  # a failed run leaves the old file as it was
             assert out.read_text() == "old contents\n"
-    assert out.read_text().startswith("feature,r2")
+    assert out.read_text().startswith("feature,rsq")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r2.csv"]
 
 
@@ -282,10 +283,13 @@ def test_written_files_get_ordinary_permissions(tmp_path):
 
 # name -> (options changed from the defaults, the message after "shap-rsq: error: ").  A message ending in
 # "..." is followed by words of another library or module, which may change; the others are exact.
-COLUMNS = "['age', 'bmi', 'bp', 's1', 's2', 'noise', 'y', 'w', ...] (9 columns)"
+COLUMNS = "['age', 'bmi', 'bp', 's1', 's2', 'noise', 'y', 'w', 'row_id'] (9 columns)"
 ERROR_CASES = {
-    "missing target": ([("--target", "outcome")], f"data.csv has no column 'outcome'; its columns are {COLUMNS}."),
-    "missing weight": ([("--weight", "weights")], f"data.csv has no column 'weights'; its columns are {COLUMNS}."),
+    "missing target": ([("--target", "outcome")], f"data.csv has no column 'outcome'. Its columns are {COLUMNS}."),
+    "missing weight": (
+        [("--weight", "weights")],
+        f"data.csv has no column 'weights'. Its columns are {COLUMNS}.",
+    ),
     "text feature": (
         [("--data", "text_feature.csv")],
         "text_feature.csv has non-numeric feature column(s) ['bmi'] (1 column); tree models read numbers: "
@@ -303,8 +307,8 @@ ERROR_CASES = {
     ),
     "names differ": (
         [("--data", "renamed.csv")],
-        "renamed.csv lacks 1 feature(s) the model was fitted with: ['bmi'] (1 column); its columns are "
-        "['age', 'BMI', 'bp', 's1', 's2', 'noise', 'y', 'w', ...] (9 columns).",
+        "renamed.csv lacks 1 feature(s) the model was fitted with: ['bmi'] (1 column). Did you mean 'BMI'? "
+        "Its columns are ['age', 'BMI', 'bp', 's1', 's2', 'noise', 'y', 'w', 'row_id'] (9 columns).",
     ),
     "columns by position": (
         [("--model", "bare.json")],
@@ -340,7 +344,7 @@ ERROR_CASES = {
     ),
     "model is a folder": ([("--model", ".")], ". is a directory, not a file."),
     "no data file": ([("--data", "absent.csv")], "absent.csv does not exist."),
-    "corrupt parquet": ([("--data", "corrupt.parquet")], "cannot read corrupt.parquet as Parquet: ..."),
+    "corrupt parquet": ([("--data", "corrupt.parquet")], "cannot read corrupt.parquet as Parquet: ..."),  # pyarrow
     "empty csv": ([("--data", "empty.csv")], "cannot read empty.csv as CSV: No columns to parse from file"),
     "header only": ([("--data", "header_only.csv")], "header_only.csv has a header but no rows of data."),
     "binary csv": ([("--data", "binary.csv")], "cannot read binary.csv as CSV: ..."),
@@ -397,6 +401,8 @@ def test_each_input_error_is_one_line_with_exit_status_1(case, bad_files, files,
     monkeypatch.chdir(bad_files)
     options = {"--model": model_path.name, "--data": "data.csv", "--target": "y"}
     changes, message = ERROR_CASES[case]
+    if "parquet" in case:
+        pytest.importorskip("pyarrow")  # without it the error is the missing extra, tested below
     flags = [change[0] for change in changes if len(change) == 1]
     options.update(change for change in changes if len(change) == 2)
     argv = ["explain", *[item for pair in options.items() for item in pair], *flags]

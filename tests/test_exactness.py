@@ -80,7 +80,7 @@ def test_boosted_shares_credit_the_signal_features(fitted, family):
     model, X, y, _weights = fitted(family)
     shares = RSquaredExplainer(model).rsq(X, y)
     assert np.argmax(shares) == 0
-    assert shares[5] < 0.1 * shares[0]  # in-sample, noise earns a little R^2 from overfitting
+    assert shares[5] < 0.1 * shares[0]  # in-sample, noise earns a little R² from overfitting
 
 
 @pytest.mark.parametrize("strategy", ["lca", "enumerate", "recursion", "junction"])
@@ -139,7 +139,7 @@ def test_leaf_wise_trees_pick_a_kernel_by_work_and_both_are_exact(fitted, monkey
 
 def test_consecutive_small_trees_share_one_batch(fitted):
     # batching is the point of these units: one per tree would run thousands of NumPy calls
-    import catboost
+    catboost = pytest.importorskip("catboost")
 
     from shap_rsq.kernels.small_trees import HeapUnit, ObliviousUnit
 

@@ -50,9 +50,9 @@ def test_bar_sorts_features_and_annotates_the_totals(explanation):
     shares = pd.Series(explanation.values.sum(0), index=NAMES).sort_values(ascending=False)
     assert bar_labels(ax) == list(shares.index)
     np.testing.assert_allclose(bar_values(ax), shares.to_numpy())
-    model_r2 = explanation.values.sum() + explanation.base_values.sum()
+    model_rsq = explanation.values.sum() + explanation.base_values.sum()
     assert f"sum of shares = {shares.sum():.3f}" in annotation(ax)
-    assert f"model R\u00b2 = {model_r2:.3f}" in annotation(ax)
+    assert f"model R² = {model_rsq:.3f}" in annotation(ax)
 
 
 def test_bar_groups_the_smallest_shares_into_others(explanation):
@@ -75,14 +75,14 @@ def test_bar_accepts_every_form_of_shares(kind, explanation):
     names = NAMES if kind == "array" else None
     ax = plots.bar(shares, feature_names=names, show=False)
     assert set(bar_labels(ax)) == set(NAMES)
-    assert ("model R\u00b2" in annotation(ax)) == (kind == "global explanation")
+    assert ("model R²" in annotation(ax)) == (kind == "global explanation")
 
 
 def test_bar_colours_negative_shares_and_names_array_features():
-    ax = plots.bar(np.array([0.4, -0.1, 0.2]), show=False, title=None, model_r2=0.55)
+    ax = plots.bar(np.array([0.4, -0.1, 0.2]), show=False, title=None, model_rsq=0.55)
     assert bar_labels(ax) == ["Feature 0", "Feature 2", "Feature 1"]
     assert ax.patches[0].get_facecolor()[:3] == pytest.approx(matplotlib.colors.to_rgb(plots.NEGATIVE))
-    assert "model R\u00b2 = 0.550" in annotation(ax)
+    assert "model R² = 0.550" in annotation(ax)
     assert ax.get_title() == ""
 
 
@@ -117,7 +117,7 @@ def test_heatmap_rows_are_features_by_share_and_columns_are_data_rows(explanatio
     np.testing.assert_allclose(image.sum(axis=1)[:3], shares.iloc[:3].to_numpy())
     np.testing.assert_allclose(image.sum(), explanation.values.sum())
     low, high = ax.images[0].get_clim()
-    assert low == pytest.approx(-high)  # centred: rows that lose R^2 show in the other colour
+    assert low == pytest.approx(-high)  # centred: rows that lose R² show in the other colour
 
 
 def test_heatmap_follows_a_given_row_order(explanation):
@@ -143,3 +143,9 @@ SHAP_PLOTS = {
 def test_shap_plots_recommended_in_the_docs_run_headless(name, explanation):
     SHAP_PLOTS[name](explanation)
     assert plt.get_fignums()
+
+
+def test_bar_model_r2_is_a_deprecated_name_of_model_rsq():
+    with pytest.warns(FutureWarning, match="use model_rsq="):
+        ax = plots.bar(np.array([0.4, 0.2]), show=False, model_r2=0.7)
+    assert "model R² = 0.700" in annotation(ax)

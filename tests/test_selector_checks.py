@@ -12,7 +12,7 @@ from shap_rsq import RSquaredSelector
 SELECTORS = [
     RSquaredSelector(DecisionTreeRegressor(random_state=0)),
     # shuffled folds: a check fits iris, whose targets are sorted by class; unshuffled 3-fold cv would hold
-    # out one class per fold, every held-out target would be constant, and R^2 is then undefined
+    # out one class per fold, every held-out target would be constant, and R² is then undefined
     RSquaredSelector(
         DecisionTreeRegressor(random_state=0),
         cv=KFold(3, shuffle=True, random_state=0),

@@ -1,4 +1,4 @@
-"""RSquaredSelector with scikit-learn's metadata routing: weights for the R^2, the estimator and the splitter."""
+"""RSquaredSelector with scikit-learn's metadata routing: weights for the R², the estimator and the splitter."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def tree(request: bool | None = None) -> DecisionTreeRegressor:
 
 @pytest.mark.parametrize(("selector_wants", "estimator_wants"), [(True, True), (True, False), (False, True)])
 def test_sample_weight_goes_where_it_is_requested(data, selector_wants, estimator_wants):
-    """The selector's request decides the weighted R^2, the estimator's request its weighted fit."""
+    """The selector's request decides the weighted R², the estimator's request its weighted fit."""
     X, y, w = data
     selector = RSquaredSelector(tree(estimator_wants)).set_fit_request(sample_weight=selector_wants)
     pipeline = Pipeline([("select", selector), ("ols", LinearRegression().set_fit_request(sample_weight=True))])
@@ -54,7 +54,7 @@ def test_routed_weights_are_subset_with_the_folds(data):
     selector = RSquaredSelector(tree(True), cv=folds).set_fit_request(sample_weight=False)
     shares = selector.fit(X, y, sample_weight=w).feature_rsq_
     numerator, total = np.zeros(X.shape[1]), 0.0
-    for train, test in folds:  # weighted fits, unweighted held-out R^2
+    for train, test in folds:  # weighted fits, unweighted held-out R²
         model = tree().fit(X[train], y[train], sample_weight=w[train])
         sst = np.sum((y[test] - y[test].mean()) ** 2)
         numerator += RSquaredExplainer(model).rsq(X[test], y[test]) * sst

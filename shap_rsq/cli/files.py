@@ -1,5 +1,7 @@
 """Reading model and data files for the command line, and writing its outputs atomically.
 
+Matching a table's columns to the model is in :mod:`.columns`.
+
 Every failure is raised as :class:`InputError` with a one-line message that
 names the file and what is wrong with it, so the command line can print it
 without a traceback.
@@ -14,33 +16,25 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..engine.validation import _generic_names as generic_names  # one rule for names made up for arrays
+from .errors import InputError, first_line
 
 __all__ = [
     "InputError",
-    "ModelInputs",
     "first_line",
     "load_data",
     "load_model",
     "missing_pyarrow",
     "model_format",
-    "model_inputs",
-    "preview",
     "write_atomic",
 ]
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".sav")
 NATIVE_FORMATS = "XGBoost JSON/UBJ, LightGBM text or CatBoost .cbm"
-
-
-class InputError(Exception):
-    """A file cannot be read or written, or its contents do not fit the command."""
 
 
 # ---------------------------------------------------------------- models
@@ -51,6 +45,16 @@ def model_format(path: Path) -> str:
 
     The content decides rather than the suffix, so a model saved under an
     unusual name is still read by the right library.
+
+    Parameters
+    ----------
+    path : Path
+        The model file.
+
+    Returns
+    -------
+    str
+        The library that wrote it, or ``'pickle'``.
     """
     head = _head(path, 8)
     if head.startswith(b"{"):  # XGBoost JSON and UBJSON both open an object
@@ -69,6 +73,23 @@ def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
 
     Pickle and joblib files are loaded only when ``trust_pickle`` is true:
     unpickling runs whatever code the file contains.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The model file.
+    trust_pickle : bool, default=False
+        Allow a pickle/joblib file.
+
+    Returns
+    -------
+    object
+        The fitted model (an XGBoost or LightGBM ``Booster``, a CatBoost model, or the unpickled object).
+
+    Raises
+    ------
+    InputError
+        When the file cannot be read, or is a pickle without ``trust_pickle``.
     """
     path = Path(path)
     kind = model_format(path)
@@ -92,9 +113,16 @@ def _load_lightgbm(lightgbm: Any, path: str) -> Any:
     return lightgbm.Booster(model_file=path)
 
 
+# CatBoost losses of classifiers: such a file is loaded as a CatBoostClassifier, so that the
+# explainer's refusal names the class the user fitted, not the one used to read the file
+_CATBOOST_CLASSIFIER_LOSSES = ("Logloss", "CrossEntropy", "MultiClass", "MultiClassOneVsAll", "MultiLogloss")
+
+
 def _load_catboost(catboost: Any, path: str) -> Any:
-    # the regressor class reads any CatBoost model; a classifier's loss is refused later by the explainer
-    return catboost.CatBoostRegressor().load_model(path)
+    generic = catboost.CatBoost().load_model(path)
+    loss = str(generic.get_all_params().get("loss_function", "RMSE")).split(":")[0]
+    kind = catboost.CatBoostClassifier if loss in _CATBOOST_CLASSIFIER_LOSSES else catboost.CatBoostRegressor
+    return kind().load_model(path)
 
 
 def _load_pickle(path: Path) -> Any:
@@ -169,7 +197,18 @@ _COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zip", ".zst")
 
 
 def load_data(path: str | os.PathLike) -> pd.DataFrame:
-    """A table from a CSV/TSV file (optionally compressed) or a Parquet file."""
+    """A table from a CSV/TSV file (optionally compressed) or a Parquet file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.csv``, ``.tsv`` (optionally compressed) or ``.parquet`` file with a header row.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table as read.
+    """
     path = Path(path)
     _head(path, 4)  # a missing or unreadable file fails here, before pandas guesses at it
     kind = _data_format(path)
@@ -205,7 +244,18 @@ def _read_parquet(path: Path) -> pd.DataFrame:
 
 
 def missing_pyarrow(path: str | os.PathLike) -> InputError:
-    """The error for a Parquet file when no Parquet engine is installed."""
+    """The error for a Parquet file when no Parquet engine is installed.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The Parquet file to read or write.
+
+    Returns
+    -------
+    InputError
+        The error to raise, naming the extra to install.
+    """
     return InputError(f"{path} is Parquet, which needs pyarrow (not installed): pip install 'shap-rsq[parquet]'")
 
 
@@ -221,110 +271,6 @@ def _head(path: Path, size: int) -> bytes:
         raise InputError(f"cannot read {path}: {error.strerror or error}.") from None
 
 
-# ---------------------------------------------------------------- matching a table to a model
-
-
-@dataclass(frozen=True)
-class ModelInputs:
-    """The columns of a table that a model reads, its target and optional row weights."""
-
-    X: pd.DataFrame
-    y: pd.Series
-    weight: pd.Series | None
-    ignored: list[str]
-    by_name: bool
-
-
-def model_inputs(
-    frame: pd.DataFrame,
-    source: str | os.PathLike,
-    target: str,
-    model_names: list[str] | None,
-    n_features: int,
-    weight: str | None = None,
-) -> ModelInputs:
-    """Select the model's feature columns from ``frame`` (read from ``source``) by name, or by position.
-
-    Columns are matched by name when the model recorded real feature names
-    (other columns are ignored), and by position otherwise; missing features,
-    a wrong number of columns and non-numeric columns are refused.
-    """
-    frame = frame.set_axis([str(c) for c in frame.columns], axis=1)  # a copy: the caller's table is untouched
-    if len(frame) == 0:  # a header alone reads as columns of no type, which would be reported as non-numeric
-        raise InputError(f"{source} has a header but no rows of data.")
-    reserved = [c for c in (target, weight) if c is not None]
-    absent = [c for c in reserved if c not in frame.columns]
-    if absent:
-        raise InputError(f"{source} has no column {absent[0]!r}; its columns are {preview(list(frame.columns))}.")
-    others = [c for c in frame.columns if c not in reserved]
-    by_name = bool(model_names) and not generic_names(model_names)
-    if by_name:
-        features = _columns_named(model_names, list(frame.columns), source)  # type: ignore[arg-type]
-    else:
-        if len(others) != n_features:
-            raise InputError(
-                f"{source} has {len(others)} columns besides the target, but the model expects {n_features} "
-                "features (it records no feature names, so columns are matched by position)."
-            )
-        features = others
-    _require_numeric(frame, features, source)
-    for role, column in (("target", target), ("weight", weight)):
-        _check_column(frame, column, role, source)
-    return ModelInputs(
-        X=frame[features].astype(float),
-        y=frame[target].astype(float),
-        weight=frame[weight].astype(float) if weight is not None else None,
-        ignored=[c for c in others if c not in features],
-        by_name=by_name,
-    )
-
-
-def _columns_named(model_names: list[str], columns: list[str], source: str | os.PathLike) -> list[str]:
-    """The column holding each of the model's features, in the model's order.
-
-    LightGBM stores the feature ``'body mass'`` as ``'body_mass'``, so a
-    column whose spaces read as underscores stands in for a missing name:
-    the table the model was fitted on is accepted as it is.
-    """
-    underscored = {c.replace(" ", "_"): c for c in columns if " " in c}
-    found = [name if name in columns else underscored.get(name) for name in model_names]
-    missing = [name for name, column in zip(model_names, found, strict=True) if column is None]
-    if missing:
-        raise InputError(
-            f"{source} lacks {len(missing)} feature(s) the model was fitted with: {preview(missing)}; "
-            f"its columns are {preview(columns)}."
-        )
-    return found  # type: ignore[return-value]
-
-
-def _require_numeric(frame: pd.DataFrame, columns: list[str], source: str | os.PathLike) -> None:
-    bad = [c for c in columns if not _numeric(frame[c])]
-    if bad:
-        raise InputError(
-            f"{source} has non-numeric feature column(s) {preview(bad)}; tree models read numbers: encode them first."
-        )
-
-
-def _check_column(frame: pd.DataFrame, column: str | None, role: str, source: str | os.PathLike) -> None:
-    if column is None:
-        return
-    if not _numeric(frame[column]):
-        raise InputError(f"the {role} column {column!r} of {source} is not numeric.")
-    missing = int(frame[column].isna().sum())
-    if missing:
-        raise InputError(f"the {role} column {column!r} of {source} has {missing} missing value(s).")
-
-
-def _numeric(column: pd.Series) -> bool:
-    return pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)
-
-
-def preview(names: list[str], limit: int = 8) -> str:
-    """``['a', 'b', ...] (12 columns)``: a list short enough for a one-line message."""
-    shown = ", ".join(repr(n) for n in names[:limit])
-    return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)} column{'s' if len(names) != 1 else ''})"
-
-
 # ---------------------------------------------------------------- outputs
 
 
@@ -334,6 +280,13 @@ def write_atomic(path: str | os.PathLike, write: Callable[[str], None]) -> None:
     The temporary file sits in the destination's folder, so ``os.replace`` is
     an atomic rename: readers see the old file or the complete new one, and a
     failure part-way leaves ``path`` untouched.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The destination.
+    write : callable
+        Writes the output to the temporary path it is given.
     """
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
@@ -356,9 +309,6 @@ def write_atomic(path: str | os.PathLike, write: Callable[[str], None]) -> None:
         raise
 
 
-_NATIVE_PREFIX = re.compile(r"^\[\d{2}:\d{2}:\d{2}\] \S+:\d+: ")  # XGBoost's "[12:00:00] file.cc:409: "
-
-
 def _mode_for(path: Path) -> int:
     """The permissions a new file gets from ``open`` (or those of the file being replaced)."""
     try:
@@ -367,9 +317,3 @@ def _mode_for(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
-
-
-def first_line(error: BaseException) -> str:
-    """The first non-empty line of an error's message (native libraries append stack traces)."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return _NATIVE_PREFIX.sub("", lines[0]) if lines else type(error).__name__

@@ -1,4 +1,4 @@
-"""R^2 shares as a printed table and as CSV, JSON or Parquet files."""
+"""R² shares as a printed table and as CSV, JSON or Parquet files."""
 
 from __future__ import annotations
 
@@ -19,7 +19,18 @@ LOCAL_SUFFIXES = (".csv", ".parquet", ".pq")
 
 
 def sorted_shares(shares: pd.Series) -> pd.Series:
-    """Shares from largest to smallest; ties keep the column order."""
+    """Shares from largest to smallest; ties keep the column order.
+
+    Parameters
+    ----------
+    shares : pandas.Series
+        Shares indexed by feature name.
+
+    Returns
+    -------
+    pandas.Series
+        The same shares, sorted.
+    """
     return shares.sort_values(ascending=False, kind="stable")
 
 
@@ -27,6 +38,18 @@ def top_shares(shares: pd.Series, max_display: int) -> pd.Series:
     """The largest ``max_display - 1`` shares and one entry adding up the rest (as in the paper's tables).
 
     With ``max_display`` features or fewer, all of them are kept as they are.
+
+    Parameters
+    ----------
+    shares : pandas.Series
+        Shares indexed by feature name.
+    max_display : int
+        Entries to return, at least 1.
+
+    Returns
+    -------
+    pandas.Series
+        At most ``max_display`` entries, largest first, the last one named ``"<k> other features"``.
     """
     ordered = sorted_shares(shares)
     if max_display < 1:
@@ -39,44 +62,98 @@ def top_shares(shares: pd.Series, max_display: int) -> pd.Series:
     return pd.concat([ordered.iloc[:keep], others]).rename(shares.name)
 
 
-def format_table(shares: pd.Series, *, model_r2: float, seconds: float, max_display: int, title: str) -> str:
-    """The shares as text: one line a feature (top-k and the rest), their sum, the model's R^2 and the run time."""
+def format_table(shares: pd.Series, *, model_rsq: float, seconds: float, max_display: int, title: str) -> str:
+    """The shares as text: one line a feature (top-k and the rest), their sum, the model's R² and the run time.
+
+    Parameters
+    ----------
+    shares : pandas.Series
+        Shares indexed by feature name.
+    model_rsq : float
+        The model's R² on the same rows.
+    seconds : float
+        The time the decomposition took.
+    max_display : int
+        Features listed before the rest are added up.
+    title : str
+        The first line.
+
+    Returns
+    -------
+    str
+        The table, lines joined by newlines.
+    """
     shown = top_shares(shares, max_display)
     width = max(len("sum of shares"), *(len(str(name)) for name in shown.index))
     scale = max(float(shown.abs().max()), 1e-12)
-    lines = [title, "", f"  {'feature':<{width}}  {'R^2 share':>10}"]
+    lines = [title, "", f"  {'feature':<{width}}  {'R² share':>10}"]
     for name, value in shown.items():
         bar = "#" * round(30 * abs(value) / scale)
         lines.append(f"  {name!s:<{width}}  {value:>10.4f}  {bar if value >= 0 else '-' * len(bar)}")
     lines += [
         "",
         f"  {'sum of shares':<{width}}  {shares.sum():>10.4f}",
-        f"  {'model R^2':<{width}}  {model_r2:>10.4f}",
+        f"  {'model R²':<{width}}  {model_rsq:>10.4f}",
         f"  computed in {seconds:.2f} s",
     ]
     return "\n".join(lines)
 
 
 def check_suffix(path: str | os.PathLike | None, allowed: tuple[str, ...], option: str) -> None:
-    """Refuse an output name whose type is unknown before any work is done."""
+    """Refuse an output name whose type is unknown before any work is done.
+
+    Parameters
+    ----------
+    path : str, path-like or None
+        The output name (``None``: nothing to check).
+    allowed : tuple of str
+        The accepted suffixes, lower case with the dot.
+    option : str
+        The command-line option, for the message.
+    """
     if path is not None and Path(path).suffix.lower() not in allowed:
         raise InputError(f"{option} {path}: the file name must end with {' or '.join(allowed)}.")
 
 
 def write_shares(path: str | os.PathLike, shares: pd.Series, summary: dict[str, Any]) -> None:
-    """Write the shares, largest first, as CSV (``feature,r2``) or JSON (``summary`` plus ``r2``)."""
+    """Write the shares, largest first, as CSV (``feature,rsq``) or JSON (``summary`` plus ``rsq``).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.csv`` or ``.json`` file.
+    shares : pandas.Series
+        Shares indexed by feature name.
+    summary : dict
+        The run's description (model, data, target, ``model_rsq``, ...), written into a JSON file.
+    """
     ordered = sorted_shares(shares)
     if Path(path).suffix.lower() == ".json":
-        document = {**summary, "r2": {str(k): float(v) for k, v in ordered.items()}}
+        shares_by_name = {str(k): float(v) for k, v in ordered.items()}
+        document = {**summary, "rsq": shares_by_name}
+        # the names of 0.1.0.dev0, kept for readers of older files; deprecated, removed in 0.3
+        document.update(r2=shares_by_name, model_r2=summary.get("model_rsq"))
         text = json.dumps(document, indent=2, allow_nan=False) + "\n"
         write_atomic(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
     else:
-        table = pd.DataFrame({"feature": ordered.index.astype(str), "r2": ordered.to_numpy()})
+        table = pd.DataFrame({"feature": ordered.index.astype(str), "rsq": ordered.to_numpy()})
         write_atomic(path, lambda temporary: table.to_csv(temporary, index=False))
 
 
 def write_local(path: str | os.PathLike, values: np.ndarray, base_values: np.ndarray, names: list[str]) -> None:
-    """Write per-row shares (one column a feature, then ``base_value``) as CSV or Parquet."""
+    """Write per-row shares (one column a feature, then ``base_value``) as CSV or Parquet.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.csv`` or ``.parquet`` file.
+    values : ndarray of shape (n_rows, n_features)
+        Per-row shares.
+    base_values : ndarray of shape (n_rows,)
+        Each row's part of the constant ``E f``.
+    names : list of str
+        The feature names, one column each.
+    """
     table = pd.DataFrame(values, columns=names)
     table["base_value" if "base_value" not in names else "base_value_"] = base_values
     if Path(path).suffix.lower() == ".csv":

@@ -20,11 +20,44 @@ __all__ = ["is_dask_array", "rsq_over_blocks"]
 
 
 def is_dask_array(value: Any) -> bool:
+    """Whether ``value`` is a dask array (checked without importing dask).
+
+    Parameters
+    ----------
+    value : object
+        Any input.
+
+    Returns
+    -------
+    bool
+        True for a dask array.
+    """
     return type(value).__module__.startswith("dask.") and hasattr(value, "to_delayed")
 
 
 def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_sample) -> np.ndarray:
-    """Feature shares of R^2 for a dask array ``X`` (rows in blocks; columns must fit in one block)."""
+    """Feature shares of R² for a dask array ``X`` (rows in blocks; columns must fit in one block).
+
+    Parameters
+    ----------
+    forest : Forest
+        The centred forest of the explainer.
+    units : list
+        Its units of work (``engine.run.UnitCache.units()``).
+    X : dask.array.Array of shape (n_samples, n_features)
+        The rows, chunked by rows only.
+    y, sample_weight : array-like or dask array
+        Target and optional weights, chunked like ``X`` or held in memory.
+    n_features : int
+        The number of features the model reads.
+    check_sample : callable
+        Checks the trees' predictions on a sample of rows against the model's own.
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+        The shares, as :meth:`RSquaredExplainer.rsq` returns for an array.
+    """
     import dask
 
     numeric_dtype("X", X.dtype)
@@ -42,7 +75,7 @@ def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_s
     mean = sum(s[1] for s in sums) / total_w
     sst = float(sum(dask.compute(*[dask.delayed(_squares_about)(block, mean) for block in checked])))
     if sst <= 0.0:
-        raise ValueError("y is constant (over the rows with positive weight): R^2 is undefined.")
+        raise ValueError("y is constant (over the rows with positive weight): R² is undefined.")
 
     shared = dask.delayed(units, pure=True, traverse=False)
     parts = [

@@ -42,7 +42,20 @@ MULTIOUTPUT = ("raw_values", "uniform_average", "variance_weighted")
 
 def checked_multioutput(multioutput: str | None, info: ModelInfo) -> str:
     """The combination asked for, by default the Brier skill score for classifiers and the
-    average R² for regressors (as ``r2_score``)."""
+    average R² for regressors (as ``r2_score``).
+
+    Parameters
+    ----------
+    multioutput : {"raw_values", "uniform_average", "variance_weighted"} or None
+        The combination asked for.
+    info : ModelInfo
+        The model's record.
+
+    Returns
+    -------
+    str
+        The combination to use.
+    """
     if multioutput is None:
         return "variance_weighted" if info.classes is not None else "uniform_average"
     if multioutput not in MULTIOUTPUT:
@@ -51,7 +64,22 @@ def checked_multioutput(multioutput: str | None, info: ModelInfo) -> str:
 
 
 def target_columns(y: Any, info: ModelInfo, n_rows: int) -> np.ndarray:
-    """``(n, K)`` float targets: the one-hot labels of a classifier, or a regressor's target columns."""
+    """``(n, K)`` float targets: the one-hot labels of a classifier, or a regressor's target columns.
+
+    Parameters
+    ----------
+    y : array-like
+        Class labels (classifier) or an ``(n, K)`` target (multi-output regressor).
+    info : ModelInfo
+        The model's record (its classes or number of outputs).
+    n_rows : int
+        The number of rows of ``X``.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, K)
+        Float targets, one column per output.
+    """
     if info.classes is not None:
         return _one_hot(y, info.classes, n_rows)
     shape = np.shape(y)
@@ -63,12 +91,29 @@ def target_columns(y: Any, info: ModelInfo, n_rows: int) -> np.ndarray:
         raise ValueError(f"y has {shape[0]} rows but X has {n_rows} rows.")
     columns = check_array(y, dtype=np.float64, ensure_all_finite=False, input_name="y")
     if not np.all(np.isfinite(columns)):
-        raise ValueError("y contains NaN or infinity; R^2 needs a finite target.")
+        raise ValueError("y contains NaN or infinity; R² needs a finite target.")
     return columns
 
 
 def output_sst(Y: np.ndarray, weights: np.ndarray, multioutput: str, outputs: tuple[str, ...]) -> np.ndarray:
-    """Each output's weighted total sum of squares, refused where the chosen score divides by zero."""
+    """Each output's weighted total sum of squares, refused where the chosen score divides by zero.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n_rows, K)
+        The target columns.
+    weights : ndarray of shape (n_rows,)
+        Row weights.
+    multioutput : str
+        The combination, which decides where a zero sum of squares is an error.
+    outputs : tuple of str
+        The outputs' names, for the message.
+
+    Returns
+    -------
+    ndarray of shape (K,)
+        Each output's weighted total sum of squares.
+    """
     mean = np.average(Y, axis=0, weights=weights)
     sst = np.sum(weights[:, None] * (Y - mean) ** 2, axis=0)
     if multioutput == "variance_weighted":
@@ -84,7 +129,22 @@ def output_sst(Y: np.ndarray, weights: np.ndarray, multioutput: str, outputs: tu
 
 
 def combine(per_output: np.ndarray, sst: np.ndarray, multioutput: str) -> np.ndarray:
-    """Combine loss reductions whose last axis runs over outputs into the chosen score's shares."""
+    """Combine loss reductions whose last axis runs over outputs into the chosen score's shares.
+
+    Parameters
+    ----------
+    per_output : ndarray of shape (..., K)
+        Loss reductions, the last axis over outputs.
+    sst : ndarray of shape (K,)
+        Each output's total sum of squares.
+    multioutput : str
+        ``"raw_values"``, ``"uniform_average"`` or ``"variance_weighted"``.
+
+    Returns
+    -------
+    ndarray
+        Shares of the chosen score: the last axis kept for ``"raw_values"``, dropped otherwise.
+    """
     if multioutput == "raw_values":
         return per_output / sst
     if multioutput == "uniform_average":
@@ -164,16 +224,44 @@ class OutputGames:
     names: Any = None
 
     def sst(self) -> np.ndarray:
+        """Each output's weighted total sum of squares.
+
+        Returns
+        -------
+        ndarray of shape (K,)
+            The sums, as :func:`output_sst` checks them.
+        """
         return output_sst(self.Y, self.weights, self.multioutput, self.outputs)
 
     def base_values(self) -> np.ndarray:
-        """``(n, K)`` each row's part of the constant ``E f_k``'s loss reduction."""
+        """``(n, K)`` each row's part of the constant ``E f_k``'s loss reduction.
+
+        Returns
+        -------
+        ndarray of shape (n_rows, K)
+            The base values.
+        """
         mean = np.average(self.Y, axis=0, weights=self.weights)
         return self.weights[:, None] * ((self.Y - mean) ** 2 - (self.Y - self.mean_predictions) ** 2)
 
 
 def local_output_shares(games: OutputGames, check_additivity: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Per-row shares and base values of the combined score (each output checked for additivity)."""
+    """Per-row shares and base values of the combined score (each output checked for additivity).
+
+    Parameters
+    ----------
+    games : OutputGames
+        The decomposition of every output.
+    check_additivity : bool
+        Check each output's per-row values against its loss reduction.
+
+    Returns
+    -------
+    values : ndarray
+        Per-row shares, ``(n_rows, n_features)`` or with a last axis over outputs for ``"raw_values"``.
+    base_values : ndarray
+        Each row's base value, shaped like ``values`` without the feature axis.
+    """
     sst = games.sst()
     base = games.base_values()
     if check_additivity:
@@ -186,7 +274,24 @@ def local_output_shares(games: OutputGames, check_additivity: bool) -> tuple[np.
 
 
 def labelled(shares: np.ndarray, names: Any, info: ModelInfo, name: str) -> Any:
-    """A Series (one score) or a DataFrame (one column per output) when the values have ``names``."""
+    """A Series (one score) or a DataFrame (one column per output) when the values have ``names``.
+
+    Parameters
+    ----------
+    shares : ndarray of shape (n_players,) or (n_players, K)
+        Combined shares.
+    names : sequence of str or None
+        Labels of the features (or grouped players); ``None`` for arrays.
+    info : ModelInfo
+        The model's record (its output names).
+    name : str
+        The Series' name.
+
+    Returns
+    -------
+    ndarray, pandas.Series or pandas.DataFrame
+        ``shares`` as is without ``names``.
+    """
     if names is None:
         return shares
     import pandas as pd

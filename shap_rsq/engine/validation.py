@@ -52,6 +52,24 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
     without names (or with the names its library makes up for arrays) is matched by position.
     NaN is allowed (trees route it to their default child); infinity and non-numeric values
     are refused.
+
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        The rows.
+    n_features : int
+        The number of features the model reads.
+    model_names : list of str or None
+        The names the model recorded, if any.
+    family : str, default=""
+        The model's library (``"lightgbm"``, ``"catboost"``, ...), whose made-up names match by position.
+    min_rows : int, default=2
+        The fewest rows accepted.
+
+    Returns
+    -------
+    Rows
+        The float array in the model's order and its column labels.
     """
     frame = _as_frame(X)
     if isinstance(frame, nw.DataFrame):
@@ -69,18 +87,46 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
 
 
 def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool = True) -> np.ndarray:
-    """The target as a finite float vector of length ``n_rows`` (with positive weighted variance, R^2's
-    denominator, when ``require_variance``)."""
+    """The target as a finite float vector of length ``n_rows`` (with positive weighted variance, R²'s
+    denominator, when ``require_variance``).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        The observed target.
+    n_rows : int
+        The number of rows of ``X``.
+    w : ndarray of shape (n_samples,)
+        Validated row weights.
+    require_variance : bool, default=True
+        Refuse a target that is constant over the rows with positive weight.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The target as float64.
+    """
     check_column_shape("y", np.shape(y), n_rows)
     target = target_values(y)
     mean = np.average(target, weights=w)
     if require_variance and np.sum(w * (target - mean) ** 2) <= 0.0:
-        raise ValueError("y is constant (over the rows with positive weight): R^2 is undefined.")
+        raise ValueError("y is constant (over the rows with positive weight): R² is undefined.")
     return target
 
 
 def target_values(y: Any) -> np.ndarray:
-    """``y`` as a finite float vector (one column of a 2-D ``y`` is accepted, with sklearn's warning)."""
+    """``y`` as a finite float vector (one column of a 2-D ``y`` is accepted, with sklearn's warning).
+
+    Parameters
+    ----------
+    y : array-like
+        The target, from any container narwhals reads.
+
+    Returns
+    -------
+    ndarray
+        A finite float64 vector.
+    """
     y = nw.to_native(nw.from_native(y, series_only=True, pass_through=True)) if not _is_plain(y) else y
     numeric_dtype("y", getattr(y, "dtype", np.asarray(y).dtype))
     try:
@@ -91,7 +137,7 @@ def target_values(y: Any) -> np.ndarray:
         raise ValueError(f"y holds values that are not numbers ({error}).") from error
     target = column_or_1d(array, warn=True)
     if not np.all(np.isfinite(target)):
-        raise ValueError("y contains NaN or infinity; R^2 needs a finite target.")
+        raise ValueError("y contains NaN or infinity; R² needs a finite target.")
     return target
 
 
@@ -99,6 +145,20 @@ def check_weights(sample_weight: Any, X: np.ndarray, *, allow_all_zero: bool = F
     """Non-negative finite weights of length ``n``, not all zero (ones when ``None``).
 
     ``allow_all_zero`` is for one block of rows among others: the sum is checked over all blocks.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,) or None
+        The weights.
+    X : ndarray of shape (n_samples, n_features)
+        The validated rows (for their number).
+    allow_all_zero : bool, default=False
+        Accept weights that are all zero.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        Float64 weights.
     """
     if sample_weight is not None and not _is_plain(sample_weight):
         sample_weight = nw.to_native(nw.from_native(sample_weight, series_only=True, pass_through=True))
@@ -111,7 +171,17 @@ def check_weights(sample_weight: Any, X: np.ndarray, *, allow_all_zero: bool = F
 
 
 def check_column_shape(name: str, shape: tuple[int, ...], n_rows: int) -> None:
-    """One value per row: 1-D (or a single column) of length ``n_rows``."""
+    """One value per row: 1-D (or a single column) of length ``n_rows``.
+
+    Parameters
+    ----------
+    name : str
+        ``"y"`` or ``"sample_weight"``, for the message.
+    shape : tuple of int
+        The input's shape.
+    n_rows : int
+        The number of rows of ``X``.
+    """
     if len(shape) == 2 and shape[1] != 1:
         what = "the model has one output, so y must be 1-D" if name == "y" else "one weight per row is expected"
         raise ValueError(f"{name} has {shape[1]} columns; {what}.")
@@ -122,19 +192,46 @@ def check_column_shape(name: str, shape: tuple[int, ...], n_rows: int) -> None:
 
 
 def check_weight_total(total: float) -> None:
-    """The message scikit-learn gives for all-zero weights, for weights summed block by block."""
+    """The message scikit-learn gives for all-zero weights, for weights summed block by block.
+
+    Parameters
+    ----------
+    total : float
+        The sum of the weights over all blocks.
+    """
     if not total > 0:
         raise ValueError("Sample weights must contain at least one non-zero number.")
 
 
 def numeric_dtype(name: str, dtype: Any) -> None:
-    """Refuse text before anything converts it: NumPy would turn '1.5' into a number, silently."""
+    """Refuse text before anything converts it: NumPy would turn '1.5' into a number, silently.
+
+    Parameters
+    ----------
+    name : str
+        The input's name, for the message.
+    dtype : dtype-like
+        The input's dtype.
+    """
     if getattr(dtype, "kind", None) in ("U", "S"):
         raise ValueError(f"{name} holds text ({dtype}); pass numbers.")
 
 
 def column_mismatch(columns: list[str], expected: list[str]) -> str:
-    """A sentence naming the missing and the unexpected columns (empty when the sets agree)."""
+    """A sentence naming the missing and the unexpected columns (empty when the sets agree).
+
+    Parameters
+    ----------
+    columns : list of str
+        The columns given.
+    expected : list of str
+        The columns the model was fitted with.
+
+    Returns
+    -------
+    str
+        ``"missing 'a'; unexpected 'b'"``, or an empty string.
+    """
     present, wanted = set(columns), set(expected)
     missing = [c for c in expected if c not in present]
     extra = [c for c in columns if c not in wanted]
@@ -179,6 +276,8 @@ def _model_order(columns: list[str], model_names, family: str) -> list[int] | No
     library makes up when fitted on an array (LightGBM's ``Column_0``, CatBoost's ``0``) are only
     used when the columns are exactly those names, in any order.
     """
+    # scikit-learn's feature-name check (validate_data) refuses reordered columns and knows no
+    # LightGBM spelling; here columns are put in the model's order (tests/test_library_choices.py)
     if model_names is None:
         return None
     spelled = {_spelling(c): i for i, c in enumerate(columns)}

@@ -25,6 +25,18 @@ __all__ = ["catboost_info"]
 
 
 def catboost_info(model: Any) -> ModelInfo:
+    """Record of a ``CatBoostRegressor`` (or ``catboost.CatBoost`` with RMSE); refuses what cannot be decomposed.
+
+    Parameters
+    ----------
+    model : catboost.CatBoost
+        A fitted CatBoost model.
+
+    Returns
+    -------
+    ModelInfo
+        The model's record.
+    """
     if not model.is_fitted():
         raise NotFittedError(f"This {type(model).__name__} instance is not fitted yet. Call 'fit' first.")
     params = _training_params(model)

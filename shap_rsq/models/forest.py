@@ -73,16 +73,30 @@ class TreeTable:
 
     @property
     def is_leaf(self) -> np.ndarray:
+        """Whether each node is a leaf."""
         return self.left < 0
 
     @property
     def n_nodes(self) -> int:
+        """The number of nodes."""
         return len(self.left)
 
     def leaf_of(self, X: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
         """Index of the leaf each row of ``X`` reaches (NaN follows the default child).
 
         Values are compared in ``dtype`` (the model's input precision) when given.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The rows.
+        dtype : dtype, optional
+            The precision thresholds are compared in.
+
+        Returns
+        -------
+        ndarray of int of shape (n_samples,)
+            Node indices of the leaves.
         """
         node = np.zeros(X.shape[0], dtype=np.int64)
         rows = np.arange(X.shape[0])
@@ -125,6 +139,7 @@ class Forest:
 
     @classmethod
     def from_trees(cls, trees: tuple[TreeTable, ...], base_offset: float, input_dtype, n_features: int) -> Forest:
+        """Stack single trees (in order) into a forest with ``base_offset``, compared in ``input_dtype``."""
         return cls(NodeArrays.stack(tuple(trees)), float(base_offset), np.dtype(input_dtype), int(n_features))
 
     @classmethod
@@ -132,6 +147,22 @@ class Forest:
         """Read the padded arrays of a ``shap.explainers._tree.TreeEnsemble`` (no per-tree loop).
 
         ``output`` picks one output of a multi-output ensemble (a class's probability, a target).
+
+        Parameters
+        ----------
+        ensemble : shap.explainers._tree.TreeEnsemble
+            shap's parse of the model.
+        n_features : int
+            The number of features the model reads.
+        tree_limit : int, optional
+            Use the first ``tree_limit`` trees only.
+        output : int, default=0
+            Which output to read.
+
+        Returns
+        -------
+        Forest
+            The forest.
         """
         n_trees = ensemble.children_left.shape[0]
         if tree_limit is not None and 0 <= tree_limit < n_trees:
@@ -154,6 +185,7 @@ class Forest:
 
     @property
     def n_trees(self) -> int:
+        """The number of trees."""
         return self.nodes.left.shape[0]
 
     @property
@@ -174,7 +206,13 @@ class Forest:
 
     @cached_property
     def trees(self) -> tuple[TreeTable, ...]:
-        """Each tree's own arrays (views of :attr:`nodes` trimmed to its node count)."""
+        """Each tree's own arrays (views of :attr:`nodes` trimmed to its node count).
+
+        Returns
+        -------
+        tuple of TreeTable
+            One per tree.
+        """
         n = self.nodes
         return tuple(
             TreeTable(*(getattr(n, name)[t, : n.n_nodes[t]] for name in _NODE_FIELDS), players=self.players)
@@ -187,6 +225,11 @@ class Forest:
         The means move into :attr:`base_offset`.  The games square tree values: centred, those
         are on the scale of the spread of ``y``, not of ``y`` itself, so shifting the target by
         1e8 costs no digits of the shares.
+
+        Returns
+        -------
+        Forest
+            The centred forest.
         """
         nodes = self.nodes
         means = nodes.tree_mean
@@ -196,7 +239,13 @@ class Forest:
         return dataclasses.replace(self, nodes=centred, base_offset=self.base_offset + float(np.sum(means)))
 
     def without_zero_trees(self) -> Forest:
-        """The same function without the trees whose leaves are all zero (at least one tree is kept)."""
+        """The same function without the trees whose leaves are all zero (at least one tree is kept).
+
+        Returns
+        -------
+        Forest
+            The forest, or ``self`` when every tree has a non-zero leaf.
+        """
         keep = np.any(self.nodes.value != 0.0, axis=1)
         if keep.all() or not keep.any():
             return self
@@ -204,11 +253,33 @@ class Forest:
         return dataclasses.replace(self, nodes=nodes)
 
     def cast(self, X: np.ndarray) -> np.ndarray:
-        """Rows in the dtype the model compares thresholds in (a copy unless already there)."""
+        """Rows in the dtype the model compares thresholds in (a copy unless already there).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows.
+
+        Returns
+        -------
+        ndarray
+            The rows in :attr:`input_dtype`.
+        """
         return np.asarray(X, dtype=self.input_dtype)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        """Sum of leaf values plus the base offset."""
+        """Sum of leaf values plus the base offset.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The rows.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predictions.
+        """
         out = np.full(X.shape[0], self.base_offset)
         for tree in self.trees:
             out += tree.value[tree.leaf_of(X, self.input_dtype)]
@@ -236,11 +307,13 @@ class NodeArrays:
 
     @classmethod
     def from_padded(cls, **fields: np.ndarray) -> NodeArrays:
+        """Padded node arrays (the fields but ``depth`` and ``mass``), with those two computed."""
         depth, mass = _reach(fields["left"], fields["right"], fields["cover"])
         return cls(**fields, depth=depth, mass=mass)
 
     @classmethod
     def stack(cls, trees: tuple[TreeTable, ...]) -> NodeArrays:
+        """Pad single trees' arrays (in order) to one ``(T, N)`` table."""
         width = max(tree.n_nodes for tree in trees)
         shape = (len(trees), width)
         fields = {name: np.full(shape, -1, dtype=np.int64) for name in ("left", "right", "default")}
@@ -253,11 +326,27 @@ class NodeArrays:
 
     @property
     def is_leaf(self) -> np.ndarray:
+        """Whether each node is a leaf (padding nodes count as leaves)."""
         return self.left < 0
 
     def leaf_values(self, X: np.ndarray, trees: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
         """``(n, len(trees))`` value of the leaf each row reaches in each of ``trees``, all trees
-        routed at once level by level (rows in blocks, so memory stays bounded)."""
+        routed at once level by level (rows in blocks, so memory stays bounded).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The rows.
+        trees : ndarray of int
+            Which trees.
+        dtype : dtype, optional
+            The precision thresholds are compared in.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, len(trees))
+            Leaf values.
+        """
         out = np.empty((X.shape[0], len(trees)))
         t = np.asarray(trees)[None, :]
         levels = int(self.depth[trees].max(initial=0))
@@ -276,6 +365,7 @@ class NodeArrays:
 
     @property
     def tree_depth(self) -> np.ndarray:
+        """Each tree's depth."""
         return self.depth.max(axis=1)
 
     @property
@@ -285,7 +375,20 @@ class NodeArrays:
 
 
 def cover_fractions(cover: np.ndarray, left_cover: np.ndarray, right_cover: np.ndarray):
-    """Fractions of a split's cover going left and right; a split nobody reached splits evenly."""
+    """Fractions of a split's cover going left and right; a split nobody reached splits evenly.
+
+    Parameters
+    ----------
+    cover : ndarray
+        The splits' covers.
+    left_cover, right_cover : ndarray
+        Their children's covers.
+
+    Returns
+    -------
+    left, right : ndarray
+        The fractions.
+    """
     reached = cover > 0
     safe = np.where(reached, cover, 1.0)
     return np.where(reached, left_cover / safe, 0.5), np.where(reached, right_cover / safe, 0.5)

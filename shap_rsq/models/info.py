@@ -63,15 +63,61 @@ class ModelInfo:
 
     @property
     def n_outputs(self) -> int:
+        """The number of outputs: classes of a classifier, targets of a multi-output regressor, else 1.
+
+        Returns
+        -------
+        int
+            At least 1.
+        """
         return max(1, len(self.outputs))
 
 
 def as_names(values) -> list[str] | None:
+    """Feature names as strings, or ``None`` when the model recorded none.
+
+    Parameters
+    ----------
+    values : sequence or None
+        Names as the library stores them.
+
+    Returns
+    -------
+    list of str or None
+        The names.
+    """
     return None if values is None else [str(v) for v in values]
 
 
+BOOSTED_CLASSIFIER = (
+    "its probabilities are a sigmoid or softmax of a sum of trees, not a sum of trees, so their squared error "
+    "(the Brier score) has no exact Shapley decomposition.  Use a forest classifier (DecisionTreeClassifier, "
+    "RandomForestClassifier, ExtraTreesClassifier), or a squared-error regressor fitted on the 0/1 target."
+)
+# a booster read from a file is no XGBClassifier: its objective says it was a classifier
+_CLASSIFIER_OBJECTIVES = ("binary", "multi", "reg:logistic", "cross_entropy", "xentropy", "Logloss", "CrossEntropy")
+
+
 def refuse(family: str, what: str, value: Any) -> None:
+    """Raise the error for a model setting the R² decomposition cannot take.
+
+    Parameters
+    ----------
+    family : str
+        The model, as named in the message (``"XGBoost model"``).
+    what : str
+        The setting.
+    value : object
+        Its value.
+
+    Raises
+    ------
+    UnsupportedModelError
+        Always.
+    """
+    if what in ("objective", "loss_function") and str(value).startswith(_CLASSIFIER_OBJECTIVES):
+        raise UnsupportedModelError(f"{family} with {what}={value!r} is a boosted classifier: {BOOSTED_CLASSIFIER}")
     raise UnsupportedModelError(
-        f"{family} with {what}={value!r} is not supported: the R^2 decomposition needs a "
+        f"{family} with {what}={value!r} is not supported: the R² decomposition needs a "
         "single-output regressor fitted with squared error."
     )

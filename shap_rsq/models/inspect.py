@@ -18,7 +18,7 @@ from sklearn.base import is_classifier
 
 from .catboost_models import catboost_info
 from .forest import Forest
-from .info import ModelInfo, UnsupportedModelError
+from .info import BOOSTED_CLASSIFIER, ModelInfo, UnsupportedModelError
 from .lightgbm_models import lightgbm_info
 from .sklearn_models import sklearn_info
 from .xgboost_models import xgboost_info
@@ -33,7 +33,23 @@ _SUPPORTED = (
 
 
 def inspect_model(model: Any) -> ModelInfo:
-    """Check that ``model`` can be decomposed and describe it; raise a clear error otherwise."""
+    """Check that ``model`` can be decomposed and describe it; raise a clear error otherwise.
+
+    Parameters
+    ----------
+    model : object
+        A fitted model.
+
+    Returns
+    -------
+    ModelInfo
+        What the engine needs to know about it.
+
+    Raises
+    ------
+    UnsupportedModelError
+        For a model that cannot be decomposed, with the reason.
+    """
     info = sklearn_info(model)
     if info is not None:
         return info
@@ -53,18 +69,27 @@ def _refuse_classifier(model: Any) -> None:
     except (AttributeError, TypeError):  # boosters and other non-estimators carry no sklearn tags
         classifier = getattr(model, "_estimator_type", None) == "classifier"
     if classifier:
-        raise UnsupportedModelError(
-            f"{type(model).__name__} is a boosted classifier: its probabilities are a sigmoid or softmax of a sum "
-            "of trees, not a sum of trees, so their squared error (the Brier score) has no exact Shapley "
-            "decomposition.  Use a forest classifier (DecisionTreeClassifier, RandomForestClassifier, "
-            "ExtraTreesClassifier), or a squared-error regressor fitted on the 0/1 target."
-        )
+        raise UnsupportedModelError(f"{type(model).__name__} is a boosted classifier: {BOOSTED_CLASSIFIER}")
 
 
 def read_forests(shap_model: Any, info: ModelInfo, model_name: str) -> list[Forest]:
     """One forest table per output, from shap's parsed model (or the trees ``info`` fixed up).
 
     ``shap_model`` is the ``TreeEnsemble`` shap's ``TreeExplainer`` built from the model.
+
+    Parameters
+    ----------
+    shap_model : shap.explainers._tree.TreeEnsemble
+        shap's parse of the model.
+    info : ModelInfo
+        The model's record.
+    model_name : str
+        The model's class name, for messages.
+
+    Returns
+    -------
+    list of Forest
+        One per output.
     """
     ensemble = shap_model if info.trees is None else TreeEnsemble(info.trees)
     if ensemble.trees is None:

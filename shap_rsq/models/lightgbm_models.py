@@ -27,7 +27,18 @@ _LIGHTGBM_L2 = {
 
 
 def lightgbm_info(model: Any) -> ModelInfo:
-    """Record of an ``LGBMRegressor`` or ``lightgbm.Booster``; refuses what cannot be decomposed."""
+    """Record of an ``LGBMRegressor`` or ``lightgbm.Booster``; refuses what cannot be decomposed.
+
+    Parameters
+    ----------
+    model : lightgbm.LGBMRegressor or lightgbm.Booster
+        A fitted LightGBM model.
+
+    Returns
+    -------
+    ModelInfo
+        The model's record.
+    """
     import lightgbm
 
     booster = model if isinstance(model, lightgbm.Booster) else model.booster_  # raises when unfitted
@@ -35,6 +46,7 @@ def lightgbm_info(model: Any) -> ModelInfo:
     _check_lightgbm_objective(dump)
     if int(dump.get("num_class", 1)) > 1 or int(dump.get("num_tree_per_iteration", 1)) > 1:
         raise UnsupportedModelError("LightGBM model has several outputs; only single-output models are supported.")
+    _refuse_declared_categories(booster, dump)
     splits = [_lightgbm_splits(tree["tree_structure"]) for tree in dump["tree_info"]]
     if any(node.get("decision_type", "<=") != "<=" for tree in splits for node in tree):
         raise UnsupportedModelError(
@@ -55,11 +67,30 @@ def lightgbm_info(model: Any) -> ModelInfo:
     )
 
 
+def _refuse_declared_categories(booster: Any, dump: dict) -> None:
+    """Refuse a model fitted with categorical features, even before one of them is split on.
+
+    Its ``predict`` then insists on the same categories in the data (LightGBM's own error, "train and
+    valid dataset categorical_feature do not match", says nothing of why), and numbers are all a
+    decomposition by thresholds can read.
+    """
+    declared = booster.params.get("categorical_feature") or []
+    if isinstance(declared, (int, str)):
+        declared = [declared]
+    names = dump.get("feature_names") or []
+    categorical = [names[int(i)] if str(i).isdigit() and int(i) < len(names) else str(i) for i in declared]
+    if categorical or any(dump.get("pandas_categorical") or []):
+        raise UnsupportedModelError(
+            f"LightGBM model fitted with categorical feature(s) {categorical or 'from pandas categories'} is not "
+            "supported: categorical splits have no threshold order; encode the categories as numbers and refit."
+        )
+
+
 def _check_lightgbm_objective(dump: dict) -> None:
     if "objective" not in dump:
         # a custom objective function leaves no name in the model: it may not be squared error
         raise UnsupportedModelError(
-            "LightGBM model trained with a custom objective function is not supported: the R^2 decomposition "
+            "LightGBM model trained with a custom objective function is not supported: the R² decomposition "
             "needs a regressor fitted with squared error, and the model does not record which loss it used."
         )
     objective, *options = str(dump["objective"]).split()

@@ -34,7 +34,18 @@ _SQUARED_CRITERIA = {"squared_error", "friedman_mse"}
 
 
 def sklearn_info(model: Any) -> ModelInfo | None:
-    """The model's record if it is a supported scikit-learn model, else ``None``."""
+    """The model's record if it is a supported scikit-learn model, else ``None``.
+
+    Parameters
+    ----------
+    model : object
+        Any model.
+
+    Returns
+    -------
+    ModelInfo or None
+        The record of a supported scikit-learn tree model; ``None`` for other libraries' models.
+    """
     if safe_isinstance(model, SKLEARN_FOREST_CLASSIFIERS):
         return _sklearn_forest_classifier(model)
     if safe_isinstance(model, SKLEARN_TREES):

@@ -15,7 +15,18 @@ __all__ = ["xgboost_info"]
 
 
 def xgboost_info(model: Any) -> ModelInfo:
-    """Record of an ``XGBRegressor`` or ``xgboost.Booster``; refuses what cannot be decomposed."""
+    """Record of an ``XGBRegressor`` or ``xgboost.Booster``; refuses what cannot be decomposed.
+
+    Parameters
+    ----------
+    model : xgboost.XGBRegressor or xgboost.Booster
+        A fitted XGBoost model.
+
+    Returns
+    -------
+    ModelInfo
+        The model's record.
+    """
     import xgboost
 
     is_booster = isinstance(model, xgboost.Booster)

@@ -1,0 +1,180 @@
+"""What ``shap-rsq demo`` and ``shap-rsq explain`` do once the command line is parsed.
+
+Kept apart from the parser so that ``shap-rsq --version`` and ``--help`` import neither
+pandas, scikit-learn nor shap (which take seconds to load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+from sklearn.metrics import r2_score
+
+from ..explainer import RSquaredExplainer
+from .columns import ModelInputs, model_inputs, preview
+from .files import InputError, load_data, load_model, missing_pyarrow, write_atomic
+from .report import LOCAL_SUFFIXES, SHARE_SUFFIXES, check_suffix, format_table, write_local, write_shares
+
+__all__ = ["run_demo", "run_explain"]
+
+DIABETES_LEGEND = (
+    "  diabetes features: age, sex, bmi (body-mass index), bp (blood pressure), s1-s6 (blood serum\n"
+    "  measurements); target: disease progression one year after baseline."
+)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """``shap-rsq demo``: the whole path from data to a table and a picture, on the core install.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``plot``).
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+    """
+    from sklearn.datasets import load_diabetes
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from threadpoolctl import threadpool_limits
+
+    _check_plot_name(args.plot, "--plot")
+    _check_destination(args.plot, "--plot")
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    model = HistGradientBoostingRegressor(max_iter=200, learning_rate=0.05, max_depth=4, random_state=0)
+    # 442 rows: starting OpenMP threads costs more than it saves, and stalls on a busy machine
+    with threadpool_limits(limits=1, user_api="openmp"):
+        model.fit(X, y)
+        start = time.perf_counter()
+        shares = RSquaredExplainer(model).rsq(X, y)
+        seconds = time.perf_counter() - start
+        model_rsq = r2_score(y, model.predict(X))
+    title = (
+        f"shap-rsq demo: HistGradientBoostingRegressor (200 trees, depth 4) on scikit-learn's diabetes data "
+        f"({X.shape[0]} rows, {X.shape[1]} features)"
+    )
+    print(format_table(shares, model_rsq=model_rsq, seconds=seconds, max_display=len(shares), title=title))
+    print(f"\n{DIABETES_LEGEND}")
+    _save_bar(args.plot, shares, model_rsq, len(shares), "Shares of R²: gradient boosting on diabetes data")
+    print(f"\nbar chart written to {args.plot}")
+    return 0
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    """``shap-rsq explain``: shares of R² for a model file on a data file.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``model``, ``data``, ``target``, ``weight``, the outputs, ...).
+
+    Returns
+    -------
+    int
+        The exit status, 0; problems raise :class:`InputError` or ``ValueError``.
+    """
+    _check_outputs(args)
+    model = load_model(args.model, trust_pickle=args.trust_pickle)
+    explainer = RSquaredExplainer(model, n_jobs=args.n_jobs, progress=args.progress)
+    if explainer.model_info.n_outputs > 1:
+        raise InputError(
+            f"{type(model).__name__} has {explainer.model_info.n_outputs} outputs; the command line explains "
+            "single-output regressors (use RSquaredExplainer.rsq in Python for classifiers and multi-output models)."
+        )
+    inputs = _read_inputs(args, explainer)
+    # a model that records no names is given a bare array, so its predict does not compare column names
+    X = inputs.X if inputs.by_name else inputs.X.to_numpy()
+    names = list(inputs.X.columns)
+
+    start = time.perf_counter()
+    explanation = explainer(X, inputs.y, sample_weight=inputs.weight) if args.local else None
+    values = explanation.values.sum(axis=0) if explanation is not None else explainer.rsq(X, inputs.y, inputs.weight)
+    shares = pd.Series(values, index=names, name="rsq")
+    seconds = time.perf_counter() - start
+    model_rsq = float(r2_score(inputs.y, explainer.model_info.predict(X), sample_weight=inputs.weight))
+
+    kind = f"{type(model).__module__.split('.')[0]}.{type(model).__name__}"
+    title = f"Shares of R²: {Path(args.model).name} ({kind}) on {Path(args.data).name}, n={len(X)}"
+    print(format_table(shares, model_rsq=model_rsq, seconds=seconds, max_display=args.max_display, title=title))
+    if args.out:
+        summary = {
+            "model": str(args.model),
+            "data": str(args.data),
+            "target": args.target,
+            "weight": args.weight,
+            "n_rows": len(X),
+            "n_features": len(names),
+            "model_rsq": model_rsq,
+            "sum_of_shares": float(shares.sum()),
+        }
+        write_shares(args.out, shares, summary)
+        print(f"shares written to {args.out}")
+    if explanation is not None:
+        write_local(args.local, explanation.values, explanation.base_values, names)
+        print(f"per-row shares written to {args.local}")
+    if args.plot:
+        _save_bar(args.plot, shares, model_rsq, args.max_display, f"Shares of R² on {Path(args.data).name}")
+        print(f"bar chart written to {args.plot}")
+    return 0
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse output names of unknown type or in missing folders before any work is done."""
+    check_suffix(args.out, SHARE_SUFFIXES, "--out")
+    check_suffix(args.local, LOCAL_SUFFIXES, "--local")
+    # a Parquet writer missing would only show after the shares were computed and --out written
+    if args.local and Path(args.local).suffix.lower() != ".csv" and importlib.util.find_spec("pyarrow") is None:
+        raise missing_pyarrow(args.local)
+    _check_plot_name(args.plot, "--plot")
+    for option, path in (("--out", args.out), ("--local", args.local), ("--plot", args.plot)):
+        _check_destination(path, option)
+
+
+def _read_inputs(args: argparse.Namespace, explainer: RSquaredExplainer) -> ModelInputs:
+    """The data file's columns matched to the model, with notes on stderr about columns left out."""
+    frame = load_data(args.data)
+    info = explainer.model_info
+    inputs = model_inputs(frame, args.data, args.target, info.feature_names, info.n_features, args.weight)
+    if inputs.ignored:
+        print(f"shap-rsq: ignoring column(s) the model does not use: {preview(inputs.ignored)}", file=sys.stderr)
+    return inputs
+
+
+def _save_bar(path: str, shares: pd.Series, model_rsq: float, max_display: int, title: str) -> None:
+    import matplotlib.pyplot as plt
+
+    from .. import plots
+
+    ax = plots.bar(shares, max_display, model_rsq=model_rsq, title=title, show=False)
+    try:
+        write_atomic(path, lambda temporary: ax.figure.savefig(temporary, dpi=150, bbox_inches="tight"))
+    finally:
+        plt.close(ax.figure)
+
+
+def _check_plot_name(path: str | None, option: str) -> None:
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    if path is None:
+        return
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    if Path(path).suffix.lower().lstrip(".") not in kinds:
+        raise InputError(f"{option} {path}: the file name must end with an image type such as .png, .svg or .pdf.")
+
+
+def _check_destination(path: str | None, option: str) -> None:
+    """Refuse an output that cannot be written before any work is done."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"{option} {path} is a directory; give a file name.")
+    if not target.parent.is_dir():
+        raise InputError(f"{option} {path}: folder {target.parent} does not exist.")

@@ -1,0 +1,183 @@
+"""Matching the columns of a data table to a model's features, its target and its weights.
+
+Every failure is raised as :class:`~shap_rsq.cli.errors.InputError` naming the file, the column
+and what to do.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..engine.validation import _generic_names as generic_names  # one rule for names made up for arrays
+from .errors import InputError, did_you_mean
+
+__all__ = ["ModelInputs", "model_inputs", "preview"]
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    """The columns of a table that a model reads, its target and optional row weights."""
+
+    X: pd.DataFrame
+    y: pd.Series
+    weight: pd.Series | None
+    ignored: list[str]
+    by_name: bool
+
+
+def model_inputs(
+    frame: pd.DataFrame,
+    source: str | os.PathLike,
+    target: str,
+    model_names: list[str] | None,
+    n_features: int,
+    weight: str | None = None,
+) -> ModelInputs:
+    """Select the model's feature columns from ``frame`` (read from ``source``) by name, or by position.
+
+    Columns are matched by name when the model recorded real feature names
+    (other columns are ignored), and by position otherwise; missing features,
+    a wrong number of columns and non-numeric columns are refused.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table.
+    source : str or path-like
+        Where it was read from, for messages.
+    target : str
+        The column holding ``y``.
+    model_names : list of str or None
+        The names of the model's features, if it recorded any.
+    n_features : int
+        The number of features the model reads.
+    weight : str, optional
+        The column of row weights.
+
+    Returns
+    -------
+    ModelInputs
+        The feature columns in the model's order, the target, the weights and the ignored columns.
+    """
+    frame = frame.set_axis([str(c) for c in frame.columns], axis=1)  # a copy: the caller's table is untouched
+    if len(frame) == 0:  # a header alone reads as columns of no type, which would be reported as non-numeric
+        raise InputError(f"{source} has a header but no rows of data.")
+    reserved = [c for c in (target, weight) if c is not None]
+    columns = list(frame.columns)
+    absent = [c for c in reserved if c not in columns]
+    if absent:
+        raise InputError(
+            f"{source} has no column {absent[0]!r}.{did_you_mean(absent[0], columns)} "
+            f"Its columns are {preview(columns, limit=None)}."
+        )
+    others = [c for c in columns if c not in reserved]
+    by_name = bool(model_names) and not generic_names(model_names)
+    if by_name:
+        _refuse_features_as(frame, target, weight, model_names)  # type: ignore[arg-type]
+    if by_name:
+        features = _columns_named(model_names, list(frame.columns), source)  # type: ignore[arg-type]
+    else:
+        if len(others) != n_features:
+            raise InputError(
+                f"{source} has {len(others)} columns besides the target, but the model expects {n_features} "
+                "features (it records no feature names, so columns are matched by position)."
+            )
+        features = others
+    _require_numeric(frame, features, source)
+    for role, column in (("target", target), ("weight", weight)):
+        _check_column(frame, column, role, source)
+    return ModelInputs(
+        X=frame[features].astype(float),
+        y=frame[target].astype(float),
+        weight=frame[weight].astype(float) if weight is not None else None,
+        ignored=[c for c in others if c not in features],
+        by_name=by_name,
+    )
+
+
+def _refuse_features_as(frame: pd.DataFrame, target: str, weight: str | None, model_names: list[str]) -> None:
+    """A column the model reads cannot also be the target or the weights: its R² would be meaningless."""
+    spelled = {name.replace(" ", "_") for name in model_names}
+    for role, column in (("target", target), ("weight", weight)):
+        if column is not None and column.replace(" ", "_") in spelled:
+            others = [c for c in frame.columns if c.replace(" ", "_") not in spelled and c != column]
+            hint = f" Columns the model does not read: {preview(others, limit=None)}." if others else ""
+            raise InputError(
+                f"the {role} column {column!r} is one of the model's features, so it cannot be the {role}: "
+                f"give the column that holds the observed {'y' if role == 'target' else 'row weights'}.{hint}"
+            )
+
+
+def _columns_named(model_names: list[str], columns: list[str], source: str | os.PathLike) -> list[str]:
+    """The column holding each of the model's features, in the model's order.
+
+    LightGBM stores the feature ``'body mass'`` as ``'body_mass'``, so a
+    column whose spaces read as underscores stands in for a missing name:
+    the table the model was fitted on is accepted as it is.
+    """
+    underscored = {c.replace(" ", "_"): c for c in columns if " " in c}
+    found = [name if name in columns else underscored.get(name) for name in model_names]
+    missing = [name for name, column in zip(model_names, found, strict=True) if column is None]
+    if missing:
+        unused = [c for c in columns if c not in found]
+        raise InputError(
+            f"{source} lacks {len(missing)} feature(s) the model was fitted with: {preview(missing, limit=None)}."
+            f"{did_you_mean(missing[0], unused)} Its columns are {preview(columns, limit=None)}."
+        )
+    return found  # type: ignore[return-value]
+
+
+def _require_numeric(frame: pd.DataFrame, columns: list[str], source: str | os.PathLike) -> None:
+    bad = [c for c in columns if not _numeric(frame[c])]
+    if bad:
+        raise InputError(
+            f"{source} has non-numeric feature column(s) {preview(bad)}; tree models read numbers: encode them first."
+        )
+
+
+def _check_column(frame: pd.DataFrame, column: str | None, role: str, source: str | os.PathLike) -> None:
+    if column is None:
+        return
+    if not _numeric(frame[column]):
+        raise InputError(f"the {role} column {column!r} of {source} is not numeric.")
+    missing = int(frame[column].isna().sum())
+    if missing:
+        raise InputError(f"the {role} column {column!r} of {source} has {missing} missing value(s).")
+    values = frame[column].astype(float)
+    infinite = int((~values.map(math.isfinite)).sum())
+    if infinite:
+        raise InputError(f"the {role} column {column!r} of {source} has {infinite} infinite value(s).")
+    negative = int((values < 0).sum())
+    if role == "weight" and negative:
+        raise InputError(
+            f"the weight column {column!r} of {source} has {negative} negative value(s), the first in data row "
+            f"{int((values < 0).to_numpy().argmax()) + 1}; row weights must be zero or more."
+        )
+
+
+def _numeric(column: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)
+
+
+def preview(names: list[str], limit: int | None = 8) -> str:
+    """``['a', 'b', ...] (12 columns)``: a list of names for a one-line message.
+
+    Parameters
+    ----------
+    names : list of str
+        Column names.
+    limit : int or None, default=8
+        Names shown before ``...``; ``None`` shows them all.
+
+    Returns
+    -------
+    str
+        The names and their count.
+    """
+    cut = len(names) if limit is None else limit
+    shown = ", ".join(repr(n) for n in names[:cut])
+    return f"[{shown}{', ...' if len(names) > cut else ''}] ({len(names)} column{'s' if len(names) != 1 else ''})"

@@ -1,0 +1,126 @@
+"""A newcomer's mistakes on the command line stop it with a message that says what to do."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import make_data
+
+from shap_rsq.cli import main
+
+NAMES = ["age", "bmi", "bp", "s1", "s2", "noise"]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    """A data table with a target ``progression``, weights ``w`` with one negative value, and an XGBoost model."""
+    xgboost = pytest.importorskip("xgboost")
+    X, y, w = make_data(seed=7)
+    frame = pd.DataFrame(X, columns=NAMES)
+    where = tmp_path_factory.mktemp("mistakes")
+    w[4] = -1.0
+    frame.assign(progression=y, w=w).to_csv(where / "data.csv", index=False)
+    xgboost.XGBRegressor(n_estimators=5, max_depth=2).fit(frame, y).save_model(where / "model.json")
+    return where
+
+
+def run(argv, capsys) -> tuple[int, str]:
+    code = main([str(a) for a in argv])
+    return code, capsys.readouterr().err
+
+
+def explain(folder: Path, *options: str) -> list:
+    return ["explain", "--model", folder / "model.json", "--data", folder / "data.csv", *options]
+
+
+def test_a_feature_given_as_the_target_is_an_error_that_names_it(folder, capsys):
+    code, err = run(explain(folder, "--target", "bmi"), capsys)
+    assert code == 1
+    assert err.startswith("shap-rsq: error: the target column 'bmi' is one of the model's features")
+    assert "Columns the model does not read: ['progression', 'w'] (2 columns)." in err
+
+
+def test_an_unknown_target_lists_every_column_and_suggests_the_closest(folder, capsys):
+    code, err = run(explain(folder, "--target", "Progresion"), capsys)
+    assert code == 1
+    assert "has no column 'Progresion'. Did you mean 'progression'?" in err
+    assert "['age', 'bmi', 'bp', 's1', 's2', 'noise', 'progression', 'w'] (8 columns)" in err
+
+
+def test_a_negative_weight_is_named_with_its_column_and_row(folder, capsys):
+    code, err = run(explain(folder, "--target", "progression", "--weight", "w"), capsys)
+    assert code == 1
+    assert "the weight column 'w' of " in err and "has 1 negative value(s), the first in data row 5" in err
+
+
+def test_a_catboost_classifier_file_is_named_as_a_classifier(tmp_path, capsys):
+    catboost = pytest.importorskip("catboost")
+    X, y, _ = make_data(seed=8)
+    frame = pd.DataFrame(X, columns=NAMES)
+    model = catboost.CatBoostClassifier(iterations=3, depth=2, verbose=0, allow_writing_files=False)
+    model.fit(frame, y > np.median(y)).save_model(str(tmp_path / "model.cbm"))
+    frame.assign(y=y).to_csv(tmp_path / "data.csv", index=False)
+    code, err = run(
+        ["explain", "--model", tmp_path / "model.cbm", "--data", tmp_path / "data.csv", "--target", "y"], capsys
+    )
+    assert code == 1
+    assert err.startswith("shap-rsq: error: CatBoostClassifier is a boosted classifier")
+
+
+def test_a_lightgbm_model_with_categorical_features_is_refused_in_our_words(tmp_path, capsys):
+    lightgbm = pytest.importorskip("lightgbm")
+    X, y, _ = make_data(seed=9)
+    frame = pd.DataFrame(X, columns=NAMES).assign(kind=pd.Categorical(np.arange(len(y)) % 3))
+    model = lightgbm.LGBMRegressor(n_estimators=3, num_leaves=4, min_child_samples=5, verbose=-1).fit(frame, y)
+    model.booster_.save_model(tmp_path / "model.txt")
+    frame.assign(kind=np.arange(len(y)) % 3, y=y).to_csv(tmp_path / "data.csv", index=False)
+    code, err = run(
+        ["explain", "--model", tmp_path / "model.txt", "--data", tmp_path / "data.csv", "--target", "y"], capsys
+    )
+    assert code == 1
+    assert err == (
+        "shap-rsq: error: LightGBM model fitted with categorical feature(s) ['kind'] is not supported: categorical "
+        "splits have no threshold order; encode the categories as numbers and refit.\n"
+    )
+
+
+def test_version_answers_fast_without_loading_the_heavy_libraries():
+    code = (
+        "import sys, runpy\n"
+        "sys.argv = ['shap-rsq', '--version']\n"
+        "try:\n    runpy.run_module('shap_rsq', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('pandas', 'sklearn', 'shap', 'numpy', 'matplotlib') if m in sys.modules))\n"
+    )
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    seconds = time.perf_counter() - start
+    assert result.stdout.splitlines() == ["shap-rsq 0.1.0.dev0", "[]"]
+    assert seconds < 2.0  # about 0.1 s; generous for a busy machine, far below the 2-3 s of importing shap
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_a_booster_file_of_a_classifier_says_it_is_a_boosted_classifier(library, tmp_path, capsys):
+    module = pytest.importorskip(library)
+    X, y, _ = make_data(seed=10)
+    frame = pd.DataFrame(X, columns=NAMES)
+    labels = y > np.median(y)
+    if library == "xgboost":
+        path = tmp_path / "model.json"
+        module.XGBClassifier(n_estimators=3, max_depth=2).fit(frame, labels).save_model(path)
+        named = "XGBoost model with objective='binary:logistic' is a boosted classifier: "
+    else:
+        path = tmp_path / "model.txt"
+        model = module.LGBMClassifier(n_estimators=3, num_leaves=4, min_child_samples=5, verbose=-1)
+        model.fit(frame, labels).booster_.save_model(path)
+        named = "LightGBM model with objective='binary' is a boosted classifier: "
+    frame.assign(y=y).to_csv(tmp_path / "data.csv", index=False)
+    code, err = run(["explain", "--model", path, "--data", tmp_path / "data.csv", "--target", "y"], capsys)
+    assert code == 1
+    assert err.startswith(f"shap-rsq: error: {named}its probabilities are a sigmoid or softmax")

@@ -1,0 +1,125 @@
+"""shap's own plots on R² shares (``plots.for_shap`` / ``plots.shap_plot``): readable numbers, axes that say R².
+
+Each test renders with matplotlib's Agg backend and reads the texts shap drew.
+"""
+
+from __future__ import annotations
+
+import re
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+import shap
+from conftest import make_data
+from sklearn.ensemble import HistGradientBoostingRegressor
+
+from shap_rsq import RSquaredExplainer, plots
+
+matplotlib.use("Agg")
+
+NAMES = ["age", "bmi", "bp", "s1", "s2", "noise"]
+
+
+@pytest.fixture(scope="module")
+def explanation() -> shap.Explanation:
+    X, y, _ = make_data(seed=52, n=300)
+    frame = pd.DataFrame(X, columns=NAMES)
+    model = HistGradientBoostingRegressor(max_iter=20, max_leaf_nodes=8, random_state=0).fit(frame[:150], y[:150])
+    return RSquaredExplainer(model)(frame[150:], y[150:])  # held out: some shares are negative
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def texts(ax) -> list[str]:
+    """Every non-empty text of the drawn figure: axis labels, tick labels, numbers on the bars."""
+    ax.figure.canvas.draw()
+    found = [t.get_text() for t in ax.figure.findobj(matplotlib.text.Text)]
+    return [t for t in found if t.strip()]
+
+
+def numbers(ax) -> list[str]:
+    """The signed numbers shap writes on its bars (``+17.25``, ``−2.84``), not the axis ticks."""
+    ax.figure.canvas.draw()
+    found = [t.get_text() for axes in ax.figure.axes for t in axes.texts]
+    return [t for t in found if re.fullmatch(r"[+\u2212][\d.]+", t)]
+
+
+def shap_style(value: float) -> str:
+    """A number as shap writes it: two decimals, trailing zeros dropped, a unicode minus."""
+    text = re.sub(r"\.?0+$", "", f"{value:+.2f}")
+    return text.replace("-", "\u2212")
+
+
+def test_shap_alone_prints_row_shares_as_zero_and_calls_them_shap_values(explanation):
+    """The gap: shap's fixed two decimals and wording do not fit per-row shares of R²."""
+    row = numbers(shap.plots.waterfall(explanation[0], show=False))
+    assert len(row) == len(NAMES) and set(row) <= {"+0", "\u22120", "+0.01", "\u22120.01"}
+    plt.close("all")
+    assert shap.plots.bar(explanation, show=False).get_xlabel() == "mean(|SHAP value|)"
+
+
+def test_summed_shares_are_points_of_r2_that_add_up(explanation):
+    summed, each = plots.for_shap(explanation, "sum"), plots.for_shap(explanation, "each")
+    shares = explanation.values.sum(0)
+    np.testing.assert_allclose(summed.values, 100 * shares)
+    np.testing.assert_allclose(each.values.mean(0), 100 * shares)  # a row times n: its mean is the share
+    model_r2 = explanation.values.sum() + explanation.base_values.sum()
+    assert summed.values.sum() + summed.base_values == pytest.approx(100 * model_r2)
+    assert summed.data is None  # summed feature values would be printed next to the names
+    np.testing.assert_array_equal(each.data, explanation.data)
+
+
+def test_bar_of_the_summed_shares_reads_in_points_of_r2_by_signed_value(explanation):
+    ax = plots.shap_plot(shap.plots.bar, explanation, show=False)
+    shares = 100 * explanation.values.sum(0)
+    assert ax.get_xlabel() == "share of R² (percentage points)"
+    order = np.argsort(-shares, kind="stable")
+    assert numbers(ax) == [shap_style(v) for v in shares[order]]  # largest first; negative ones last
+    assert shares.min() < 0 and not any("SHAP" in t for t in texts(ax))
+
+
+def test_waterfall_of_the_summed_shares_goes_from_r2_of_e_f_to_the_model_r2(explanation):
+    ax = plots.shap_plot(shap.plots.waterfall, explanation, show=False)
+    drawn = texts(ax)
+    model_r2 = 100 * (explanation.values.sum() + explanation.base_values.sum())
+    assert any(t.startswith("model R² = ") and abs(float(t.split("= ")[1]) - model_r2) < 1e-3 for t in drawn)
+    assert any(t.strip().startswith("R² of E f = ") for t in drawn)
+    assert ax.figure.axes[0].get_xlabel() == "share of R² (percentage points)"
+    assert not any("f(x)" in t or "E[f(X)]" in t for t in drawn)
+
+
+def test_waterfall_of_one_row_prints_readable_numbers(explanation):
+    ax = plots.shap_plot(shap.plots.waterfall, explanation, "each", row=0, show=False)
+    drawn = numbers(ax)
+    scaled = 100 * len(explanation.values) * explanation.values[0]
+    assert sorted(drawn) == sorted(shap_style(v) for v in scaled)
+    assert sum(t not in ("+0", "\u22120") for t in drawn) >= 4  # shap alone printed none (test above)
+    assert any(t.startswith("row's total = ") for t in texts(ax))
+    assert ax.figure.axes[0].get_xlabel() == "row's share of R², times n (percentage points)"
+
+
+def test_beeswarm_and_scatter_label_their_axes_in_r2(explanation):
+    beeswarm = plots.shap_plot(shap.plots.beeswarm, explanation, "each", show=False)
+    assert beeswarm.get_xlabel() == "row's share of R², times n (percentage points)"
+    shares = explanation.values.sum(0)
+    labels = [t.get_text() for t in beeswarm.get_yticklabels()][::-1]  # top down
+    assert labels[0] == NAMES[int(np.argmax(shares))]  # ordered by the signed share, not by mean |value|
+    plt.close("all")
+    scatter = plots.shap_plot(shap.plots.scatter, explanation, "each", row="bmi", show=False)
+    assert scatter.get_ylabel() == "row's share of R², times n (percentage points) for\nbmi"
+
+
+def test_for_shap_refuses_what_it_cannot_scale(explanation):
+    with pytest.raises(ValueError, match="rows must be 'sum' or 'each'"):
+        plots.for_shap(explanation, "mean")
+    with pytest.raises(ValueError, match=r"shape \(n_rows, n_features\)"):
+        plots.for_shap(explanation[0])
+    with pytest.raises(ValueError, match=r"mean absolute row share.*use rows='sum'"):
+        plots.shap_plot(shap.plots.bar, explanation, "each", show=False)
