@@ -8,10 +8,9 @@ into percentage points of R², the scale on which ``shap.plots`` prints readable
 
 from __future__ import annotations
 
-import inspect
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -19,9 +18,10 @@ import pandas as pd
 import shap
 from matplotlib.axes import Axes
 
+from ._shap_plots import _names, for_shap, shap_plot
 from .cli.report import top_shares
 
-__all__ = ["bar", "for_shap", "heatmap", "shap_plot"]
+__all__ = ["bar", "class_bar", "for_shap", "heatmap", "shap_plot"]
 
 POSITIVE = "#1f6fb4"
 NEGATIVE = "#d6404e"
@@ -102,6 +102,75 @@ def bar(
         xy=(1.0, 0.0),
         xycoords="axes fraction",
         xytext=(0, -22),
+        textcoords="offset points",
+        ha="right",
+        va="top",
+    )
+    if title:
+        ax.set_title(title)
+    if show:
+        plt.show()
+    return ax
+
+
+def class_bar(
+    parts: pd.DataFrame,
+    max_display: int = 10,
+    *,
+    model_rsq: float | None = None,
+    title: str | None = "Shares of the Brier skill score, by class",
+    ax: Axes | None = None,
+    show: bool = True,
+) -> Axes:
+    """Stacked bars of a classifier's shares: each feature's part for each class, largest share first.
+
+    Parameters
+    ----------
+    parts : pandas.DataFrame of shape (n_features, n_classes)
+        Each feature's part of its Brier skill score share per class, ``L_jk / sum_k SST_k``
+        (:func:`shap_rsq.cli.classes.class_parts`; ``explainer.loss_reduction(X, y)`` divided by
+        the total sum of squares of the one-hot target).  A row adds up to the feature's share.
+    max_display : int, default=10
+        Number of bars; past it, one bar adds up the other features.
+    model_rsq : float, optional
+        The model's Brier skill score, annotated next to the sum of the shares.
+    title : str or None
+        Title of the Axes.
+    ax : matplotlib Axes, optional
+        Where to draw; a new figure is made when not given.
+    show : bool, default=True
+        Call :func:`matplotlib.pyplot.show` before returning.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The Axes drawn on (its legend names the classes).
+    """
+    order = top_shares(parts.sum(axis=1), max_display).index
+    rows = [parts.loc[name] if name in parts.index else parts.drop(index=order[:-1]).sum() for name in order]
+    table = pd.DataFrame(rows, index=[str(name) for name in order]).iloc[::-1]  # the largest on top
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 1.4 + 0.38 * len(table)))
+    positions = np.arange(len(table))
+    right, left = np.zeros(len(table)), np.zeros(len(table))
+    colors = plt.get_cmap("tab10")
+    for k, column in enumerate(table.columns):
+        values = table[column].to_numpy()
+        start = np.where(values >= 0, right, left)  # positive parts stack rightwards, negative leftwards
+        ax.barh(positions, values, left=start, height=0.7, color=colors(k % 10), label=str(column))
+        right, left = right + np.maximum(values, 0), left + np.minimum(values, 0)
+    ax.set_yticks(positions, list(table.index))
+    ax.axvline(0.0, color="#444444", linewidth=0.8)
+    ax.set_xlabel("share of the Brier skill score", loc="left")
+    ax.legend(title="class", loc="lower right", frameon=False)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    total = _total_text(float(parts.to_numpy().sum()), model_rsq).replace("model R²", "model BSS")
+    ax.annotate(
+        total,
+        xy=(1.0, 0.0),
+        xycoords="axes fraction",
+        xytext=(0, -36),
         textcoords="offset points",
         ha="right",
         va="top",
@@ -197,14 +266,6 @@ def _global(shares: Any, feature_names: Sequence[str] | None) -> tuple[pd.Series
     return pd.Series(values, index=_names(feature_names, len(values))), None
 
 
-def _names(names: Sequence[str] | None, count: int) -> list[str]:
-    if names is None:
-        return [f"Feature {j}" for j in range(count)]
-    if len(names) != count:
-        raise ValueError(f"{len(names)} feature names for {count} features.")
-    return [str(name) for name in names]
-
-
 def _feature_rows(values: np.ndarray, names: list[str], max_display: int) -> tuple[np.ndarray, list[str]]:
     """Image rows: features by global share, the last adding up the features past ``max_display``."""
     shown = top_shares(pd.Series(values.sum(axis=0), index=range(len(names))), max_display)
@@ -232,158 +293,4 @@ def _total_text(total: float, model_rsq: float | None) -> str:
     text = f"sum of shares = {total:.3f}"
     if model_rsq is not None:
         text += f",  model R² = {model_rsq:.3f}"
-    return text
-
-
-# ---------------------------------------------------------------- shap's own plots, in R²
-
-POINTS = 100.0  # shares are drawn in percentage points of R²: shap prints values with two decimals
-
-# shap's fixed wording -> what it means on R² shares; longer keys first, as some contain others
-_SUMMED_WORDS = {
-    "mean(|SHAP value|)": "share of R² (percentage points)",
-    "SHAP value (impact on model output)": "share of R² (percentage points)",
-    "SHAP value": "share of R² (percentage points)",
-    "$E[f(X)]$": "R² of E f",
-    "$f(x)$": "model R²",
-}
-_ROW_WORDS = {
-    "SHAP value (impact on model output)": "row's share of R², times n (percentage points)",
-    "SHAP value": "row's share of R², times n (percentage points)",
-    "$E[f(X)]$": "row's base",
-    "$f(x)$": "row's total",
-}
-
-
-def for_shap(explanation: shap.Explanation, rows: Literal["sum", "each"] = "sum") -> shap.Explanation:
-    """Per-row shares of R² on the scale where ``shap.plots`` prints readable numbers.
-
-    shap prints values with two decimals, and a row's share is about ``1/n`` of a
-    feature's share, so ``shap.plots.waterfall(explanation[0])`` reads "+0" and
-    "-0".  This returns the shares in percentage points of R²:
-
-    * ``rows="sum"``: the shares summed over rows (a 1-D Explanation, without
-      feature values, which a sum would make meaningless): ``values`` are the
-      global shares and ``base_values`` the R² of the constant ``E f``, so that a
-      waterfall goes from it to the model's R².
-    * ``rows="each"``: every row's shares times the number of rows ``n``, so that
-      their mean over rows is the global share and a row reads as "the R² the
-      model would have if every row were like this one".  Feature values are kept,
-      for beeswarm and scatter plots.
-
-    Parameters
-    ----------
-    explanation : shap.Explanation
-        Per-row shares, as returned by ``RSquaredExplainer(model)(X, y)``.
-    rows : {"sum", "each"}, default="sum"
-        Sum the rows, or keep each row scaled by ``n``.
-
-    Returns
-    -------
-    shap.Explanation
-        The shares in percentage points of R².
-    """
-    values = np.asarray(explanation.values, dtype=float)
-    if values.ndim != 2:
-        raise ValueError(f"for_shap needs per-row shares of shape (n_rows, n_features), got shape {values.shape}.")
-    base = np.broadcast_to(np.asarray(explanation.base_values, dtype=float), values.shape[:1])
-    names = _names(explanation.feature_names, values.shape[1])
-    if rows == "sum":
-        return shap.Explanation(POINTS * values.sum(0), POINTS * float(base.sum()), feature_names=names)
-    if rows == "each":
-        scale = POINTS * len(values)
-        data = explanation.data if explanation.display_data is None else explanation.display_data
-        return shap.Explanation(scale * values, scale * base, data=data, feature_names=names)
-    raise ValueError(f"rows must be 'sum' or 'each', got {rows!r}.")
-
-
-def shap_plot(
-    plot: Callable[..., Any],
-    explanation: shap.Explanation,
-    rows: Literal["sum", "each"] = "sum",
-    *,
-    row: int | str | None = None,
-    show: bool = True,
-    **options: Any,
-) -> Axes:
-    """Draw one of ``shap.plots`` on R² shares, with numbers in percentage points and axes that say R².
-
-    The plot is shap's own (its layout, sorting and options); this passes it
-    :func:`for_shap`'s Explanation and renames shap's fixed wording ("SHAP value",
-    ``E[f(X)]``, ``f(x)``) on the figure it drew.
-
-    Parameters
-    ----------
-    plot : callable
-        A function of ``shap.plots`` that takes an Explanation and ``show``: ``shap.plots.bar``
-        and ``shap.plots.waterfall`` with ``rows="sum"``; ``shap.plots.beeswarm``,
-        ``shap.plots.scatter`` and ``shap.plots.waterfall`` (of one ``row``) with ``rows="each"``.
-    explanation : shap.Explanation
-        Per-row shares, as returned by ``RSquaredExplainer(model)(X, y)``.
-    rows : {"sum", "each"}, default="sum"
-        As in :func:`for_shap`.
-    row : int or str, optional
-        With ``rows="each"``, draw this row only (for ``shap.plots.waterfall``).  A feature
-        name selects a column instead (for ``shap.plots.scatter``).
-    show : bool, default=True
-        Call :func:`matplotlib.pyplot.show` before returning.
-    **options
-        Passed to ``plot`` (``max_display``, ``order``, ...).
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        The Axes shap drew on.
-
-    Examples
-    --------
-    >>> import shap
-    >>> from shap_rsq import plots
-    >>> plots.shap_plot(shap.plots.waterfall, explanation)  # doctest: +SKIP
-    >>> plots.shap_plot(shap.plots.beeswarm, explanation, rows="each")  # doctest: +SKIP
-    """
-    if plot is shap.plots.bar and rows == "each" and row is None:
-        raise ValueError(
-            "shap.plots.bar on every row draws the mean absolute row share, which counts rows that take R² "
-            "away as importance and adds up to nothing: use rows='sum' (the shares themselves)."
-        )
-    scaled = for_shap(explanation, rows)
-    if row is not None:
-        scaled = scaled[:, row] if isinstance(row, str) else scaled[row]
-    if "order" in inspect.signature(plot).parameters and "order" not in options and scaled.values.ndim <= 2:
-        # shap orders by |value|; a share's sign matters (a negative one takes R² away), so order by value
-        totals = scaled.values if scaled.values.ndim == 1 else scaled.values.mean(0)
-        options["order"] = np.argsort(-totals, kind="stable")
-    result = plot(scaled, show=False, **options)
-    ax = result if isinstance(result, Axes) else plt.gca()
-    words = _SUMMED_WORDS if rows == "sum" else _ROW_WORDS
-    _rename(ax.figure, words)
-    main = ax.figure.axes[0]  # the waterfall returns a twin axis drawn on top of the bars' own
-    if not main.get_xlabel():  # and draws no axis label: say what its numbers are
-        main.set_xlabel(words["SHAP value"], labelpad=22)  # below the base value's tick label
-    if show:
-        plt.show()
-    return ax
-
-
-def _rename(figure: Any, words: dict[str, str]) -> None:
-    """Replace shap's words in the figure's texts: axis labels, titles, and tick labels (set through their axis,
-    since a tick's Text is redrawn from the axis's formatter)."""
-    for ax in figure.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            axis.label.set_text(_renamed(axis.label.get_text(), words))
-            labels = [tick.get_text() for tick in axis.get_majorticklabels()]
-            renamed = [_renamed(label, words) for label in labels]
-            if renamed != labels and len(renamed) == 2 and renamed[1].strip().startswith("$ ="):
-                # shap places "= value" at a fixed offset from its short "f(x)": longer names need them joined
-                renamed = [f"{renamed[0]} {renamed[1].strip().strip('$').strip()}", ""]
-            if renamed != labels:
-                axis.set_ticklabels(renamed)
-        ax.title.set_text(_renamed(ax.title.get_text(), words))
-
-
-def _renamed(text: str, words: dict[str, str]) -> str:
-    for old, new in words.items():  # the first (longest) match only: some keys contain others
-        if old in text:
-            return text.replace(old, new)
     return text

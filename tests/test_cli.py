@@ -336,7 +336,9 @@ ERROR_CASES = {
     ),
     "classifier": (
         [("--model", "classifier.joblib"), ("--trust-pickle",)],
-        "DecisionTreeClassifier has 2 outputs; the command line explains single-output regressors...",
+        "the target column 'y' of data.csv holds 120 value(s) that are not among the classifier's classes "
+        "[False, True]; give the column of class labels (unknown: [-0.01598858102301204, 4.848466218751061, "
+        "5.9218320962669395]).",
     ),
     "not a model": (
         [("--model", "dict.joblib"), ("--trust-pickle",)],

@@ -83,14 +83,19 @@ def run_explain(args: argparse.Namespace) -> int:
     _check_outputs(args)
     model = load_model(args.model, trust_pickle=args.trust_pickle)
     explainer = RSquaredExplainer(model, n_jobs=args.n_jobs, progress=args.progress)
-    if explainer.model_info.n_outputs > 1:
+    classifier = explainer.model_info.classes is not None
+    if explainer.model_info.n_outputs > 1 and not classifier:
         raise InputError(
-            f"{type(model).__name__} has {explainer.model_info.n_outputs} outputs; the command line explains "
-            "single-output regressors (use RSquaredExplainer.rsq in Python for classifiers and multi-output models)."
+            f"{type(model).__name__} has {explainer.model_info.n_outputs} outputs; the command line reads one "
+            "target column (use RSquaredExplainer.rsq in Python for multi-output regressors)."
         )
     inputs = _read_inputs(args, explainer)
     # a model that records no names is given a bare array, so its predict does not compare column names
     X = inputs.X if inputs.by_name else inputs.X.to_numpy()
+    if classifier:
+        from .classes import run_explain_classes
+
+        return run_explain_classes(args, explainer, inputs, X)
     names = list(inputs.X.columns)
 
     start = time.perf_counter()
@@ -141,7 +146,8 @@ def _read_inputs(args: argparse.Namespace, explainer: RSquaredExplainer) -> Mode
     """The data file's columns matched to the model, with notes on stderr about columns left out."""
     frame = load_data(args.data)
     info = explainer.model_info
-    inputs = model_inputs(frame, args.data, args.target, info.feature_names, info.n_features, args.weight)
+    # a classifier's target holds class labels, of any type
+    inputs = model_inputs(frame, args.data, args.target, info.feature_names, info.n_features, args.weight, info.classes)
     if inputs.ignored:
         print(f"shap-rsq: ignoring column(s) the model does not use: {preview(inputs.ignored)}", file=sys.stderr)
     return inputs

@@ -9,7 +9,9 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..engine.validation import _generic_names as generic_names  # one rule for names made up for arrays
@@ -36,6 +38,7 @@ def model_inputs(
     model_names: list[str] | None,
     n_features: int,
     weight: str | None = None,
+    classes: Any = None,
 ) -> ModelInputs:
     """Select the model's feature columns from ``frame`` (read from ``source``) by name, or by position.
 
@@ -57,6 +60,9 @@ def model_inputs(
         The number of features the model reads.
     weight : str, optional
         The column of row weights.
+    classes : array-like, optional
+        A classifier's classes: the target then holds class labels, read as they are and checked
+        against them.
 
     Returns
     -------
@@ -89,10 +95,13 @@ def model_inputs(
         features = others
     _require_numeric(frame, features, source)
     for role, column in (("target", target), ("weight", weight)):
+        if role == "target" and classes is not None:
+            _check_labels(frame, column, source, classes)
+            continue
         _check_column(frame, column, role, source)
     return ModelInputs(
         X=frame[features].astype(float),
-        y=frame[target].astype(float),
+        y=frame[target] if classes is not None else frame[target].astype(float),
         weight=frame[weight].astype(float) if weight is not None else None,
         ignored=[c for c in others if c not in features],
         by_name=by_name,
@@ -136,6 +145,20 @@ def _require_numeric(frame: pd.DataFrame, columns: list[str], source: str | os.P
     if bad:
         raise InputError(
             f"{source} has non-numeric feature column(s) {preview(bad)}; tree models read numbers: encode them first."
+        )
+
+
+def _check_labels(frame: pd.DataFrame, column: str, source: str | os.PathLike, classes: Any) -> None:
+    missing = int(frame[column].isna().sum())
+    if missing:
+        raise InputError(f"the target column {column!r} of {source} has {missing} missing class label(s).")
+    known = np.asarray(classes).tolist()
+    unknown = ~frame[column].isin(known)
+    if unknown.any():
+        shown = list(dict.fromkeys(frame[column][unknown].tolist()))
+        raise InputError(
+            f"the target column {column!r} of {source} holds {int(unknown.sum())} value(s) that are not among the "
+            f"classifier's classes {known}; give the column of class labels (unknown: {shown[:3]})."
         )
 
 

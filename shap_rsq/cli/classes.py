@@ -1,0 +1,162 @@
+"""``shap-rsq explain`` on a forest classifier: shares of the Brier skill score, class by class.
+
+The Brier skill score is the R² of the one-hot target, so a feature's share of it adds up over
+classes: its part for class ``k`` is the squared-error reduction of class ``k``'s probability
+divided by the total sum of squares of every class (``L_jk / sum_k SST_k``).  The table and the
+picture show those parts, which add up to the feature's share of the score.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..explainer import RSquaredExplainer
+from .files import write_atomic
+from .report import format_table, sorted_shares, write_local
+
+__all__ = ["class_parts", "format_class_table", "run_explain_classes"]
+
+
+def class_parts(
+    explainer: RSquaredExplainer, X, labels: pd.Series, weight: pd.Series | None
+) -> tuple[pd.DataFrame, float]:
+    """Each feature's part of the Brier skill score share per class, and the model's score.
+
+    Parameters
+    ----------
+    explainer : RSquaredExplainer
+        The explainer of a forest classifier.
+    X : DataFrame or ndarray
+        Rows in the model's feature order.
+    labels : pandas.Series
+        Class labels, one per row.
+    weight : pandas.Series or None
+        Row weights.
+
+    Returns
+    -------
+    parts : pandas.DataFrame of shape (n_features, n_classes)
+        ``L_jk / sum_k SST_k``; each row adds up to the feature's share of the score.
+    score : float
+        The model's Brier skill score on these rows.
+    """
+    info = explainer.model_info
+    w = np.ones(len(labels)) if weight is None else weight.to_numpy(dtype=float)
+    Y = (labels.to_numpy()[:, None] == info.classes[None, :]).astype(float)
+    sst = float(np.sum(w[:, None] * (Y - np.average(Y, axis=0, weights=w)) ** 2))
+    reduction = np.asarray(explainer.loss_reduction(X, labels.to_numpy(), w), dtype=float)  # (p, K)
+    probabilities = np.asarray(info.predict(X), dtype=float)
+    score = 1.0 - float(np.sum(w[:, None] * (Y - probabilities) ** 2)) / sst
+    names = list(X.columns) if hasattr(X, "columns") else [f"Feature {j}" for j in range(reduction.shape[0])]
+    columns = pd.Index([str(c) for c in info.classes], name="class")
+    return pd.DataFrame(reduction / sst, index=names, columns=columns), score
+
+
+def format_class_table(parts: pd.DataFrame, max_display: int) -> str:
+    """The per-class parts of the largest shares, one line a feature.
+
+    Parameters
+    ----------
+    parts : pandas.DataFrame
+        As :func:`class_parts` returns.
+    max_display : int
+        Features listed (the largest shares of the score).
+
+    Returns
+    -------
+    str
+        The table.
+    """
+    order = sorted_shares(parts.sum(axis=1)).index[:max_display]
+    shown = parts.loc[order]
+    width = max(len("feature"), *(len(str(name)) for name in shown.index))
+    cells = [max(10, len(str(c))) for c in shown.columns]
+    head = "  ".join(f"{c!s:>{w}}" for c, w in zip(shown.columns, cells, strict=True))
+    lines = ["", "  parts by class (each row adds up to the feature's share):", f"  {'feature':<{width}}  {head}"]
+    for name, row in shown.iterrows():
+        values = "  ".join(f"{v:>{w}.4f}" for v, w in zip(row.to_numpy(), cells, strict=True))
+        lines.append(f"  {name!s:<{width}}  {values}")
+    return "\n".join(lines)
+
+
+def run_explain_classes(args: argparse.Namespace, explainer: RSquaredExplainer, inputs, X) -> int:
+    """``shap-rsq explain`` for a forest classifier: tables, ``--out``, ``--local`` and ``--plot``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    explainer : RSquaredExplainer
+        The classifier's explainer.
+    inputs : ModelInputs
+        The matched columns, with the labels as read.
+    X : DataFrame or ndarray
+        The rows as the model reads them.
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+    """
+    start = time.perf_counter()
+    parts, score = class_parts(explainer, X, inputs.y, inputs.weight)
+    explanation = explainer(X, inputs.y.to_numpy(), sample_weight=inputs.weight) if args.local else None
+    seconds = time.perf_counter() - start
+    shares = parts.sum(axis=1).rename("rsq")
+    title = (
+        f"Shares of the Brier skill score (the R² of the one-hot class): {Path(args.model).name} "
+        f"on {Path(args.data).name}, n={len(inputs.y)}, classes {list(parts.columns)}"
+    )
+    table = format_table(shares, model_rsq=score, seconds=seconds, max_display=args.max_display, title=title)
+    print(table.replace("model R²", "model BSS"))
+    print(format_class_table(parts, args.max_display))
+    if args.out:
+        _write_parts(args.out, parts, shares, args, score)
+        print(f"shares written to {args.out}")
+    if explanation is not None:
+        write_local(args.local, explanation.values, explanation.base_values, list(parts.index))
+        print(f"per-row shares written to {args.local}")
+    if args.plot:
+        _save_class_bar(args.plot, parts, score, args.max_display, f"Shares of the Brier skill score on {args.data}")
+        print(f"bar chart written to {args.plot}")
+    return 0
+
+
+def _write_parts(path: str, parts: pd.DataFrame, shares: pd.Series, args: argparse.Namespace, score: float) -> None:
+    order = sorted_shares(shares).index
+    if Path(path).suffix.lower() == ".json":
+        import json
+
+        document = {
+            "model": str(args.model),
+            "data": str(args.data),
+            "target": args.target,
+            "score": "brier_skill_score",
+            "model_rsq": score,
+            "rsq": {str(k): float(shares[k]) for k in order},
+            "rsq_by_class": {str(c): {str(k): float(parts.loc[k, c]) for k in order} for c in parts.columns},
+        }
+        text = json.dumps(document, indent=2, allow_nan=False) + "\n"
+        write_atomic(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
+        return
+    table = parts.loc[order].add_prefix("rsq_")
+    table.insert(0, "rsq", shares[order])
+    table.insert(0, "feature", order.astype(str))
+    write_atomic(path, lambda temporary: table.to_csv(temporary, index=False))
+
+
+def _save_class_bar(path: str, parts: pd.DataFrame, score: float, max_display: int, title: str) -> None:
+    import matplotlib.pyplot as plt
+
+    from .. import plots
+
+    ax = plots.class_bar(parts, max_display, model_rsq=score, title=title, show=False)
+    try:
+        write_atomic(path, lambda temporary: ax.figure.savefig(temporary, dpi=150, bbox_inches="tight"))
+    finally:
+        plt.close(ax.figure)
