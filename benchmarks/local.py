@@ -76,15 +76,18 @@ def run(name: str, n: int, repeat: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("workloads", nargs="*", default=list(WORKLOADS), choices=list(WORKLOADS))
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD", help=f"any of {', '.join(WORKLOADS)} (default: all)")
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    unknown = sorted(set(args.workloads) - set(WORKLOADS))
+    if unknown:
+        parser.error(f"unknown workloads {unknown}; choose from {list(WORKLOADS)}")
     versions = {name: metadata.version(name) for name in ("shap-rsq", "shap", "xgboost", "scikit-learn", "numpy")}
     print("versions:", ", ".join(f"{k} {v}" for k, v in versions.items()))
     print("| workload | rows | rsq (s) | per row (s) | TreeSHAP (s) | per row / rsq | per row / TreeSHAP |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for name in args.workloads:
+    for name in args.workloads or list(WORKLOADS):
         r = run(name, args.rows, args.repeat)
         assert r["efficiency gap"] < 1e-9, r
         print(
