@@ -26,6 +26,7 @@ from .conditioned import (
     junction_work,
     sub_patterns,
 )
+from .lca_local import pattern_gradients
 from .lca_plan import TreePlan, compile_tree
 
 __all__ = ["LcaUnit", "adopt_plans", "compiled_plans", "distinct_rows", "lca_work"]
@@ -100,7 +101,7 @@ class LcaUnit:
             left = lca.split_decisions(self.plan, X, dtype, rows=first[block])
             codes = lca.leaf_codes(self.plan, left)
             if local:
-                g_quad[block], g_lin[block] = lca.pattern_gradients(self.plan, codes)
+                g_quad[block], g_lin[block] = pattern_gradients(self.plan, codes)
             else:
                 weights = per_quad[block], per_lin[block]
                 out[self.plan.features] += lca.weighted_gradient(self.plan, codes, *weights, self.tuning)

@@ -1,0 +1,130 @@
+"""Per-row values of one tree through the LCA kernel: each row's gradients of ``m_S^2`` and ``m_S``.
+
+Row ``u``'s Shapley values of the tree game are ``w_quad_u G_quad[u] + w_lin_u G_lin[u]``,
+so the kernel returns both gradients with unit weights.  The linear one is TreeSHAP's
+path-dependent SHAP value; the quadratic one needs every cross item's slope, weighted by
+the row's cotangent ``C_g(q) * (the other side's sum)``, which depends on the row through
+every item of the other side.  That is ``rows x items x factors x Q`` multiply-adds, the
+part of per-row values that global values never do (they sum the cotangents per cell
+first).
+
+The items of one leaf share its factors' *slots* (the position of each feature on the
+leaf's path, ``fac_pos``), so each cell's slopes are kept in slot order and every row's
+contributions are summed per ``(row, leaf, slot)`` by one weighted sparse product over
+the cells (``kernels.sparse.weighted_sums``): no ``(rows, items, factors, Q)`` array is
+formed.  One dense product per tree then maps the slots to the tree's features.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .lca import _group_coefficients, _rows_of_spans, _side_sums, gauss_legendre
+from .lca_cells import Cells, Factors, cell_tables, rows_of
+from .lca_plan import LIN, TreePlan
+from .sparse import OneHot, weighted_sums
+
+__all__ = ["pattern_gradients"]
+
+
+def pattern_gradients(plan: TreePlan, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row gradients with unit weights: ``(G_quad, G_lin)``, each ``(n, K)``.
+
+    ``codes`` are the leaf codes ``(n, L)`` of distinct rows; row ``i``'s Shapley values of the
+    tree game are ``w_quad_i G_quad[i] + w_lin_i G_lin[i]``.
+    """
+    q, gl = gauss_legendre(plan.n_q)
+    cells = Cells(plan, codes)
+    factors = Factors(plan, q)
+    n, n_leaves = codes.shape
+    slot_quad, slot_lin = _single_slots(plan, cells, factors, gl, n, n_leaves)
+    slot_feature = _slot_features(plan, n_leaves)
+    g_lin = _in_features(slot_lin, slot_feature, plan.n_features)
+    if len(plan.item_leaf) > plan.n_single:
+        expanded = _cross_slots(plan, cells, factors, q, gl, slot_quad)
+        slot_quad = np.concatenate([slot_quad.reshape(n, -1), expanded.reshape(n, -1)], axis=1)
+        slot_feature = np.concatenate([slot_feature, plan.group_T.ravel()])
+    g_quad = _in_features(slot_quad, slot_feature, plan.n_features)
+    return g_quad, g_lin
+
+
+def _slot_features(plan: TreePlan, n_leaves: int) -> np.ndarray:
+    """``(L * D,)`` the tree feature of each leaf's slot (``K`` for padding slots).
+
+    Read from the linear items, whose factors are the leaf's path features, none of them padding.
+    """
+    width = plan.fac_pos.shape[1]
+    linear = np.flatnonzero(plan.item_kind[: plan.n_single] == LIN)
+    feature = np.full((n_leaves, width), plan.n_features)
+    feature[plan.item_leaf[linear, None], plan.fac_pos[linear]] = plan.fac_feat[linear]
+    return feature.ravel()
+
+
+def _in_features(slots: np.ndarray, feature: np.ndarray, n_features: int) -> np.ndarray:
+    """``(n, K)`` per-row sums of ``slots (n, ...)`` by the feature of each slot (``K`` drops).
+
+    A sparse product, not a matmul with a one-hot matrix: BLAS on two threads took 1 ms for
+    a (759, 120) x (120, 13) product on the shared machine, ten times one thread.
+    """
+    n = slots.shape[0]
+    out = np.zeros((n_features + 1, n))
+    OneHot.picks(feature.astype(np.int64), n_features + 1).add_transposed(slots.reshape(n, -1).T, out)
+    return out[:n_features].T
+
+
+def _slot_slopes(plan: TreePlan, items: slice, first: np.ndarray, slope: np.ndarray) -> np.ndarray:
+    """Cell slopes ``(C, F, Q)`` reordered by slot: ``(C, Q, D)``, slot ``j`` the leaf's ``j``-th feature."""
+    factor_of_slot = np.argsort(plan.fac_pos[items], axis=1)
+    per_cell = np.repeat(factor_of_slot, np.diff(first), axis=0)
+    return np.ascontiguousarray(np.take_along_axis(slope, per_cell[:, :, None], axis=1).transpose(0, 2, 1))
+
+
+def _single_slots(plan: TreePlan, cells: Cells, factors: Factors, gl: np.ndarray, n: int, n_leaves: int):
+    """``(n, L, D)`` slot gradients of the diagonal items (of ``m_S^2``) and of the linear items."""
+    single = slice(0, plan.n_single)
+    first, _, slope = cell_tables(plan, single, cells, factors)
+    integrated = np.einsum("cqd,q->cd", _slot_slopes(plan, single, first, slope), gl)
+    row_cell = cells.row_cells(plan, single, first[:-1])
+    linear = plan.item_kind[single] == LIN
+    slots = []
+    for part in (~linear, linear):
+        out = np.zeros((n, n_leaves, integrated.shape[1]))
+        out[:, plan.item_leaf[single][part]] = rows_of(integrated, row_cell[:, part])
+        slots.append(out)
+    return slots[0], slots[1]
+
+
+def _cross_slots(plan, cells, factors, q, gl, slot_quad: np.ndarray) -> np.ndarray:
+    """Add the cross items' slot gradients into ``slot_quad (n, L, D)``; return ``(n, G, T)`` the
+    gradients of the group coefficients ``C_g`` in their expanded features."""
+    n, n_leaves, width = slot_quad.shape
+    cross = slice(plan.n_single, len(plan.item_leaf))
+    first, value, slope = cell_tables(plan, cross, cells, factors)
+    slopes = _slot_slopes(plan, cross, first, slope)
+    del slope
+    n_q = len(q)
+    coef, dcoef = _group_coefficients(plan, q)
+    coef = coef * gl
+    dcoef = dcoef * gl
+    expanded = np.zeros((n, *plan.group_T.shape))
+    for groups, items, chunk, row_cell, rows, _, sums in _side_sums(plan, cells, first, value, n, 3):
+        leaf = plan.item_leaf[cross][items]
+        by_leaf = np.argsort(leaf, kind="stable")
+        group = plan.item_group[items][by_leaf] - groups.start
+        partner = (1 - plan.item_side[items][by_leaf]) * (groups.stop - groups.start) + group
+        # each row's cotangent of each item: the group's coefficient times the other side's sum
+        # (np.take keeps it C-ordered, where fancy indexing of two axes returns it strided)
+        cotangent = np.take(sums.reshape(sums.shape[0], -1, n_q), partner, axis=1)
+        cotangent *= coef[groups][group]
+        index_type = row_cell.dtype
+        index = row_cell[:, by_leaf, None] * index_type.type(n_q) + np.arange(n_q, dtype=index_type)
+        n_rows, n_items = row_cell.shape
+        leaf_start = np.concatenate([[0], np.cumsum(np.bincount(leaf, minlength=n_leaves))[:-1]])
+        indptr = (np.arange(n_rows)[:, None] * n_items + leaf_start).ravel() * n_q
+        indptr = np.append(indptr, n_rows * n_items * n_q).astype(index_type)
+        table = _rows_of_spans(slopes, chunk).reshape(-1, width)
+        out = np.zeros((n_rows * n_leaves, width))
+        weighted_sums(indptr, index.ravel(), cotangent.ravel(), table, out)
+        slot_quad[rows] += out.reshape(n_rows, n_leaves, width)
+        expanded[rows, groups] += np.einsum("ugq,gtq->ugt", sums[:, 0] * sums[:, 1], dcoef[groups])
+    return expanded
