@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lca import _group_coefficients, _rows_of_spans, _side_sums, gauss_legendre
+from .lca import _group_coefficients, _side_sums, gauss_legendre
 from .lca_cells import Cells, Factors, cell_tables, rows_of
 from .lca_plan import LIN, TreePlan
 from .sparse import OneHot, weighted_sums
@@ -40,11 +40,11 @@ def pattern_gradients(plan: TreePlan, codes: np.ndarray) -> tuple[np.ndarray, np
     slot_quad, slot_lin = _single_slots(plan, cells, factors, gl, n, n_leaves)
     slot_feature = _slot_features(plan, n_leaves)
     g_lin = _in_features(slot_lin, slot_feature, plan.n_features)
-    if len(plan.item_leaf) > plan.n_single:
-        expanded = _cross_slots(plan, cells, factors, q, gl, slot_quad)
-        slot_quad = np.concatenate([slot_quad.reshape(n, -1), expanded.reshape(n, -1)], axis=1)
-        slot_feature = np.concatenate([slot_feature, plan.group_T.ravel()])
+    if len(plan.item_leaf) == plan.n_single:
+        return _in_features(slot_quad, slot_feature, plan.n_features), g_lin
+    expanded = _cross_slots(plan, cells, factors, q, gl, slot_quad)
     g_quad = _in_features(slot_quad, slot_feature, plan.n_features)
+    g_quad += _in_features(expanded, plan.group_T.ravel(), plan.n_features)
     return g_quad, g_lin
 
 
@@ -86,11 +86,11 @@ def _single_slots(plan: TreePlan, cells: Cells, factors: Factors, gl: np.ndarray
     integrated = np.einsum("cqd,q->cd", _slot_slopes(plan, single, first, slope), gl)
     row_cell = cells.row_cells(plan, single, first[:-1])
     linear = plan.item_kind[single] == LIN
+    # one linear and one diagonal item per leaf: each part's columns in leaf order are its leaves
     slots = []
     for part in (~linear, linear):
-        out = np.zeros((n, n_leaves, integrated.shape[1]))
-        out[:, plan.item_leaf[single][part]] = rows_of(integrated, row_cell[:, part])
-        slots.append(out)
+        columns = np.flatnonzero(part)[np.argsort(plan.item_leaf[single][part])]
+        slots.append(rows_of(integrated, row_cell[:, columns]))
     return slots[0], slots[1]
 
 
@@ -100,31 +100,50 @@ def _cross_slots(plan, cells, factors, q, gl, slot_quad: np.ndarray) -> np.ndarr
     n, n_leaves, width = slot_quad.shape
     cross = slice(plan.n_single, len(plan.item_leaf))
     first, value, slope = cell_tables(plan, cross, cells, factors)
-    slopes = _slot_slopes(plan, cross, first, slope)
+    slopes = np.ascontiguousarray(_slot_slopes(plan, cross, first, slope).transpose(1, 0, 2))  # (Q, C, D)
     del slope
-    n_q = len(q)
     coef, dcoef = _group_coefficients(plan, q)
     coef = coef * gl
     dcoef = dcoef * gl
     expanded = np.zeros((n, *plan.group_T.shape))
-    for groups, items, chunk, row_cell, rows, _, sums in _side_sums(plan, cells, first, value, n, 3):
-        leaf = plan.item_leaf[cross][items]
-        by_leaf = np.argsort(leaf, kind="stable")
-        group = plan.item_group[items][by_leaf] - groups.start
-        partner = (1 - plan.item_side[items][by_leaf]) * (groups.stop - groups.start) + group
-        # each row's cotangent of each item: the group's coefficient times the other side's sum
-        # (np.take keeps it C-ordered, where fancy indexing of two axes returns it strided)
-        cotangent = np.take(sums.reshape(sums.shape[0], -1, n_q), partner, axis=1)
-        cotangent *= coef[groups][group]
-        index_type = row_cell.dtype
-        index = row_cell[:, by_leaf, None] * index_type.type(n_q) + np.arange(n_q, dtype=index_type)
-        n_rows, n_items = row_cell.shape
-        leaf_start = np.concatenate([[0], np.cumsum(np.bincount(leaf, minlength=n_leaves))[:-1]])
-        indptr = (np.arange(n_rows)[:, None] * n_items + leaf_start).ravel() * n_q
-        indptr = np.append(indptr, n_rows * n_items * n_q).astype(index_type)
-        table = _rows_of_spans(slopes, chunk).reshape(-1, width)
+    chunk = None
+    for groups, items, spans, row_cell, rows, _, sums in _side_sums(plan, cells, first, value, n, 3):
+        if chunk is None or chunk.groups != groups:
+            chunk = _Chunk(plan, groups, items, spans, slopes, len(q), n_leaves)
+        n_rows = len(row_cell)
+        # one sparse product per quadrature node: rows (row, leaf) sum their leaf's items' slot
+        # slopes at the row's cells, each times the row's cotangent of the item
+        index = np.take(row_cell, chunk.by_leaf, axis=1).ravel()
+        indptr = chunk.indptr(n_rows, index.dtype)
+        # the coefficient multiplies the side sums, fewer than the items that take them
+        sides = (sums * coef[groups]).reshape(n_rows, -1)  # (rows, 2 groups x Q)
         out = np.zeros((n_rows * n_leaves, width))
-        weighted_sums(indptr, index.ravel(), cotangent.ravel(), table, out)
+        for k in range(len(q)):
+            weighted_sums(indptr, index, np.take(sides, chunk.partner + k, axis=1).ravel(), chunk.slopes[k], out)
         slot_quad[rows] += out.reshape(n_rows, n_leaves, width)
-        expanded[rows, groups] += np.einsum("ugq,gtq->ugt", sums[:, 0] * sums[:, 1], dcoef[groups])
+        both = sums[:, 0] * sums[:, 1]
+        for t in range(plan.group_T.shape[1]):
+            expanded[rows, groups, t] += np.einsum("ugq,gq->ug", both, dcoef[groups, t])
     return expanded
+
+
+class _Chunk:
+    """What the rows of one chunk of groups (``kernels.lca._side_sums``) share: its items in leaf
+    order, each item's partner side, and its cells' slot slopes ``(Q, cells, D)``."""
+
+    def __init__(self, plan, groups: slice, items, spans, slopes, n_q: int, n_leaves: int):
+        self.groups = groups
+        leaf = plan.item_leaf[plan.n_single + items]
+        self.by_leaf = np.argsort(leaf, kind="stable")
+        group = plan.item_group[items][self.by_leaf]
+        side = plan.item_side[items][self.by_leaf]
+        # each item's partner side sum at the first quadrature node, in the rows' (2 groups x Q) sums
+        self.partner = ((1 - side) * (groups.stop - groups.start) + group - groups.start) * n_q
+        self.leaf_start = np.concatenate([[0], np.cumsum(np.bincount(leaf, minlength=n_leaves))[:-1]])
+        self.n_items = len(items)
+        self.slopes = np.ascontiguousarray(np.concatenate([slopes[:, span] for span in spans], axis=1))
+
+    def indptr(self, n_rows: int, dtype) -> np.ndarray:
+        """Row pointers of the ``(row, leaf)`` rows over the chunk's items in leaf order."""
+        starts = (np.arange(n_rows)[:, None] * self.n_items + self.leaf_start).ravel()
+        return np.append(starts, n_rows * self.n_items).astype(dtype)
