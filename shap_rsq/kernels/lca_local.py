@@ -40,11 +40,10 @@ def pattern_gradients(plan: TreePlan, codes: np.ndarray) -> tuple[np.ndarray, np
     slot_quad, slot_lin = _single_slots(plan, cells, factors, gl, n, n_leaves)
     slot_feature = _slot_features(plan, n_leaves)
     g_lin = _in_features(slot_lin, slot_feature, plan.n_features)
-    if len(plan.item_leaf) == plan.n_single:
-        return _in_features(slot_quad, slot_feature, plan.n_features), g_lin
-    expanded = _cross_slots(plan, cells, factors, q, gl, slot_quad)
-    g_quad = _in_features(slot_quad, slot_feature, plan.n_features)
-    g_quad += _in_features(expanded, plan.group_T.ravel(), plan.n_features)
+    g_quad = np.zeros((n, plan.n_features))
+    if len(plan.item_leaf) > plan.n_single:
+        _cross_slots(plan, cells, factors, q, gl, slot_quad, g_quad)
+    g_quad += _in_features(slot_quad, slot_feature, plan.n_features)
     return g_quad, g_lin
 
 
@@ -94,9 +93,9 @@ def _single_slots(plan: TreePlan, cells: Cells, factors: Factors, gl: np.ndarray
     return slots[0], slots[1]
 
 
-def _cross_slots(plan, cells, factors, q, gl, slot_quad: np.ndarray) -> np.ndarray:
-    """Add the cross items' slot gradients into ``slot_quad (n, L, D)``; return ``(n, G, T)`` the
-    gradients of the group coefficients ``C_g`` in their expanded features."""
+def _cross_slots(plan, cells, factors, q, gl, slot_quad: np.ndarray, g_quad: np.ndarray) -> None:
+    """Add the cross items' slot gradients into ``slot_quad (n, L, D)``, and the gradients of the
+    group coefficients ``C_g`` (in their expanded features) into ``g_quad (n, K)``."""
     n, n_leaves, width = slot_quad.shape
     cross = slice(plan.n_single, len(plan.item_leaf))
     first, value, slope = cell_tables(plan, cross, cells, factors)
@@ -105,7 +104,6 @@ def _cross_slots(plan, cells, factors, q, gl, slot_quad: np.ndarray) -> np.ndarr
     coef, dcoef = _group_coefficients(plan, q)
     coef = coef * gl
     dcoef = dcoef * gl
-    expanded = np.zeros((n, *plan.group_T.shape))
     chunk = None
     for groups, items, spans, row_cell, rows, _, sums in _side_sums(plan, cells, first, value, n, 3):
         if chunk is None or chunk.groups != groups:
@@ -122,9 +120,10 @@ def _cross_slots(plan, cells, factors, q, gl, slot_quad: np.ndarray) -> np.ndarr
             weighted_sums(indptr, index, np.take(sides, chunk.partner + k, axis=1).ravel(), chunk.slopes[k], out)
         slot_quad[rows] += out.reshape(n_rows, n_leaves, width)
         both = sums[:, 0] * sums[:, 1]
-        for t in range(plan.group_T.shape[1]):
-            expanded[rows, groups, t] += np.einsum("ugq,gq->ug", both, dcoef[groups, t])
-    return expanded
+        expanded = np.empty((n_rows, groups.stop - groups.start, plan.group_T.shape[1]))
+        for t in range(expanded.shape[2]):
+            expanded[:, :, t] = np.einsum("ugq,gq->ug", both, dcoef[groups, t])
+        g_quad[rows] += _in_features(expanded, plan.group_T[groups].ravel(), plan.n_features)
 
 
 class _Chunk:

@@ -95,7 +95,9 @@ class LcaUnit:
         if local:
             g_quad = np.empty((n_patterns, self.plan.n_features))
             g_lin = np.empty_like(g_quad)
-        step = max(64, self.tuning.pattern_elements // max(len(self.plan.item_leaf), 1))
+        # per-row values also hold two (patterns, leaves x path features) slot arrays
+        per_pattern = len(self.plan.item_leaf) + (2 * self.plan.path_split.size if local else 0)
+        step = max(64, self.tuning.pattern_elements // max(per_pattern, 1))
         for start in range(0, n_patterns, step):
             block = slice(start, min(n_patterns, start + step))
             left = lca.split_decisions(self.plan, X, dtype, rows=first[block])
