@@ -37,12 +37,18 @@ def pattern_gradients(plan: TreePlan, codes: np.ndarray) -> tuple[np.ndarray, np
     cells = Cells(plan, codes)
     factors = Factors(plan, q)
     n, n_leaves = codes.shape
-    slot_quad, slot_lin = _single_slots(plan, cells, factors, gl, n, n_leaves)
+    # every item's cell tables at once (single items first): fewer calls for small trees
+    first, value, slope = cell_tables(plan, slice(0, len(plan.item_leaf)), cells, factors)
+    slopes = _slot_slopes(plan, first, slope)
+    del slope
+    split = first[plan.n_single]  # the first cross cell
+    slot_quad, slot_lin = _single_slots(plan, cells, first[: plan.n_single + 1], slopes[:split], gl)
     slot_feature = _slot_features(plan, n_leaves)
     g_lin = _in_features(slot_lin, slot_feature, plan.n_features)
     g_quad = np.zeros((n, plan.n_features))
     if len(plan.item_leaf) > plan.n_single:
-        _cross_slots(plan, cells, factors, q, gl, slot_quad, g_quad)
+        cross = first[plan.n_single :] - split, value[split:], slopes[split:]
+        _cross_slots(plan, cells, cross, q, gl, slot_quad, g_quad)
     g_quad += _in_features(slot_quad, slot_feature, plan.n_features)
     return g_quad, g_lin
 
@@ -71,18 +77,19 @@ def _in_features(slots: np.ndarray, feature: np.ndarray, n_features: int) -> np.
     return out[:n_features].T
 
 
-def _slot_slopes(plan: TreePlan, items: slice, first: np.ndarray, slope: np.ndarray) -> np.ndarray:
-    """Cell slopes ``(C, F, Q)`` reordered by slot: ``(C, Q, D)``, slot ``j`` the leaf's ``j``-th feature."""
-    factor_of_slot = np.argsort(plan.fac_pos[items], axis=1)
+def _slot_slopes(plan: TreePlan, first: np.ndarray, slope: np.ndarray) -> np.ndarray:
+    """Cell slopes ``(C, F, Q)`` of all items reordered by slot: ``(C, D, Q)``, slot ``j`` the
+    leaf's ``j``-th path feature."""
+    factor_of_slot = np.argsort(plan.fac_pos, axis=1)
     per_cell = np.repeat(factor_of_slot, np.diff(first), axis=0)
-    return np.ascontiguousarray(np.take_along_axis(slope, per_cell[:, :, None], axis=1).transpose(0, 2, 1))
+    return np.take_along_axis(slope, per_cell[:, :, None], axis=1)
 
 
-def _single_slots(plan: TreePlan, cells: Cells, factors: Factors, gl: np.ndarray, n: int, n_leaves: int):
-    """``(n, L, D)`` slot gradients of the diagonal items (of ``m_S^2``) and of the linear items."""
+def _single_slots(plan: TreePlan, cells: Cells, first: np.ndarray, slopes: np.ndarray, gl: np.ndarray):
+    """``(n, L, D)`` slot gradients of the diagonal items (of ``m_S^2``) and of the linear items,
+    from the single items' first cells and slot slopes."""
     single = slice(0, plan.n_single)
-    first, _, slope = cell_tables(plan, single, cells, factors)
-    integrated = np.einsum("cqd,q->cd", _slot_slopes(plan, single, first, slope), gl)
+    integrated = np.einsum("cdq,q->cd", slopes, gl)
     row_cell = cells.row_cells(plan, single, first[:-1])
     linear = plan.item_kind[single] == LIN
     # one linear and one diagonal item per leaf: each part's columns in leaf order are its leaves
@@ -93,14 +100,13 @@ def _single_slots(plan: TreePlan, cells: Cells, factors: Factors, gl: np.ndarray
     return slots[0], slots[1]
 
 
-def _cross_slots(plan, cells, factors, q, gl, slot_quad: np.ndarray, g_quad: np.ndarray) -> None:
+def _cross_slots(plan, cells, tables, q, gl, slot_quad: np.ndarray, g_quad: np.ndarray) -> None:
     """Add the cross items' slot gradients into ``slot_quad (n, L, D)``, and the gradients of the
-    group coefficients ``C_g`` (in their expanded features) into ``g_quad (n, K)``."""
+    group coefficients ``C_g`` (in their expanded features) into ``g_quad (n, K)``; ``tables`` are
+    the cross items' first cells, values ``(C, Q)`` and slot slopes ``(C, D, Q)``."""
     n, n_leaves, width = slot_quad.shape
-    cross = slice(plan.n_single, len(plan.item_leaf))
-    first, value, slope = cell_tables(plan, cross, cells, factors)
-    slopes = np.ascontiguousarray(_slot_slopes(plan, cross, first, slope).transpose(1, 0, 2))  # (Q, C, D)
-    del slope
+    first, value, slopes = tables
+    slopes = np.ascontiguousarray(slopes.transpose(2, 0, 1))  # (Q, C, D): one table per node
     coef, dcoef = _group_coefficients(plan, q)
     coef = coef * gl
     dcoef = dcoef * gl
