@@ -111,6 +111,8 @@ def _cross_slots(plan, cells, tables, q, gl, slot_quad: np.ndarray, g_quad: np.n
     coef = coef * gl
     dcoef = dcoef * gl
     chunk = None
+    # row blocks a third of rsq's: each holds an index, a cotangent and an output array per item
+    # (1 and 8 were 5-35% slower on XGBoost depth 6 and 8)
     for groups, items, spans, row_cell, rows, _, sums in _side_sums(plan, cells, first, value, n, 3):
         if chunk is None or chunk.groups != groups:
             chunk = _Chunk(plan, groups, items, spans, slopes, len(q), n_leaves)
