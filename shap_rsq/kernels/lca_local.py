@@ -12,7 +12,7 @@ The items of one leaf share its factors' *slots* (the position of each feature o
 leaf's path, ``fac_pos``), so each cell's slopes are kept in slot order and every row's
 contributions are summed per ``(row, leaf, slot)`` by one weighted sparse product over
 the cells (``kernels.sparse.weighted_sums``): no ``(rows, items, factors, Q)`` array is
-formed.  One dense product per tree then maps the slots to the tree's features.
+formed.  One more sparse product per tree maps the slots to the tree's features.
 """
 
 from __future__ import annotations
