@@ -7,9 +7,12 @@ For each workload: the model is fitted once; then, on the same rows, medians of 
 * TreeSHAP      ``shap.TreeExplainer(model).shap_values(X)`` (shap's C++, the model's threads).
 
 Every run also checks the efficiency identity: per-row shares summed over rows equal ``rsq``.
+With ``--jobs N`` per-row shares are also timed with ``n_jobs=N`` (worker processes, pool started
+and trees compiled before timing) and checked equal to the single-process values.
 
     python benchmarks/local.py                       # every workload, n = 1000
     python benchmarks/local.py --rows 10000 xgb-d6
+    python benchmarks/local.py --jobs 2 xgb-d6 rf-d6
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ def _median_time(call, repeat: int) -> tuple[float, object]:
     return float(np.median(times)), result
 
 
-def run(name: str, n: int, repeat: int) -> dict:
+def run(name: str, n: int, repeat: int, jobs: int = 1) -> dict:
     X, y = _data(n)
     model = WORKLOADS[name]().fit(X, y)
     explainer = RSquaredExplainer(model)
@@ -62,6 +65,12 @@ def run(name: str, n: int, repeat: int) -> dict:
     local_time, explanation = _median_time(lambda: explainer(X, y), repeat)
     shap_time, _ = _median_time(lambda: shap.TreeExplainer(model).shap_values(X), repeat)
     gap = float(np.max(np.abs(explanation.values.sum(0) - shares)))
+    jobs_time = float("nan")
+    if jobs > 1:
+        parallel = RSquaredExplainer(model, n_jobs=jobs)
+        parallel(X, y)  # start the worker pool and compile in the workers once
+        jobs_time, spread = _median_time(lambda: parallel(X, y), repeat)
+        gap = max(gap, float(np.max(np.abs(spread.values - explanation.values))))
     return {
         "workload": name,
         "rows": n,
@@ -70,26 +79,35 @@ def run(name: str, n: int, repeat: int) -> dict:
         "treeshap": shap_time,
         "per_row/rsq": local_time / rsq_time,
         "per_row/treeshap": local_time / shap_time,
+        "per_row_jobs": jobs_time,
+        "per_row_jobs/treeshap": jobs_time / shap_time,
         "efficiency gap": gap,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("workloads", nargs="*", default=list(WORKLOADS), choices=list(WORKLOADS))
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD", help=f"any of {', '.join(WORKLOADS)} (default all)")
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1, help="also time per-row shares with n_jobs=JOBS")
     args = parser.parse_args()
+    unknown = sorted(set(args.workloads) - set(WORKLOADS))
+    if unknown:
+        parser.error(f"unknown workloads {unknown}; choose from {list(WORKLOADS)}")
     versions = {name: metadata.version(name) for name in ("shap-rsq", "shap", "xgboost", "scikit-learn", "numpy")}
     print("versions:", ", ".join(f"{k} {v}" for k, v in versions.items()))
-    print("| workload | rows | rsq (s) | per row (s) | TreeSHAP (s) | per row / rsq | per row / TreeSHAP |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name in args.workloads:
-        r = run(name, args.rows, args.repeat)
+    jobs = f" {args.jobs} jobs" if args.jobs > 1 else ""
+    extra = f" per row,{jobs} (s) | per row{jobs} / TreeSHAP |" if jobs else ""
+    print(f"| workload | rows | rsq (s) | per row (s) | TreeSHAP (s) | per row / rsq | per row / TreeSHAP |{extra}")
+    print("|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if jobs else ""))
+    for name in args.workloads or list(WORKLOADS):
+        r = run(name, args.rows, args.repeat, args.jobs)
         assert r["efficiency gap"] < 1e-9, r
+        extra = f" {r['per_row_jobs']:.2f} | {r['per_row_jobs/treeshap']:.1f}x |" if jobs else ""
         print(
             f"| {r['workload']} | {r['rows']} | {r['rsq']:.2f} | {r['per_row']:.2f} | {r['treeshap']:.2f} "
-            f"| {r['per_row/rsq']:.1f}x | {r['per_row/treeshap']:.1f}x |",
+            f"| {r['per_row/rsq']:.1f}x | {r['per_row/treeshap']:.1f}x |{extra}",
             flush=True,
         )
 

@@ -49,3 +49,18 @@ def test_picks_sum_rows_by_target(path):
     out = np.zeros((4, 2))
     _sparse.OneHot.picks(target, 4).add_transposed(g, out)
     np.testing.assert_array_equal(out, [[2, 3], [8, 9], [0 + 4 + 6, 1 + 5 + 7], [0, 0]])
+
+
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_weighted_sums_add_the_weighted_rows_as_scipy_does(path, index_type):
+    # per-row values weight each picked cell's slopes by the row's cotangent
+    rng = np.random.default_rng(4)
+    counts = rng.integers(0, 6, size=30)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_type)
+    indices = rng.integers(0, 20, size=int(indptr[-1])).astype(index_type)
+    data = rng.normal(size=len(indices))
+    table = rng.normal(size=(20, 5))
+    out = rng.normal(size=(30, 5))
+    expected = out + sparse.csr_matrix((data, indices, indptr), shape=(30, 20)) @ table
+    _sparse.weighted_sums(indptr, indices, data, table, out)
+    np.testing.assert_allclose(out, expected, rtol=1e-14, atol=1e-14)

@@ -18,6 +18,7 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
 from ..kernels import lca
+from ..kernels.lca_local import pattern_gradients
 from ..kernels.lca_plan import TreePlan
 from ..kernels.lca_tree import adopt_plans, compiled_plans, distinct_rows
 from ..models.forest import Forest
@@ -219,6 +220,6 @@ def tree_shap_values(plan: TreePlan | None, X: np.ndarray, n_features: int, dtyp
         return out
     left = lca.split_decisions(plan, X, dtype)
     first, inverse = distinct_rows(left[:, :-1])
-    _, g_lin = lca.pattern_gradients(plan, lca.leaf_codes(plan, left[first]))
+    _, g_lin = pattern_gradients(plan, lca.leaf_codes(plan, left[first]))
     out[:, plan.features] = g_lin[inverse]
     return out

@@ -31,7 +31,6 @@ from .lca_cells import (
     BLOCK,
     Cells,
     Factors,
-    cell_tables,
     rows_of,
     scatter_features,
 )
@@ -39,7 +38,7 @@ from .lca_plan import LIN, TreePlan
 from .lca_tables import Layout
 from .sparse import OneHot
 
-__all__ = ["gauss_legendre", "leaf_codes", "pattern_gradients", "weighted_gradient"]
+__all__ = ["gauss_legendre", "leaf_codes", "weighted_gradient"]
 
 _CHUNK_CELLS = DEFAULT_TUNING.chunk_cells  # cross cells of one chunk (see Tuning.chunk_cells)
 
@@ -216,51 +215,3 @@ def _add_to_spans(table: np.ndarray, spans: tuple[slice, slice], part: np.ndarra
         stop = start + span.stop - span.start
         table[span] += part[start:stop]
         start = stop
-
-
-def _scatter_rows(feat: np.ndarray, amount: np.ndarray, width: int) -> np.ndarray:
-    """Sum ``amount (u, i, f)`` into ``(u, width)`` by feature index ``feat (i, f)``."""
-    n_rows = amount.shape[0]
-    keys = (np.arange(n_rows)[:, None, None] * width + feat[None]).ravel()
-    return np.bincount(keys, weights=amount.ravel(), minlength=n_rows * width).reshape(n_rows, width)
-
-
-def pattern_gradients(plan: TreePlan, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-row gradients with unit weights: ``(G_quad, G_lin)``, each ``(n, K)``.
-
-    Row ``i``'s Shapley values of the tree game are ``w_quad_i G_quad[i] + w_lin_i G_lin[i]``.
-    """
-    q, gl = gauss_legendre(plan.n_q)
-    cells = Cells(plan, codes)
-    n = codes.shape[0]
-    width = plan.n_features + 1
-    g_quad = np.zeros((n, width))
-    g_lin = np.zeros((n, width))
-    factors = Factors(plan, q)
-
-    single = slice(0, plan.n_single)
-    first, _, slope = cell_tables(plan, single, cells, factors)
-    row_cell = cells.row_cells(plan, single, first[:-1])
-    integrated = slope @ gl
-    feat = plan.fac_feat[single]
-    is_lin = plan.item_kind[single] == LIN
-    for rows in _blocks(n, row_cell.shape[1] * feat.shape[1]):
-        amount = rows_of(integrated, row_cell[rows])
-        g_lin[rows] += _scatter_rows(feat, amount * is_lin[None, :, None], width)
-        g_quad[rows] += _scatter_rows(feat, amount * ~is_lin[None, :, None], width)
-
-    if len(plan.item_leaf) > plan.n_single:
-        cross = slice(plan.n_single, len(plan.item_leaf))
-        first, value, slope = cell_tables(plan, cross, cells, factors)
-        coef, dcoef = _group_coefficients(plan, q)
-        feat = plan.fac_feat[cross]
-        for groups, items, chunk, row_cell, rows, _, sums in _side_sums(plan, cells, first, value, n, feat.shape[1]):
-            group, side = plan.item_group[items] - groups.start, plan.item_side[items]
-            cot = coef[groups][group] * sums[:, 1 - side, group]
-            amount = np.einsum("uiq,uifq,q->uif", cot, rows_of(_rows_of_spans(slope, chunk), row_cell), gl)
-            g_quad[rows] += _scatter_rows(feat[items], amount, width)
-            both = sums[:, 0] * sums[:, 1]
-            g_quad[rows] += _scatter_rows(
-                plan.group_T[groups], np.einsum("ugq,gtq,q->ugt", both, dcoef[groups], gl), width
-            )
-    return g_quad[:, :-1], g_lin[:, :-1]

@@ -26,6 +26,7 @@ from .conditioned import (
     junction_work,
     sub_patterns,
 )
+from .lca_local import pattern_gradients
 from .lca_plan import TreePlan, compile_tree
 
 __all__ = ["LcaUnit", "adopt_plans", "compiled_plans", "distinct_rows", "lca_work"]
@@ -94,13 +95,15 @@ class LcaUnit:
         if local:
             g_quad = np.empty((n_patterns, self.plan.n_features))
             g_lin = np.empty_like(g_quad)
-        step = max(64, self.tuning.pattern_elements // max(len(self.plan.item_leaf), 1))
+        # per-row values also hold two (patterns, leaves x path features) slot arrays
+        per_pattern = len(self.plan.item_leaf) + (2 * self.plan.path_split.size if local else 0)
+        step = max(64, self.tuning.pattern_elements // max(per_pattern, 1))
         for start in range(0, n_patterns, step):
             block = slice(start, min(n_patterns, start + step))
             left = lca.split_decisions(self.plan, X, dtype, rows=first[block])
             codes = lca.leaf_codes(self.plan, left)
             if local:
-                g_quad[block], g_lin[block] = lca.pattern_gradients(self.plan, codes)
+                g_quad[block], g_lin[block] = pattern_gradients(self.plan, codes)
             else:
                 weights = per_quad[block], per_lin[block]
                 out[self.plan.features] += lca.weighted_gradient(self.plan, codes, *weights, self.tuning)

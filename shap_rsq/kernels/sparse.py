@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import sparse
 
-__all__ = ["OneHot"]
+__all__ = ["OneHot", "weighted_sums"]
 
 _ONES = np.ones(0)
 
@@ -65,11 +65,21 @@ class OneHot:
             out += total
 
 
-def _product(matrix: OneHot, x: np.ndarray, out: np.ndarray, transposed: bool) -> None:
-    """``out += matrix @ x`` (or ``matrix.T @ x``), ``x`` and ``out`` C-contiguous float64."""
+def weighted_sums(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, table: np.ndarray, out: np.ndarray
+) -> None:
+    """``out += A @ table`` for the CSR matrix ``A`` of ``(indptr, indices, data)``: each row of
+    ``out`` adds the table rows its entries pick, each times its entry (``out`` C-contiguous float64)."""
+    matrix = OneHot(indptr, indices, table.shape[0])
+    _product(matrix, np.ascontiguousarray(table, dtype=float), out, transposed=False, data=data)
+
+
+def _product(matrix: OneHot, x: np.ndarray, out: np.ndarray, transposed: bool, data: np.ndarray | None = None) -> None:
+    """``out += matrix @ x`` (or ``matrix.T @ x``), ``x`` and ``out`` C-contiguous float64; ``data``
+    replaces the ones of the matrix."""
     kernels = _kernels()
     n_rows, n_columns = matrix.shape
-    data = _ones(len(matrix.indices))
+    data = _ones(len(matrix.indices)) if data is None else np.ascontiguousarray(data, dtype=float).ravel()
     if kernels is not None:
         # CSR arrays read as CSC are the transpose: the same arrays serve both products
         if transposed:
