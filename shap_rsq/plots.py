@@ -92,25 +92,7 @@ def bar(
     ax.barh(positions, shown.to_numpy(), color=colors, height=0.7)
     ax.set_yticks(positions, [str(name) for name in shown.index])
     _label_bars(ax, shown.to_numpy())
-    ax.axvline(0.0, color="#444444", linewidth=0.8)
-    ax.set_xlabel("share of R²", loc="left")
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    # under the axis, right-aligned: no bar can run into it
-    ax.annotate(
-        _total_text(series.sum(), model_rsq),
-        xy=(1.0, 0.0),
-        xycoords="axes fraction",
-        xytext=(0, -22),
-        textcoords="offset points",
-        ha="right",
-        va="top",
-    )
-    if title:
-        ax.set_title(title)
-    if show:
-        plt.show()
-    return ax
+    return _finish(ax, "share of R²", _total_text(series.sum(), model_rsq), title, show, below=22)
 
 
 def class_bar(
@@ -160,26 +142,9 @@ def class_bar(
         ax.barh(positions, values, left=start, height=0.7, color=colors(k % 10), label=str(column))
         right, left = right + np.maximum(values, 0), left + np.minimum(values, 0)
     ax.set_yticks(positions, list(table.index))
-    ax.axvline(0.0, color="#444444", linewidth=0.8)
-    ax.set_xlabel("share of the Brier skill score", loc="left")
     ax.legend(title="class", loc="lower right", frameon=False)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
     total = _total_text(float(parts.to_numpy().sum()), model_rsq).replace("model R²", "model BSS")
-    ax.annotate(
-        total,
-        xy=(1.0, 0.0),
-        xycoords="axes fraction",
-        xytext=(0, -36),
-        textcoords="offset points",
-        ha="right",
-        va="top",
-    )
-    if title:
-        ax.set_title(title)
-    if show:
-        plt.show()
-    return ax
+    return _finish(ax, "share of the Brier skill score", total, title, show, below=36)
 
 
 def heatmap(
@@ -287,6 +252,29 @@ def _label_bars(ax: Axes, values: np.ndarray) -> None:
     low, high = min(values.min(), 0.0), max(values.max(), 0.0)
     # room for the labels on the side(s) where bars are, and none on the side where there are none
     ax.set_xlim(low - (0.15 * span if low < 0 else 0.0), high + (0.15 * span if high > 0 else 0.0))
+
+
+def _finish(ax: Axes, xlabel: str, total: str, title: str | None, show: bool, below: float) -> Axes:
+    """Zero line, axis label, open frame, the total under the axis (right-aligned, where no bar runs
+    into it, ``below`` points down), title and ``show``."""
+    ax.axvline(0.0, color="#444444", linewidth=0.8)
+    ax.set_xlabel(xlabel, loc="left")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.annotate(
+        total,
+        xy=(1.0, 0.0),
+        xycoords="axes fraction",
+        xytext=(0, -below),
+        textcoords="offset points",
+        ha="right",
+        va="top",
+    )
+    if title:
+        ax.set_title(title)
+    if show:
+        plt.show()
+    return ax
 
 
 def _total_text(total: float, model_rsq: float | None) -> str:

@@ -17,8 +17,16 @@ from sklearn.metrics import r2_score
 
 from ..explainer import RSquaredExplainer
 from .columns import ModelInputs, model_inputs, preview
-from .files import InputError, load_data, load_model, missing_pyarrow, write_atomic
-from .report import LOCAL_SUFFIXES, SHARE_SUFFIXES, check_suffix, format_table, write_local, write_shares
+from .files import InputError, load_data, load_model, missing_pyarrow
+from .report import (
+    LOCAL_SUFFIXES,
+    SHARE_SUFFIXES,
+    check_suffix,
+    format_table,
+    save_figure,
+    write_local,
+    write_shares,
+)
 
 __all__ = ["run_demo", "run_explain"]
 
@@ -154,15 +162,9 @@ def _read_inputs(args: argparse.Namespace, explainer: RSquaredExplainer) -> Mode
 
 
 def _save_bar(path: str, shares: pd.Series, model_rsq: float, max_display: int, title: str) -> None:
-    import matplotlib.pyplot as plt
-
     from .. import plots
 
-    ax = plots.bar(shares, max_display, model_rsq=model_rsq, title=title, show=False)
-    try:
-        write_atomic(path, lambda temporary: ax.figure.savefig(temporary, dpi=150, bbox_inches="tight"))
-    finally:
-        plt.close(ax.figure)
+    save_figure(path, plots.bar(shares, max_display, model_rsq=model_rsq, title=title, show=False))
 
 
 def _check_plot_name(path: str | None, option: str) -> None:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..explainer import RSquaredExplainer
 from .files import write_atomic
-from .report import format_table, sorted_shares, write_local
+from .report import format_table, save_figure, sorted_shares, write_local
 
 __all__ = ["class_parts", "format_class_table", "run_explain_classes"]
 
@@ -151,12 +151,6 @@ def _write_parts(path: str, parts: pd.DataFrame, shares: pd.Series, args: argpar
 
 
 def _save_class_bar(path: str, parts: pd.DataFrame, score: float, max_display: int, title: str) -> None:
-    import matplotlib.pyplot as plt
-
     from .. import plots
 
-    ax = plots.class_bar(parts, max_display, model_rsq=score, title=title, show=False)
-    try:
-        write_atomic(path, lambda temporary: ax.figure.savefig(temporary, dpi=150, bbox_inches="tight"))
-    finally:
-        plt.close(ax.figure)
+    save_figure(path, plots.class_bar(parts, max_display, model_rsq=score, title=title, show=False))

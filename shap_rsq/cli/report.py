@@ -12,7 +12,7 @@ import pandas as pd
 
 from .files import InputError, missing_pyarrow, write_atomic
 
-__all__ = ["format_table", "sorted_shares", "top_shares", "write_local", "write_shares"]
+__all__ = ["format_table", "save_figure", "sorted_shares", "top_shares", "write_local", "write_shares"]
 
 SHARE_SUFFIXES = (".csv", ".json")
 LOCAL_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -138,6 +138,24 @@ def write_shares(path: str | os.PathLike, shares: pd.Series, summary: dict[str, 
     else:
         table = pd.DataFrame({"feature": ordered.index.astype(str), "rsq": ordered.to_numpy()})
         write_atomic(path, lambda temporary: table.to_csv(temporary, index=False))
+
+
+def save_figure(path: str | os.PathLike, ax: Any) -> None:
+    """Save the figure of ``ax`` atomically (150 dpi, tight), then close it.
+
+    Parameters
+    ----------
+    path : str or path-like
+        An image file name (its suffix chooses the format).
+    ax : matplotlib.axes.Axes
+        Any Axes of the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    try:
+        write_atomic(path, lambda temporary: ax.figure.savefig(temporary, dpi=150, bbox_inches="tight"))
+    finally:
+        plt.close(ax.figure)
 
 
 def write_local(path: str | os.PathLike, values: np.ndarray, base_values: np.ndarray, names: list[str]) -> None:
