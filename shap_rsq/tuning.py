@@ -80,6 +80,17 @@ class Tuning:
         block, but each block costs 10-20 ms of hand-over.
     selector_block_entries : int
         Largest number of per-row contributions the selector holds at once (32 MB).
+    pair_min_items : int
+        Trees whose LCA plan has fewer items never consider the per-pair kernel: shallow trees
+        keep their plan as it is, and the per-node costs (a few ms a tree) are not computed.
+    pair_cost : float
+        Time of one factor of one leaf pair (``kernels.pairs``) relative to one factor of one
+        LCA item, per row pattern: a node takes the pairs when ``pair_cost x pairs x
+        ceil(width / 2)`` is below its items x the tree's quadrature nodes.  Higher keeps more
+        nodes expanded (faster on rows that repeat cells, more memory on deep trees).
+    max_lca_items : int
+        Most LCA items one tree's plan keeps (about 1 KB of plan each, and more in the kernel's
+        cell tables): past it the nodes with the most items take the pairs, which need no plan.
     """
 
     heap_depth: int = 3
@@ -104,6 +115,9 @@ class Tuning:
     parallel_work: float = 1e8
     blocks_per_job: int = 2
     selector_block_entries: int = 1 << 22
+    pair_min_items: int = 1 << 12
+    pair_cost: float = 4.0
+    max_lca_items: int = 1 << 18
 
 
 DEFAULT_TUNING = Tuning()

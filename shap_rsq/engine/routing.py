@@ -13,13 +13,17 @@ two-particle recursion    depth ``observed_depth`` with at most ``max_repeated``
 conditioned recursion     leaf-wise trees with at most ``junction_repeated`` repeated features
                           try it, global values only, when cheaper on the rows at hand
                           (``kernels.lca_tree.LcaUnit``, ``junction="cheaper"``)
-LCA kernel                every other tree (``LcaUnit``)
+LCA kernel                every other tree (``LcaUnit``); trees at least ``pair_min_depth``
+                          deep whose nodes' pairs are cheaper one by one than expanded
+                          (``kernels.pairs.choose_pair_nodes``) keep the LCA items of the
+                          other nodes (``kernels.hybrid_tree.HybridUnit``)
 ========================  ==============================================================
 
 ``kernel=`` forces one path (tests, benchmarks): ``"lca"`` sends every tree through the LCA
 kernel; ``"enumerate"`` / ``"recursion"`` send every eligible tree through subset enumeration /
 the two-particle recursion; ``"junction"`` every tree through the conditioned recursion for
-global values (the LCA kernel for per-row values).  Every choice gives the same values.
+global values (the LCA kernel for per-row values); ``"pairs"`` sends the pairs of every node of
+every LCA tree through the per-pair kernel.  Every choice gives the same values.
 """
 
 from __future__ import annotations
@@ -29,15 +33,17 @@ from typing import Literal
 import numpy as np
 
 from ..kernels import split_patterns
+from ..kernels.hybrid_tree import HybridUnit
 from ..kernels.lca_tree import LcaUnit, lca_work
+from ..kernels.pairs import choose_pair_nodes, node_costs
 from ..kernels.small_trees import HeapUnit, ObliviousUnit
 from ..models.forest import Forest, NodeArrays
 from ..tuning import DEFAULT_TUNING, Tuning
 
 __all__ = ["KERNELS", "Kernel", "build_units"]
 
-Kernel = Literal["auto", "lca", "enumerate", "recursion", "junction"]
-KERNELS: tuple[str, ...] = ("auto", "lca", "enumerate", "recursion", "junction")
+Kernel = Literal["auto", "lca", "enumerate", "recursion", "junction", "pairs"]
+KERNELS: tuple[str, ...] = ("auto", "lca", "enumerate", "recursion", "junction", "pairs")
 
 
 def build_units(
@@ -72,7 +78,7 @@ def build_units(
             if start not in lca_units:
                 tree = forest.trees[start]
                 index = np.array([start])
-                lca_units[start] = LcaUnit(index, means[[start]], tree, work[start], junction[start], tuning)
+                lca_units[start] = _lca_unit(tree, index, means[[start]], work[start], junction[start], kernel, tuning)
             units.append(lca_units[start])
             start += 1
             continue
@@ -98,6 +104,22 @@ def build_units(
             units.append(HeapUnit(index, means[index], batch, method, tuning))
         start = stop
     return units
+
+
+def _lca_unit(tree, index, mean, work, junction, kernel: str, tuning: Tuning):
+    """An LCA unit, or a hybrid one when some nodes' pairs are cheaper one by one (deep trees)."""
+    if kernel in ("lca", "junction") or tree.left[0] < 0:  # a single leaf has no pairs
+        return LcaUnit(index, mean, tree, work, junction, tuning)
+    if kernel == "pairs":
+        chosen = tree.left >= 0
+    else:
+        costs = node_costs(tree)
+        if costs.items.sum() < tuning.pair_min_items:
+            return LcaUnit(index, mean, tree, work, junction, tuning)
+        chosen = choose_pair_nodes(costs, tuning)
+    if not chosen.any():
+        return LcaUnit(index, mean, tree, work, junction, tuning)
+    return HybridUnit(index, mean, tree, work, "never", tuning, pair_nodes=chosen)
 
 
 def _junction_modes(nodes: NodeArrays, kernel: str, tuning: Tuning) -> np.ndarray:
