@@ -201,37 +201,59 @@ def pair_values(plan: PairPlan, bits: np.ndarray, w_quad: np.ndarray | None, blo
     n = bits.shape[0]
     out = np.zeros(plan.n_features) if w_quad is not None else np.zeros((n, plan.n_features))
     for a_leaves, b_leaves, columns in plan.nodes:
-        n_pairs = (a_leaves.stop - a_leaves.start) * (b_leaves.stop - b_leaves.start)
         n_q = max(1, -(-len(columns) // 2))
-        per_pair = len(columns) * n_q
-        # rows per block such that a block still holds a few hundred pairs (NumPy calls stay long)
-        row_step = max(1, block // (per_pair * min(n_pairs, 256)))
-        pair_step = max(1, block // (per_pair * min(row_step, n)))
-        pair_a = np.repeat(np.arange(a_leaves.start, a_leaves.stop), b_leaves.stop - b_leaves.start)
-        pair_b = np.tile(np.arange(b_leaves.start, b_leaves.stop), a_leaves.stop - a_leaves.start)
+        n_a, n_b = a_leaves.stop - a_leaves.start, b_leaves.stop - b_leaves.start
+        per_b = len(columns) * n_q
+        b_step = max(1, min(n_b, block // per_b))
+        a_step = max(1, min(n_a, block // (per_b * b_step)))
+        row_step = max(1, block // (per_b * b_step * a_step))
+        side_a = _side(plan, bits, a_leaves, columns)
+        side_b = _side(plan, bits, b_leaves, columns)
         for r0 in range(0, n, row_step):
             rows = slice(r0, min(n, r0 + row_step))
-            for p0 in range(0, n_pairs, pair_step):
-                pairs = slice(p0, p0 + pair_step)
-                part = _block_slopes(plan, bits[rows], pair_a[pairs], pair_b[pairs], columns, n_q)
-                if w_quad is None:
-                    out[rows, columns] += part.sum(axis=1)
-                else:
-                    out[columns] += np.einsum("n,npk->k", w_quad[rows], part)
+            weight = None if w_quad is None else w_quad[rows]
+            for a0 in range(0, n_a, a_step):
+                a = slice(a0, a0 + a_step)
+                for b0 in range(0, n_b, b_step):
+                    b = slice(b0, b0 + b_step)
+                    part = _block_slopes(side_a, side_b, rows, a, b, n_q, weight)
+                    if w_quad is None:
+                        out[rows, columns] += part.T
+                    else:
+                        out[columns] += part
     return out
 
 
-def _block_slopes(plan: PairPlan, bits, pa, pb, columns, n_q) -> np.ndarray:
-    """``(n, P, Kc)`` integrated slopes ``2 v_a v_b (p_a p_b - r_a r_b) prod_{j != k} F_j`` of one block."""
+def _side(plan: PairPlan, bits: np.ndarray, leaves: slice, columns: np.ndarray):
+    """One side of a node: its leaves' pass bits ``(n, A, Kc)``, covers ``(A, Kc)`` and values."""
+    return bits[:, leaves][:, :, columns], plan.cover[leaves][:, columns], plan.value[leaves]
+
+
+def _block_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
+    """Integrated slopes ``sum_pairs 2 v_a v_b (p_a p_b - r_a r_b) prod_{j != k} F_j`` of one block:
+    ``(Kc,)`` weighted by rows (``weight``) or ``(Kc, rows)``."""
     q, gl = gauss_legendre(n_q)
-    rr = plan.cover[np.ix_(pa, columns)] * plan.cover[np.ix_(pb, columns)]  # (P, Kc)
-    both = bits[:, pa][:, :, columns] & bits[:, pb][:, :, columns]  # (n, P, Kc)
-    slope = both - rr  # dF/dq
-    factor = rr[..., None] + slope[..., None] * q  # (n, P, Kc, Q)
-    before = np.ones_like(factor)
-    after = np.ones_like(factor)
-    np.cumprod(factor[:, :, :-1], axis=2, out=before[:, :, 1:])
-    np.cumprod(factor[:, :, :0:-1], axis=2, out=after[:, :, -2::-1])
-    others = np.einsum("npkq,npkq,q->npk", before, after, gl)
-    coef = 2.0 * plan.value[pa] * plan.value[pb]
-    return slope * others * coef[None, :, None]
+    bits_a, cover_a, value_a = side_a
+    bits_b, cover_b, value_b = side_b
+    rr = cover_a[a][:, None, :] * cover_b[b][None, :, :]  # (A, B, Kc)
+    both = bits_a[rows, a][:, :, None, :] & bits_b[rows, b][:, None, :, :]  # (n, A, B, Kc)
+    n_k = rr.shape[-1]
+    # features first, then (row, pair): the running products below are long contiguous passes
+    rr_t = np.moveaxis(rr, -1, 0)[:, None]  # (Kc, 1, A, B)
+    both_t = np.moveaxis(both, -1, 0)  # (Kc, n, A, B)
+    slope = (both_t - rr_t).reshape(n_k, -1)
+    rr_flat = np.broadcast_to(rr_t, both_t.shape).reshape(n_k, -1)
+    factor = rr_flat[..., None] + slope[..., None] * q  # (Kc, m, Q)
+    before = np.empty_like(factor)
+    before[0] = 1.0
+    for k in range(1, n_k):
+        np.multiply(before[k - 1], factor[k - 1], out=before[k])
+    after = np.ones(factor.shape[1:])
+    others = np.empty(slope.shape)
+    for k in range(n_k - 1, -1, -1):
+        others[k] = (before[k] * after) @ gl
+        after *= factor[k]
+    others *= slope
+    coef = 2.0 * value_a[a][:, None] * value_b[b][None, :]  # (A, B)
+    per_row = others.reshape(n_k, both.shape[0], -1) @ coef.ravel()  # (Kc, n)
+    return per_row if weight is None else per_row @ weight
