@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import shap
 
 from ._explainer_checks import (
     NO_INTERACTION_SHARES,
+    check_budget,
     check_model_predictions,
     check_names,
     refuse_background,
@@ -69,6 +71,12 @@ class RSquaredExplainer(shap.TreeExplainer):
         says: they take less time than handing their rows to another process.
     progress : bool, default=False
         Show a progress bar over trees.
+    memory_budget : float, default=2.0
+        Working memory, in GiB, that one call may use (besides ``X`` itself).  Deep trees are
+        evaluated in blocks sized to it, fewer worker processes run when fewer fit, and a call
+        whose per-row arrays alone cannot fit is refused at once with
+        :class:`~shap_rsq.engine.budget.MemoryBudgetError` (a ``ValueError``), which gives the
+        estimate and what to change.  Results do not depend on it.
 
     Examples
     --------
@@ -93,6 +101,7 @@ class RSquaredExplainer(shap.TreeExplainer):
         feature_perturbation: str = "auto",
         n_jobs: int | None = None,
         progress: bool = False,
+        memory_budget: float = 2.0,
     ) -> None:
         refuse_background(data, model_output, feature_perturbation)
         info = inspect_model(model)
@@ -106,7 +115,9 @@ class RSquaredExplainer(shap.TreeExplainer):
         # the games square tree values: centred on each tree's mean they stay on the scale of y's
         # spread, not of y itself, so a target in the millions keeps its digits
         self._games = [forest.centred() for forest in self.forests]
-        self._unit_caches = [UnitCache(game) for game in self._games]
+        self.memory_budget = check_budget(memory_budget)
+        self._tuning = replace(DEFAULT_TUNING, memory_budget=int(self.memory_budget * (1 << 30)))
+        self._unit_caches = [UnitCache(game, "auto", self._tuning) for game in self._games]
         self._game_forest, self._units = self._games[0], self._unit_caches[0]
         self._verified = self._verified_missing = False
 
@@ -365,11 +376,13 @@ class RSquaredExplainer(shap.TreeExplainer):
         # names given to the constructor count as the model's own when the model recorded none
         return self.model_info.feature_names or self.feature_names
 
-    def _set_engine(self, kernel: Kernel = "auto", tuning: Tuning = DEFAULT_TUNING) -> RSquaredExplainer:
+    def _set_engine(self, kernel: Kernel = "auto", tuning: Tuning | None = None) -> RSquaredExplainer:
         """Force a kernel or a tuning for the games of every output (tests and benchmarks).
 
-        Every choice gives the same values up to rounding; only time and memory change.
+        Every choice gives the same values up to rounding; only time and memory change.  Without
+        ``tuning``, the explainer's own (the defaults with its memory budget).
         """
+        tuning = self._tuning if tuning is None else tuning
         self._unit_caches = [UnitCache(game, kernel, tuning) for game in self._games]
         self._units = self._unit_caches[0]
         return self

@@ -80,17 +80,33 @@ class Tuning:
         block, but each block costs 10-20 ms of hand-over.
     selector_block_entries : int
         Largest number of per-row contributions the selector holds at once (32 MB).
-    pair_min_items : int
-        Trees whose LCA plan has fewer items never consider the per-pair kernel: shallow trees
-        keep their plan as it is, and the per-node costs (a few ms a tree) are not computed.
+    pair_min_work : float
+        Trees whose estimated LCA work (``kernels.lca_tree.lca_work``, items x quadrature nodes)
+        is lower never consider the per-pair kernel: their plans stay as they are, and their
+        per-node costs (1-10 ms a tree) are not computed.  Complete trees of depth 8 estimate
+        49k, depth-10 forests and 255-leaf LightGBM trees 10^5-10^6.
     pair_cost : float
         Time of one factor of one leaf pair (``kernels.pairs``) relative to one factor of one
         LCA item, per row pattern: a node takes the pairs when ``pair_cost x pairs x
         ceil(width / 2)`` is below its items x the tree's quadrature nodes.  Higher keeps more
         nodes expanded (faster on rows that repeat cells, more memory on deep trees).
     max_lca_items : int
-        Most LCA items one tree's plan keeps (about 1 KB of plan each, and more in the kernel's
-        cell tables): past it the nodes with the most items take the pairs, which need no plan.
+        Most LCA items one tree's plan keeps: past it the nodes with the most items take the
+        pairs, which need no plan.  The memory budget lowers it further (``lca_item_bytes``).
+    memory_budget : int
+        Bytes of working memory a call may use (set by ``RSquaredExplainer(memory_budget=)``).
+        An LCA kernel call sizes its blocks of patterns to a quarter of it; the plan of a tree
+        routed by the cost model keeps at most a quarter of it in items; worker processes are
+        capped so that their kernels fit; and a call whose per-row arrays alone exceed half
+        of it is refused before it starts.
+    lca_global_bytes : int
+        Peak bytes per (pattern, item) pair of one LCA kernel call for global values (measured
+        80-110 on fully grown scikit-learn trees with 6k-57k items).
+    lca_local_bytes : int
+        ... for per-row values (measured 290-330).
+    lca_item_bytes : int
+        Bytes per item of a compiled LCA plan (measured 1.7-3 KB) plus one call on 16 patterns
+        for per-row values: what the budget's quarter is divided by to cap ``max_lca_items``.
     """
 
     heap_depth: int = 3
@@ -115,9 +131,13 @@ class Tuning:
     parallel_work: float = 1e8
     blocks_per_job: int = 2
     selector_block_entries: int = 1 << 22
-    pair_min_items: int = 1 << 12
+    pair_min_work: float = 65536.0
     pair_cost: float = 4.0
     max_lca_items: int = 1 << 18
+    memory_budget: int = 2 << 30
+    lca_global_bytes: int = 110
+    lca_local_bytes: int = 340
+    lca_item_bytes: int = 3072 + 16 * 340
 
 
 DEFAULT_TUNING = Tuning()

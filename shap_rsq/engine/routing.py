@@ -108,15 +108,10 @@ def build_units(
 
 def _lca_unit(tree, index, mean, work, junction, kernel: str, tuning: Tuning):
     """An LCA unit, or a hybrid one when some nodes' pairs are cheaper one by one (deep trees)."""
-    if kernel in ("lca", "junction") or tree.left[0] < 0:  # a single leaf has no pairs
+    small = kernel == "auto" and work < tuning.pair_min_work
+    if kernel in ("lca", "junction") or small or tree.left[0] < 0:  # a single leaf has no pairs
         return LcaUnit(index, mean, tree, work, junction, tuning)
-    if kernel == "pairs":
-        chosen = tree.left >= 0
-    else:
-        costs = node_costs(tree)
-        if costs.items.sum() < tuning.pair_min_items:
-            return LcaUnit(index, mean, tree, work, junction, tuning)
-        chosen = choose_pair_nodes(costs, tuning)
+    chosen = tree.left >= 0 if kernel == "pairs" else choose_pair_nodes(node_costs(tree), tuning)
     if not chosen.any():
         return LcaUnit(index, mean, tree, work, junction, tuning)
     return HybridUnit(index, mean, tree, work, "never", tuning, pair_nodes=chosen)

@@ -22,6 +22,7 @@ from ..kernels.lca_plan import TreePlan
 from ..kernels.lca_tree import adopt_plans, compiled_plans, distinct_rows
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
+from .budget import fit_jobs
 from .routing import Kernel, build_units
 
 __all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_values"]
@@ -93,9 +94,12 @@ def decompose(
 ) -> Decomposition:
     """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing).
 
-    ``tuning`` decides when blocks of trees go to worker processes (never what they compute).
+    ``tuning`` decides when blocks of trees go to worker processes (never what they compute) and
+    holds the memory budget (:mod:`~shap_rsq.engine.budget`: fewer workers, or a refusal).
     """
     mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
+    # refuses before any work when the rows' arrays cannot fit the memory budget
+    n_jobs = fit_jobs(units, X.shape[0], forest.n_features, forest.n_trees, local, n_jobs, tuning)
     blocks = _unit_blocks(units, n_jobs, local, X.shape[0], tuning)
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
     tasks = [

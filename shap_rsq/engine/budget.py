@@ -1,0 +1,87 @@
+"""Working memory of one call, estimated before it starts: refuse what cannot fit, cap the workers.
+
+Two parts make up a call's memory.  Arrays over rows (targets, predictions, residuals, and for
+per-row shares one ``(n, p)`` block per worker) grow with the data and are what a call may have
+to refuse.  The kernels' own memory is bounded by construction: an LCA kernel call sizes its
+blocks of patterns to a quarter of the budget (``LcaUnit.pattern_step``), the cost model keeps a
+routed tree's plan within another quarter (``kernels.pairs.choose_pair_nodes``), and the per-pair
+kernel and the small-tree kernels work in fixed-size blocks.  Each worker process runs one unit
+at a time, so the number of workers is capped to what fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from joblib import effective_n_jobs
+
+from ..kernels.lca_tree import LcaUnit
+from ..tuning import DEFAULT_TUNING, Tuning
+
+__all__ = ["MemoryBudgetError", "fit_jobs", "row_bytes", "unit_bytes"]
+
+_GIB = float(1 << 30)
+
+
+class MemoryBudgetError(ValueError):
+    """A call whose working memory cannot fit within the explainer's ``memory_budget``.
+
+    Raised before any work starts; the message gives the estimate and what to change.
+    """
+
+
+def row_bytes(n_rows: int, n_features: int, n_trees: int, local: bool, jobs: int) -> int:
+    """Arrays over rows: about 16 floats a row (target, weights, predictions, residuals, row
+    weights, pattern maps); for per-row shares ``jobs + 4`` arrays of ``(n, p)`` (each worker's
+    block, their sum, the Explanation and the kernels' gathers); with workers, the predictions of
+    the trees before each block ``(n, trees)``."""
+    per_row = 16 + (n_features * (jobs + 4) if local else 0) + (n_trees if jobs > 1 else 0)
+    return 8 * n_rows * per_row
+
+
+def unit_bytes(unit, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING) -> int:
+    """Peak bytes of one unit of work while it runs (an estimate, from before its plan exists)."""
+    if not isinstance(unit, LcaUnit):
+        return 16 * tuning.chunk_elements  # enumeration and recursion batches: fixed-size blocks
+    per_element = tuning.lca_local_bytes if local else tuning.lca_global_bytes
+    items = unit.work / 4.0  # lca_work counts items x quadrature nodes (4-10 of them)
+    kernel = min(tuning.memory_budget // 4, items * n_rows * per_element)
+    plan = min(tuning.memory_budget // 4, items * tuning.lca_item_bytes)
+    return int(kernel + plan)
+
+
+def fit_jobs(
+    units: Sequence, n_rows: int, n_features: int, n_trees: int, local: bool, n_jobs, tuning: Tuning = DEFAULT_TUNING
+):
+    """``n_jobs`` as given when the call fits the budget, fewer workers when only fewer fit.
+
+    Raises
+    ------
+    MemoryBudgetError
+        When even one process would exceed ``tuning.memory_budget``.
+    """
+    budget = tuning.memory_budget
+    largest = max((unit_bytes(unit, n_rows, local, tuning) for unit in units), default=0)
+    jobs = max(1, effective_n_jobs(n_jobs))
+    for allowed in range(jobs, 0, -1):
+        if row_bytes(n_rows, n_features, n_trees, local, allowed) + allowed * largest <= budget:
+            return n_jobs if allowed == jobs else allowed
+    need = row_bytes(n_rows, n_features, n_trees, local, 1) + largest
+    raise MemoryBudgetError(_refusal(need, budget, n_rows, n_features, local, largest))
+
+
+def _refusal(need: int, budget: int, n_rows: int, n_features: int, local: bool, largest: int) -> str:
+    per_row = row_bytes(1, n_features, 0, local, 1)
+    fitting = max(0, int((budget - largest) // per_row))
+    what = "per-row shares" if local else "R² shares"
+    advice = [f"pass fewer rows (about {fitting:,} fit)", "or raise RSquaredExplainer(memory_budget=...)"]
+    if local:
+        advice.insert(1, "compute global shares with rsq() (memory O(n + p))")
+    if largest > budget / 4:
+        advice.insert(1, "grow shallower trees (max_depth, min_samples_leaf, num_leaves)")
+    return (
+        f"Estimated working memory {need / _GIB:.2f} GiB for the {what} of {n_rows:,} rows x {n_features} features "
+        f"(of which {largest / _GIB:.2f} GiB for the deepest tree) exceeds memory_budget={budget / _GIB:.2f} GiB: "
+        + ", ".join(advice)
+        + "."
+    )
