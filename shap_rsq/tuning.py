@@ -105,8 +105,9 @@ class Tuning:
     lca_local_bytes : int
         ... for per-row values (measured 290-330).
     lca_item_bytes : int
-        Bytes per item of a compiled LCA plan (measured 1.7-3 KB) plus one call on 16 patterns
-        for per-row values: what the budget's quarter is divided by to cap ``max_lca_items``.
+        Bytes per *estimated* item (``kernels.pairs.node_costs`` counts up to 3x the compiled
+        items) of a compiled LCA plan (measured 1.7-3 KB per compiled item) plus one per-row
+        call on a few patterns: the budget's quarter divided by it caps ``max_lca_items``.
     """
 
     heap_depth: int = 3
@@ -132,12 +133,12 @@ class Tuning:
     blocks_per_job: int = 2
     selector_block_entries: int = 1 << 22
     pair_min_work: float = 65536.0
-    pair_cost: float = 4.0
+    pair_cost: float = 6.0
     max_lca_items: int = 1 << 18
     memory_budget: int = 2 << 30
     lca_global_bytes: int = 110
     lca_local_bytes: int = 340
-    lca_item_bytes: int = 3072 + 16 * 340
+    lca_item_bytes: int = 4096
 
 
 DEFAULT_TUNING = Tuning()
