@@ -100,10 +100,12 @@ class Tuning:
         capped so that their kernels fit; and a call whose per-row arrays alone exceed half
         of it is refused before it starts.
     lca_global_bytes : int
-        Peak bytes per (pattern, item) pair of one LCA kernel call for global values (measured
-        80-110 on fully grown scikit-learn trees with 6k-57k items).
+        Peak bytes per (pattern, item) pair of one LCA kernel call for global values: 80-110
+        measured on fully grown scikit-learn trees (6k-57k items, every pair its own cell), far
+        less where patterns share cells.  Sizing blocks at 110 made depth-10 forests 2.5x slower
+        (blocks re-tabulate their cells); at 48 a fully grown tree may take half the budget.
     lca_local_bytes : int
-        ... for per-row values (measured 290-330).
+        ... for per-row values (290-330 measured on fully grown trees).
     lca_item_bytes : int
         Bytes per *estimated* item (``kernels.pairs.node_costs`` counts up to 3x the compiled
         items) of a compiled LCA plan (measured 1.7-3 KB per compiled item) plus one per-row
@@ -136,8 +138,8 @@ class Tuning:
     pair_cost: float = 6.0
     max_lca_items: int = 1 << 18
     memory_budget: int = 2 << 30
-    lca_global_bytes: int = 110
-    lca_local_bytes: int = 340
+    lca_global_bytes: int = 48
+    lca_local_bytes: int = 160
     lca_item_bytes: int = 4096
 
 
