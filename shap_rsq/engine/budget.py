@@ -18,7 +18,7 @@ from joblib import effective_n_jobs
 from ..kernels.lca_tree import LcaUnit
 from ..tuning import DEFAULT_TUNING, Tuning
 
-__all__ = ["MemoryBudgetError", "fit_jobs", "row_bytes", "unit_bytes"]
+__all__ = ["MemoryBudgetError", "estimated_seconds", "fit_jobs", "progress_label", "row_bytes", "unit_bytes"]
 
 _GIB = float(1 << 30)
 
@@ -70,6 +70,23 @@ def fit_jobs(
             return n_jobs if allowed == jobs else allowed
     need = row_bytes(n_rows, n_features, n_trees, local, 1) + largest
     raise MemoryBudgetError(_refusal(need, budget, n_rows, n_features, local, largest))
+
+
+def estimated_seconds(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> float:
+    """Rough time of a call on one core, from the units' work estimates (within about 3x on
+    deep trees; shallow trees, whose rows share split patterns, take less)."""
+    lca = sum(unit.work for unit in units if isinstance(unit, LcaUnit))
+    pairs = sum(getattr(unit, "pair_work", 0.0) for unit in units)
+    return n_rows * (tuning.lca_seconds * lca + tuning.pair_seconds * pairs)
+
+
+def progress_label(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> str:
+    """The progress bar's label: the trees, and the estimated time when it is worth saying."""
+    seconds = estimated_seconds(units, n_rows, tuning)
+    if seconds < 10:
+        return "trees"
+    amount = f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.0f} s"
+    return f"trees (estimated {amount} on one core)"
 
 
 def _refusal(need: int, budget: int, n_rows: int, n_features: int, local: bool, largest: int) -> str:

@@ -111,7 +111,10 @@ def _lca_unit(tree, index, mean, work, junction, kernel: str, tuning: Tuning):
     small = kernel == "auto" and work < tuning.pair_min_work
     if kernel in ("lca", "junction") or small or tree.left[0] < 0:  # a single leaf has no pairs
         return LcaUnit(index, mean, tree, work, junction, tuning)
-    chosen = tree.left >= 0 if kernel == "pairs" else choose_pair_nodes(node_costs(tree), tuning)
+    costs = node_costs(tree)
+    chosen = tree.left >= 0 if kernel == "pairs" else choose_pair_nodes(costs, tuning)
+    # lca_work misses the expansion over coupled features: the node costs count it
+    work = max(work, float(costs.items[~chosen].sum()) * costs.n_q)
     if not chosen.any():
         return LcaUnit(index, mean, tree, work, junction, tuning)
     return HybridUnit(index, mean, tree, work, "never", tuning, pair_nodes=chosen)

@@ -44,6 +44,11 @@ class HybridUnit(LcaUnit):
             self._pair_plan = compile_pairs(self.tree, self.pair_nodes)
         return self._pair_plan
 
+    @property
+    def pair_work(self) -> float:
+        """Pairs x features x quadrature nodes per row pattern (for time estimates)."""
+        return float(sum(_pairs(a) * _pairs(b) * len(c) * -(-len(c) // 2) for a, b, c in self.pair_plan.nodes))
+
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
         super().contribute(state, w_quad, w_lin, out, local)
         X, dtype, first, inverse = state
@@ -64,3 +69,7 @@ class HybridUnit(LcaUnit):
             rows = first[start : start + step]
             bits = passes(plan, X[rows], dtype)
             out[plan.features] += pair_values(plan, bits, per_quad[start : start + step], block)
+
+
+def _pairs(leaves: slice) -> int:
+    return leaves.stop - leaves.start
