@@ -138,8 +138,9 @@ def main() -> None:
         print(json.dumps(run_one(args.one, args.repeat)))
         return
     print(versions())
-    print("| workload | n | leaves | depth | hybrid trees | rsq (s) | TreeSHAP (s) | ratio | peak RSS (GiB) | efficiency gap |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    columns = ["workload", "n", "leaves", "depth", "hybrid trees", "rsq (s)", "TreeSHAP (s)", "ratio", "peak RSS (GiB)"]
+    print("| " + " | ".join([*columns, "efficiency gap"]) + " |")
+    print("|---" * (len(columns) + 1) + "|")
     for name in args.workloads:
         command = [sys.executable, __file__, "--one", name, "--repeat", str(args.repeat)]
         try:
