@@ -107,9 +107,11 @@ class Tuning:
     lca_local_bytes : int
         ... for per-row values (290-330 measured on fully grown trees).
     lca_item_bytes : int
-        Bytes per *estimated* item (``kernels.pairs.node_costs`` counts up to 3x the compiled
-        items) of a compiled LCA plan (measured 1.7-3 KB per compiled item) plus one per-row
-        call on a few patterns: the budget's quarter divided by it caps ``max_lca_items``.
+        Bytes per *estimated* item (``kernels.pairs.node_costs`` counts 1.5-3x the compiled
+        items) of a compiled LCA plan (1.2 KB per estimated item on XGBoost depth 12, 1.7-3 KB per
+        compiled item): the budget's quarter divided by it caps ``max_lca_items``.  At 4 KB an
+        XGBoost depth-12 tree (164k estimated items, 1.5 GiB peak and 70 s through the LCA kernel)
+        sent its root to the pairs, estimated at 310 s.
     lca_seconds : float
         Seconds per unit of LCA work (``lca_work``) and row on one core, for the time estimate
         shown with ``progress=True`` (35 ns on depth-10 forests, 66 ns on a fully grown tree).
@@ -146,7 +148,7 @@ class Tuning:
     memory_budget: int = 2 << 30
     lca_global_bytes: int = 48
     lca_local_bytes: int = 160
-    lca_item_bytes: int = 4096
+    lca_item_bytes: int = 2048
     lca_seconds: float = 5e-8
     pair_seconds: float = 2.5e-8
 

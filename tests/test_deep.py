@@ -78,13 +78,19 @@ def test_mixed_tuning_splits_trees_between_the_kernels():
     assert len(unit.plan.item_leaf) > unit.plan.n_single  # some nodes kept their LCA items
 
 
-def test_cost_model_sends_the_root_of_a_fully_grown_tree_to_pairs():
+def test_cost_model_keeps_the_plan_within_the_budget():
     X, y, _ = _deep_data(n=400, p=20)
     tree = RSquaredExplainer(DecisionTreeRegressor(random_state=0).fit(X, y)).forest.trees[0]
     costs = node_costs(tree)
-    chosen = choose_pair_nodes(costs)
-    assert chosen[0]  # the root: (L/2)^2 pairs against items exponential in the coupled features
-    assert costs.items[~chosen].sum() <= DEFAULT_TUNING.max_lca_items
+    for budget in (DEFAULT_TUNING.memory_budget, 1 << 27):
+        tuning = replace(DEFAULT_TUNING, memory_budget=budget)
+        chosen = choose_pair_nodes(costs, tuning)
+        cap = min(tuning.max_lca_items, budget // (4 * tuning.lca_item_bytes))
+        assert costs.items[~chosen].sum() <= cap
+        # a node whose pairs cost less than its items always takes them
+        cheaper = tuning.pair_cost * costs.pairs * np.ceil(costs.width / 2) < costs.items * costs.n_q
+        assert np.all(chosen[cheaper & (costs.pairs > 0)])
+    assert costs.items.sum() > cap and chosen[0]  # at 128 MiB the root's items must go
 
 
 CASES = [(family, nan) for family in FAMILIES for nan in (False, True) if family not in NO_NAN or not nan]
