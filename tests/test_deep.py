@@ -14,7 +14,7 @@ from sklearn.ensemble import RandomForestRegressor
 from sklearn.metrics import r2_score
 from sklearn.tree import DecisionTreeRegressor
 
-from shap_rsq import MemoryBudgetError, RSquaredExplainer
+from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
 from shap_rsq.kernels.hybrid_tree import HybridUnit
 from shap_rsq.kernels.pairs import choose_pair_nodes, node_costs
 from shap_rsq.tuning import DEFAULT_TUNING
@@ -187,3 +187,37 @@ def test_memory_budget_is_checked(budget):
     model = DecisionTreeRegressor(max_depth=3).fit(X, y)
     with pytest.raises((ValueError, TypeError), match="memory_budget"):
         RSquaredExplainer(model, memory_budget=budget)
+
+
+def test_estimate_with_every_row_is_exact():
+    X, y, w = _deep_data(n=120, p=8)
+    explainer = RSquaredExplainer(RandomForestRegressor(3, random_state=0).fit(X, y))
+    estimate = estimate_rsq(explainer, X, y, sample_weight=w, n_sample=500)
+    np.testing.assert_allclose(estimate.values, explainer.rsq(X, y, sample_weight=w), rtol=0, atol=1e-12)
+    assert estimate.n_sampled == estimate.n_rows == 120
+    assert np.all(estimate.standard_error == 0.0)
+
+
+def test_estimate_from_a_sample_is_within_its_standard_error():
+    X, y, _ = _deep_data(n=400, p=8)
+    explainer = RSquaredExplainer(DecisionTreeRegressor(min_samples_leaf=4, random_state=0).fit(X, y))
+    exact = explainer.rsq(X, y)
+    z = []
+    for seed in range(6):
+        estimate = estimate_rsq(explainer, X, y, n_sample=100, random_state=seed)
+        assert estimate.n_sampled == 100
+        strong = estimate.standard_error > 0
+        z.append((estimate.values - exact)[strong] / estimate.standard_error[strong])
+    z = np.concatenate(z)
+    assert np.abs(z).max() < 4.5
+    assert 0.4 < np.sqrt(np.mean(z**2)) < 2.0  # the standard errors are of the right size
+
+
+def test_estimate_refuses_multioutput_and_tiny_samples():
+    X, y, _ = _deep_data(n=60, p=6)
+    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, np.column_stack([y, -y])))
+    with pytest.raises(NotImplementedError, match="single-output"):
+        estimate_rsq(explainer, X, np.column_stack([y, -y]))
+    single = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, y))
+    with pytest.raises(ValueError, match="n_sample must be at least 2"):
+        estimate_rsq(single, X, y, n_sample=1)
