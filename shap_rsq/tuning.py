@@ -106,6 +106,11 @@ class Tuning:
         (blocks re-tabulate their cells); at 48 a fully grown tree may take half the budget.
     lca_local_bytes : int
         ... for per-row values (290-330 measured on fully grown trees).
+    lca_dense_global_bytes : int
+        ... for trees with pair nodes (``kernels.hybrid_tree``), whose items rarely share cells:
+        sized at 48, a fully grown tree (500 leaves, 500 rows) peaked at 2.37 GiB resident.
+    lca_dense_local_bytes : int
+        ... for their per-row values.
     lca_item_bytes : int
         Bytes per *estimated* item (``kernels.pairs.node_costs`` counts 1.5-3x the compiled
         items) of a compiled LCA plan (1.2 KB per estimated item on XGBoost depth 12, 1.7-3 KB per
@@ -148,6 +153,8 @@ class Tuning:
     memory_budget: int = 2 << 30
     lca_global_bytes: int = 48
     lca_local_bytes: int = 160
+    lca_dense_global_bytes: int = 110
+    lca_dense_local_bytes: int = 340
     lca_item_bytes: int = 2048
     lca_seconds: float = 5e-8
     pair_seconds: float = 2.5e-8
