@@ -221,3 +221,17 @@ def test_estimate_refuses_multioutput_and_tiny_samples():
     single = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, y))
     with pytest.raises(ValueError, match="n_sample must be at least 2"):
         estimate_rsq(single, X, y, n_sample=1)
+
+
+def test_an_out_of_memory_error_becomes_a_budget_error(monkeypatch):
+    X, y, _ = _deep_data(n=80, p=6)
+    explainer = RSquaredExplainer(DecisionTreeRegressor(random_state=0).fit(X, y))
+    (unit,) = explainer._units.units()
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError("Unable to allocate 2.7 GiB")
+
+    monkeypatch.setattr(unit, "contribute", exhausted)
+    message = r"ran out of memory .* 80 rows x 6 features .* memory_budget=2\.00 GiB"
+    with pytest.raises(MemoryBudgetError, match=message):
+        explainer.rsq(X, y)

@@ -18,7 +18,15 @@ from joblib import effective_n_jobs
 from ..kernels.lca_tree import LcaUnit
 from ..tuning import DEFAULT_TUNING, Tuning
 
-__all__ = ["MemoryBudgetError", "estimated_seconds", "fit_jobs", "progress_label", "row_bytes", "unit_bytes"]
+__all__ = [
+    "MemoryBudgetError",
+    "estimated_seconds",
+    "fit_jobs",
+    "out_of_memory",
+    "progress_label",
+    "row_bytes",
+    "unit_bytes",
+]
 
 _GIB = float(1 << 30)
 
@@ -87,6 +95,17 @@ def progress_label(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING
         return "trees"
     amount = f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.0f} s"
     return f"trees (estimated {amount} on one core)"
+
+
+def out_of_memory(n_rows: int, n_features: int, local: bool, tuning: Tuning = DEFAULT_TUNING) -> str:
+    """The message when the machine ran out of memory although the estimate fitted the budget."""
+    what = "per-row shares" if local else "R² shares"
+    return (
+        f"The machine ran out of memory computing the {what} of {n_rows:,} rows x {n_features} features "
+        f"within memory_budget={tuning.memory_budget / _GIB:.2f} GiB (the estimate fell short, or other "
+        "processes hold memory): lower RSquaredExplainer(memory_budget=...), pass fewer rows, or grow "
+        "shallower trees (max_depth, min_samples_leaf, num_leaves)."
+    )
 
 
 def _refusal(need: int, budget: int, n_rows: int, n_features: int, local: bool, largest: int) -> str:

@@ -22,7 +22,7 @@ from ..kernels.lca_plan import TreePlan
 from ..kernels.lca_tree import adopt_plans, compiled_plans, distinct_rows
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
-from .budget import fit_jobs, progress_label
+from .budget import MemoryBudgetError, fit_jobs, out_of_memory, progress_label
 from .routing import Kernel, build_units
 
 __all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_values"]
@@ -97,9 +97,16 @@ def decompose(
     ``tuning`` decides when blocks of trees go to worker processes (never what they compute) and
     holds the memory budget (:mod:`~shap_rsq.engine.budget`: fewer workers, or a refusal).
     """
-    mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
     # refuses before any work when the rows' arrays cannot fit the memory budget
     n_jobs = fit_jobs(units, X.shape[0], forest.n_features, forest.n_trees, local, n_jobs, tuning)
+    try:
+        return _decompose(forest, units, X, y, w, local, n_jobs, progress, tuning)
+    except MemoryError as error:  # an estimate fell short: say so and what to change, never crash
+        raise MemoryBudgetError(out_of_memory(X.shape[0], forest.n_features, local, tuning)) from error
+
+
+def _decompose(forest, units, X, y, w, local, n_jobs, progress, tuning) -> Decomposition:
+    mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
     blocks = _unit_blocks(units, n_jobs, local, X.shape[0], tuning)
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
     label = progress_label(units, X.shape[0], tuning) if progress else False
