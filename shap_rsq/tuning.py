@@ -119,7 +119,10 @@ class Tuning:
         sent its root to the pairs, estimated at 310 s.
     lca_seconds : float
         Seconds per unit of LCA work (``lca_work``) and row on one core, for the time estimate
-        shown with ``progress=True`` (35 ns on depth-10 forests, 66 ns on a fully grown tree).
+        shown with ``progress=True`` (10-18 ns on depth-10 XGBoost and forests, under load).
+    lca_dense_seconds : float
+        ... for trees with pair nodes, whose items rarely share cells (66-77 ns measured on
+        fully grown trees).
     pair_seconds : float
         ... per pair x feature x quadrature node and row of the per-pair kernel (24 ns measured
         on a fully grown tree).
@@ -156,7 +159,8 @@ class Tuning:
     lca_dense_global_bytes: int = 110
     lca_dense_local_bytes: int = 340
     lca_item_bytes: int = 2048
-    lca_seconds: float = 5e-8
+    lca_seconds: float = 1.5e-8
+    lca_dense_seconds: float = 6e-8
     pair_seconds: float = 2.5e-8
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from joblib import effective_n_jobs
 
+from ..kernels.hybrid_tree import HybridUnit
 from ..kernels.lca_tree import LcaUnit
 from ..tuning import DEFAULT_TUNING, Tuning
 
@@ -81,11 +82,12 @@ def fit_jobs(
 
 
 def estimated_seconds(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> float:
-    """Rough time of a call on one core, from the units' work estimates (within about 3x on
-    deep trees; shallow trees, whose rows share split patterns, take less)."""
-    lca = sum(unit.work for unit in units if isinstance(unit, LcaUnit))
-    pairs = sum(getattr(unit, "pair_work", 0.0) for unit in units)
-    return n_rows * (tuning.lca_seconds * lca + tuning.pair_seconds * pairs)
+    """Rough time of a call on one core, from the units' work estimates (within about 3x on the
+    deep trees of ``benchmarks/deep.py``; shallow trees, whose rows share split patterns, take less)."""
+    lca = sum(unit.work for unit in units if isinstance(unit, LcaUnit) and not isinstance(unit, HybridUnit))
+    dense = sum(unit.work for unit in units if isinstance(unit, HybridUnit))
+    pairs = sum(unit.pair_work for unit in units if isinstance(unit, HybridUnit))
+    return n_rows * (tuning.lca_seconds * lca + tuning.lca_dense_seconds * dense + tuning.pair_seconds * pairs)
 
 
 def progress_label(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> str:
