@@ -86,10 +86,18 @@ class Tuning:
         per-node costs (1-10 ms a tree) are not computed.  Complete trees of depth 8 estimate
         49k, depth-10 forests and 255-leaf LightGBM trees 10^5-10^6.
     pair_cost : float
-        Time of one factor of one leaf pair (``kernels.pairs``) relative to one factor of one
-        LCA item, per row pattern: a node takes the pairs when ``pair_cost x pairs x
-        ceil(width / 2)`` is below its items x the tree's quadrature nodes.  Higher keeps more
-        nodes expanded (faster on rows that repeat cells, more memory on deep trees).
+        Time of one leaf pair x quadrature node (``kernels.pairs``) relative to one LCA item x
+        quadrature node, per row pattern: a node takes the pairs when ``pair_cost x pairs x
+        ceil(width / 2)`` is below its items x the tree's quadrature nodes.  Measured about 2 on a
+        fully grown tree (500 leaves, 500 rows: all LCA 55 s, all pairs 53 s, this rule at 6:
+        55 s, at 3: 50 s, at 1.5: 48 s) and about 4 where rows share LCA cells (depth-10 forests).
+        Kept at 6: at 3, 19 of 20 depth-10 forest trees send a few bottom nodes (one or two
+        leaves a side) to the pairs, which saves nothing and sizes their LCA blocks as dense.
+    pair_min_pairs : int
+        Nodes with fewer leaf pairs keep their LCA items whatever the costs: near the leaves
+        (one or two leaves a side) moving them saves nothing, and a tree with pair nodes sizes
+        its LCA blocks as dense (``lca_dense_global_bytes``).  At 1, 8 of 20 XGBoost depth-12
+        trees had such nodes only.
     max_lca_items : int
         Most LCA items one tree's plan keeps: past it the nodes with the most items take the
         pairs, which need no plan.  The memory budget lowers it further (``lca_item_bytes``).
@@ -124,7 +132,7 @@ class Tuning:
         ... for trees with pair nodes, whose items rarely share cells (66-77 ns measured on
         fully grown trees).
     pair_seconds : float
-        ... per pair x feature x quadrature node and row of the per-pair kernel (24 ns measured
+        ... per pair x feature x quadrature node and row of the per-pair kernel (4.4 ns measured
         on a fully grown tree).
     """
 
@@ -152,6 +160,7 @@ class Tuning:
     selector_block_entries: int = 1 << 22
     pair_min_work: float = 65536.0
     pair_cost: float = 6.0
+    pair_min_pairs: int = 16
     max_lca_items: int = 1 << 18
     memory_budget: int = 2 << 30
     lca_global_bytes: int = 48
@@ -161,7 +170,7 @@ class Tuning:
     lca_item_bytes: int = 2048
     lca_seconds: float = 1.5e-8
     lca_dense_seconds: float = 6e-8
-    pair_seconds: float = 2.5e-8
+    pair_seconds: float = 5e-9
 
 
 DEFAULT_TUNING = Tuning()

@@ -131,12 +131,13 @@ def node_costs(tree: TreeTable) -> NodeCosts:
 def choose_pair_nodes(costs: NodeCosts, tuning: Tuning = DEFAULT_TUNING) -> np.ndarray:
     """``(nodes,)`` mask of the nodes whose pairs are cheaper here than as LCA items.
 
-    A node takes the pairs when ``pair_cost x pairs x ceil(width / 2)`` is below its items x the
-    tree's quadrature nodes; then, while the items left exceed ``max_lca_items`` or a quarter of
-    the memory budget (``lca_item_bytes`` each), the nodes with the most items move here too.
+    A node with at least ``pair_min_pairs`` pairs takes them when ``pair_cost x pairs x
+    ceil(width / 2)`` is below its items x the tree's quadrature nodes; then, while the items
+    left exceed ``max_lca_items`` or a quarter of the memory budget (``lca_item_bytes`` each),
+    the nodes with the most items move here too.
     """
     pair_work = tuning.pair_cost * costs.pairs * np.ceil(costs.width / 2)
-    chosen = (costs.pairs > 0) & (pair_work < costs.items * costs.n_q)
+    chosen = (costs.pairs >= tuning.pair_min_pairs) & (pair_work < costs.items * costs.n_q)
     left = np.where(chosen, 0.0, costs.items)
     cap = min(tuning.max_lca_items, tuning.memory_budget // (4 * tuning.lca_item_bytes))
     if left.sum() > cap:
