@@ -1,7 +1,7 @@
 """An opt-in estimate of the R² shares from a random sample of rows, with standard errors.
 
 For fully grown trees the exact shares cost at least ``leaves²`` per row (``docs/method.md``,
-"Deep trees"): a forest of 100 fully grown trees on 2,000 rows is estimated at days.  The shares
+"Deep trees"): a forest of 100 fully grown trees on 2,000 rows is estimated at 46 hours.  The shares
 are a sum over rows of each row's own contribution (its Shapley values of the tree games, which
 depend on that row alone), so a simple random sample of rows, evaluated exactly, gives an unbiased
 estimate of the total with a standard error, at the cost of the sampled rows only.  Nothing here
