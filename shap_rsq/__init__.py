@@ -5,18 +5,31 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__all__ = ["RSquaredExplainer", "RSquaredSelector", "UnsupportedModelError", "__version__"]
+__all__ = [
+    "MemoryBudgetError",
+    "RSquaredExplainer",
+    "RSquaredSelector",
+    "RsqEstimate",
+    "UnsupportedModelError",
+    "__version__",
+    "estimate_rsq",
+]
 __version__ = "0.1.0.dev0"
 
 # The public names are imported on first use: the engine's worker processes import only the
 # kernel modules (NumPy, SciPy), not shap and scikit-learn, which take seconds to load.
 _PUBLIC = {
+    "MemoryBudgetError": "engine.budget",
     "RSquaredExplainer": "explainer",
     "RSquaredSelector": "selector",
+    "RsqEstimate": "estimate",
+    "estimate_rsq": "estimate",
     "UnsupportedModelError": "models.info",
 }
 
 if TYPE_CHECKING:
+    from .engine.budget import MemoryBudgetError
+    from .estimate import RsqEstimate, estimate_rsq
     from .explainer import RSquaredExplainer
     from .models.info import UnsupportedModelError
     from .selector import RSquaredSelector

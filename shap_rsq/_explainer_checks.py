@@ -13,6 +13,7 @@ from .models.inspect import ModelInfo, UnsupportedModelError
 __all__ = [
     "NO_INTERACTION_SHARES",
     "PredictionCheck",
+    "check_budget",
     "check_model_predictions",
     "check_names",
     "refuse_background",
@@ -24,6 +25,17 @@ NO_INTERACTION_SHARES = (
     "Interaction shares of R² are not available yet; without y, interactions=True and "
     "shap_interaction_values give shap's interaction values of the predictions."
 )
+
+
+def check_budget(memory_budget: Any) -> float:
+    """``memory_budget`` in GiB: a positive finite number (below 1/64 GiB nothing useful fits)."""
+    try:
+        budget = float(memory_budget)
+    except (TypeError, ValueError):
+        raise TypeError(f"memory_budget must be a number of GiB; got {memory_budget!r}.") from None
+    if not np.isfinite(budget) or budget < 1.0 / 64:
+        raise ValueError(f"memory_budget must be at least 1/64 GiB (16 MiB); got {memory_budget!r}.")
+    return budget
 
 
 def refuse_background(data: Any, model_output: str, feature_perturbation: str) -> None:

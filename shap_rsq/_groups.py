@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["Players", "player_index", "resolve_groups"]
+__all__ = ["GroupedGames", "Players", "player_index", "resolve_groups"]
 
 
 @dataclass(frozen=True)
@@ -109,3 +109,32 @@ def player_index(columns: list[str] | None, players: Players | None) -> pd.Index
     if players is not None:
         return pd.Index(players.names) if columns is not None else None
     return None if columns is None else pd.Index(columns)
+
+
+class GroupedGames:
+    """Each output's game forest and units, for the features as players or for a grouping.
+
+    A grouping's forests and units are built on first use and kept, so a grouped call compiles
+    each tree once, as an ungrouped one does.
+
+    Parameters
+    ----------
+    forests : list of Forest
+        Each output's game forest, every feature its own player.
+    caches : list of UnitCache
+        Their units; a grouping's units take the same kernel choice and tuning.
+    """
+
+    def __init__(self, forests: list, caches: list) -> None:
+        self.forests, self.caches = forests, caches
+        self._grouped: dict[tuple[int, ...], tuple[list, list]] = {}
+
+    def get(self, players: Players | None) -> tuple[list, list]:
+        """The forests and units of ``players`` (``None``: the features' own)."""
+        if players is None:
+            return self.forests, self.caches
+        if players.key not in self._grouped:
+            forests = [forest.grouped(players.of_feature) for forest in self.forests]
+            caches = [type(c)(f, c.kernel, c.tuning) for f, c in zip(forests, self.caches, strict=True)]
+            self._grouped[players.key] = (forests, caches)
+        return self._grouped[players.key]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -11,11 +12,12 @@ import shap
 from ._explainer_checks import (
     NO_INTERACTION_SHARES,
     PredictionCheck,
+    check_budget,
     check_names,
     refuse_background,
     refuse_weights_without_target,
 )
-from ._groups import Players, player_index, resolve_groups
+from ._groups import GroupedGames, Players, player_index, resolve_groups
 from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import OutputGames, checked_multioutput, combine, labelled, local_output_shares, target_columns
 from .engine.routing import Kernel
@@ -69,6 +71,12 @@ class RSquaredExplainer(shap.TreeExplainer):
         says: they take less time than handing their rows to another process.
     progress : bool, default=False
         Show a progress bar over trees.
+    memory_budget : float, default=2.0
+        Working memory, in GiB, that one call may use (besides ``X`` itself).  Deep trees are
+        evaluated in blocks sized to it, fewer worker processes run when fewer fit, and a call
+        whose per-row arrays alone cannot fit is refused at once with
+        :class:`~shap_rsq.engine.budget.MemoryBudgetError` (a ``ValueError``), which gives the
+        estimate and what to change.  Results do not depend on it.
 
     Examples
     --------
@@ -93,6 +101,7 @@ class RSquaredExplainer(shap.TreeExplainer):
         feature_perturbation: str = "auto",
         n_jobs: int | None = None,
         progress: bool = False,
+        memory_budget: float = 2.0,
     ) -> None:
         refuse_background(data, model_output, feature_perturbation)
         info = inspect_model(model)
@@ -106,10 +115,12 @@ class RSquaredExplainer(shap.TreeExplainer):
         # the games square tree values: centred on each tree's mean they stay on the scale of y's
         # spread, not of y itself, so a target in the millions keeps its digits
         self._games = [forest.centred() for forest in self.forests]
-        self._unit_caches = [UnitCache(game) for game in self._games]
+        self.memory_budget = check_budget(memory_budget)
+        self._tuning = replace(DEFAULT_TUNING, memory_budget=int(self.memory_budget * (1 << 30)))
+        self._unit_caches = [UnitCache(game, "auto", self._tuning) for game in self._games]
         self._game_forest, self._units = self._games[0], self._unit_caches[0]
         self._prediction_check = PredictionCheck(info)
-        self._grouped: dict = {}
+        self._game_sets = GroupedGames(self._games, self._unit_caches)
 
     def rsq(
         self, X: Any, y: Any, sample_weight: Any = None, *, multioutput: str | None = None, groups: Any = None
@@ -152,7 +163,7 @@ class RSquaredExplainer(shap.TreeExplainer):
         checked_multioutput(multioutput, self.model_info)
         if is_dask_array(X):
             players = self._players(groups, self._names_for_matching())
-            forests, caches = self._games_for(players)
+            forests, caches = self._game_sets.get(players)
             check = self._prediction_check.sample
             n_features = self.model_info.n_features
             return rsq_over_blocks(forests[0], caches[0].units(), X, y, sample_weight, n_features, check)
@@ -354,7 +365,7 @@ class RSquaredExplainer(shap.TreeExplainer):
         weights = check_weights(sample_weight, rows.array)
         Y = target_columns(y, info, rows.array.shape[0])
         players = self._players(groups, rows.columns)
-        forests, caches = self._games_for(players)
+        forests, caches = self._game_sets.get(players)
         results = [
             decompose(game, units.units(local), rows.array, Y[:, k], weights, **self._run_options(local))
             for k, (game, units) in enumerate(zip(forests, caches, strict=True))
@@ -384,14 +395,16 @@ class RSquaredExplainer(shap.TreeExplainer):
         # names given to the constructor count as the model's own when the model recorded none
         return self.model_info.feature_names or self.feature_names
 
-    def _set_engine(self, kernel: Kernel = "auto", tuning: Tuning = DEFAULT_TUNING) -> RSquaredExplainer:
+    def _set_engine(self, kernel: Kernel = "auto", tuning: Tuning | None = None) -> RSquaredExplainer:
         """Force a kernel or a tuning for the games of every output (tests and benchmarks).
 
-        Every choice gives the same values up to rounding; only time and memory change.
+        Every choice gives the same values up to rounding; only time and memory change.  Without
+        ``tuning``, the explainer's own (the defaults with its memory budget).
         """
+        tuning = self._tuning if tuning is None else tuning
         self._unit_caches = [UnitCache(game, kernel, tuning) for game in self._games]
         self._units = self._unit_caches[0]
-        self._grouped = {}
+        self._game_sets = GroupedGames(self._games, self._unit_caches)
         return self
 
     def _players(self, groups: Any, columns: list[str] | None) -> Players | None:
@@ -401,22 +414,12 @@ class RSquaredExplainer(shap.TreeExplainer):
         names = columns if columns is not None else self._names_for_matching()
         return resolve_groups(groups, names, self.model_info.n_features)
 
-    def _games_for(self, players: Players | None) -> tuple[list, list[UnitCache]]:
-        """Each output's game forest and units: the features' own, or grouped (built once per grouping)."""
-        if players is None:
-            return self._games, self._unit_caches
-        if players.key not in self._grouped:
-            forests = [game.grouped(players.of_feature) for game in self._games]
-            caches = [UnitCache(f, c.kernel, c.tuning) for f, c in zip(forests, self._unit_caches, strict=True)]
-            self._grouped[players.key] = (forests, caches)
-        return self._grouped[players.key]
-
     def _run_options(self, local: bool) -> dict:
         tuning = self._unit_caches[0].tuning
         return {"local": local, "n_jobs": self.n_jobs, "progress": self.progress, "tuning": tuning}
 
     def _decompose(self, rows: np.ndarray, target, weights, *, local: bool, players=None) -> Decomposition:
-        forests, caches = self._games_for(players)
+        forests, caches = self._game_sets.get(players)
         result = decompose(forests[0], caches[0].units(local), rows, target, weights, **self._run_options(local))
         self._prediction_check(rows, result.prediction)
         return result

@@ -80,6 +80,60 @@ class Tuning:
         block, but each block costs 10-20 ms of hand-over.
     selector_block_entries : int
         Largest number of per-row contributions the selector holds at once (32 MB).
+    pair_min_work : float
+        Trees whose estimated LCA work (``kernels.lca_tree.lca_work``, items x quadrature nodes)
+        is lower never consider the per-pair kernel: their plans stay as they are, and their
+        per-node costs (1-10 ms a tree) are not computed.  Complete trees of depth 8 estimate
+        49k, depth-10 forests and 255-leaf LightGBM trees 10^5-10^6.
+    pair_cost : float
+        Time of one leaf pair x quadrature node (``kernels.pairs``) relative to one LCA item x
+        quadrature node, per row pattern: a node takes the pairs when ``pair_cost x pairs x
+        ceil(width / 2)`` is below its items x the tree's quadrature nodes.  Measured about 2 on a
+        fully grown tree (500 leaves, 500 rows: all LCA 55 s, all pairs 53 s, this rule at 6:
+        55 s, at 3: 50 s, at 1.5: 48 s) and about 4 where rows share LCA cells (depth-10 forests).
+        Kept at 6: at 3, 19 of 20 depth-10 forest trees send a few bottom nodes (one or two
+        leaves a side) to the pairs, which saves nothing and sizes their LCA blocks as dense.
+    pair_min_pairs : int
+        Nodes with fewer leaf pairs keep their LCA items whatever the costs: near the leaves
+        (one or two leaves a side) moving them saves nothing, and a tree with pair nodes sizes
+        its LCA blocks as dense (``lca_dense_global_bytes``).  At 1, 8 of 20 XGBoost depth-12
+        trees had such nodes only.
+    max_lca_items : int
+        Most LCA items one tree's plan keeps: past it the nodes with the most items take the
+        pairs, which need no plan.  The memory budget lowers it further (``lca_item_bytes``).
+    memory_budget : int
+        Bytes of working memory a call may use (set by ``RSquaredExplainer(memory_budget=)``).
+        An LCA kernel call sizes its blocks of patterns to a quarter of it; the plan of a tree
+        routed by the cost model keeps at most a quarter of it in items; worker processes are
+        capped so that their kernels fit; and a call whose per-row arrays alone exceed half
+        of it is refused before it starts.
+    lca_global_bytes : int
+        Peak bytes per (pattern, item) pair of one LCA kernel call for global values: 80-110
+        measured on fully grown scikit-learn trees (6k-57k items, every pair its own cell), far
+        less where patterns share cells.  Sizing blocks at 110 made depth-10 forests 2.5x slower
+        (blocks re-tabulate their cells); at 48 a fully grown tree may take half the budget.
+    lca_local_bytes : int
+        ... for per-row values (290-330 measured on fully grown trees).
+    lca_dense_global_bytes : int
+        ... for trees with pair nodes (``kernels.hybrid_tree``), whose items rarely share cells:
+        sized at 48, a fully grown tree (500 leaves, 500 rows) peaked at 2.37 GiB resident.
+    lca_dense_local_bytes : int
+        ... for their per-row values.
+    lca_item_bytes : int
+        Bytes per *estimated* item (``kernels.pairs.node_costs`` counts 1.5-3x the compiled
+        items) of a compiled LCA plan (1.2 KB per estimated item on XGBoost depth 12, 1.7-3 KB per
+        compiled item): the budget's quarter divided by it caps ``max_lca_items``.  At 4 KB an
+        XGBoost depth-12 tree (164k estimated items, 1.5 GiB peak and 70 s through the LCA kernel)
+        sent its root to the pairs, estimated at 310 s.
+    lca_seconds : float
+        Seconds per unit of LCA work (``lca_work``) and row on one core, for the time estimate
+        shown with ``progress=True`` (10-18 ns on depth-10 XGBoost and forests, under load).
+    lca_dense_seconds : float
+        ... for trees with pair nodes, whose items rarely share cells (66-77 ns measured on
+        fully grown trees).
+    pair_seconds : float
+        ... per pair x feature x quadrature node and row of the per-pair kernel (4.4 ns measured
+        on a fully grown tree).
     """
 
     heap_depth: int = 3
@@ -104,6 +158,19 @@ class Tuning:
     parallel_work: float = 1e8
     blocks_per_job: int = 2
     selector_block_entries: int = 1 << 22
+    pair_min_work: float = 65536.0
+    pair_cost: float = 6.0
+    pair_min_pairs: int = 16
+    max_lca_items: int = 1 << 18
+    memory_budget: int = 2 << 30
+    lca_global_bytes: int = 48
+    lca_local_bytes: int = 160
+    lca_dense_global_bytes: int = 110
+    lca_dense_local_bytes: int = 340
+    lca_item_bytes: int = 2048
+    lca_seconds: float = 1.5e-8
+    lca_dense_seconds: float = 6e-8
+    pair_seconds: float = 5e-9
 
 
 DEFAULT_TUNING = Tuning()

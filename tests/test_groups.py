@@ -105,3 +105,15 @@ def test_group_names_must_not_shadow_an_ungrouped_feature():
         RSquaredExplainer(model).rsq(frame, frame["a"], groups={"c": ["a", "b"]})
     with pytest.raises(ValueError, match="'zz' is not one of the model's features"):
         RSquaredExplainer(model).rsq(frame, frame["a"], groups={"g": ["a", "zz"]})
+
+
+@pytest.mark.parametrize("kernel", ["auto", "pairs", "lca"])
+def test_groups_on_a_fully_grown_tree_through_each_deep_kernel(fitted, kernel):
+    # a fully grown tree sends its upper nodes' leaf pairs to the pair kernel: it reads coins by player too
+    _, X, y, w = fitted("DecisionTreeRegressor")
+    model = DecisionTreeRegressor(random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)._set_engine(kernel=kernel)
+    expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w, players=MEMBERS)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w, groups=GROUPS), expected_global, atol=1e-9)
+    local = explainer(X, y, sample_weight=w, groups=GROUPS)
+    np.testing.assert_allclose(local.values, expected_local, atol=1e-9, rtol=0)

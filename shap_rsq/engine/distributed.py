@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..tuning import DEFAULT_TUNING
 from .run import decompose
 from .validation import check_column_shape, check_weight_total, check_weights, numeric_dtype, target_values
 
@@ -126,5 +127,7 @@ def _block_values(forest, units, X, block):
     if np.isinf(rows).any():
         raise ValueError("X contains infinity; use NaN for missing values.")
     y, w = block
-    result = decompose(forest, units, rows, y, w)
+    # the units carry the explainer's tuning, and with it its memory budget
+    tuning = units[0].tuning if units else DEFAULT_TUNING
+    result = decompose(forest, units, rows, y, w, tuning=tuning)
     return result.values, result.prediction

@@ -13,13 +13,17 @@ two-particle recursion    depth ``observed_depth`` with at most ``max_repeated``
 conditioned recursion     leaf-wise trees with at most ``junction_repeated`` repeated features
                           try it, global values only, when cheaper on the rows at hand
                           (``kernels.lca_tree.LcaUnit``, ``junction="cheaper"``)
-LCA kernel                every other tree (``LcaUnit``)
+LCA kernel                every other tree (``LcaUnit``); trees at least ``pair_min_depth``
+                          deep whose nodes' pairs are cheaper one by one than expanded
+                          (``kernels.pairs.choose_pair_nodes``) keep the LCA items of the
+                          other nodes (``kernels.hybrid_tree.HybridUnit``)
 ========================  ==============================================================
 
 ``kernel=`` forces one path (tests, benchmarks): ``"lca"`` sends every tree through the LCA
 kernel; ``"enumerate"`` / ``"recursion"`` send every eligible tree through subset enumeration /
 the two-particle recursion; ``"junction"`` every tree through the conditioned recursion for
-global values (the LCA kernel for per-row values).  Every choice gives the same values.
+global values (the LCA kernel for per-row values); ``"pairs"`` sends the pairs of every node of
+every LCA tree through the per-pair kernel.  Every choice gives the same values.
 """
 
 from __future__ import annotations
@@ -29,15 +33,17 @@ from typing import Literal
 import numpy as np
 
 from ..kernels import split_patterns
+from ..kernels.hybrid_tree import HybridUnit
 from ..kernels.lca_tree import LcaUnit, lca_work
+from ..kernels.pairs import choose_pair_nodes, node_costs
 from ..kernels.small_trees import HeapUnit, ObliviousUnit
 from ..models.forest import Forest, NodeArrays
 from ..tuning import DEFAULT_TUNING, Tuning
 
 __all__ = ["KERNELS", "Kernel", "build_units"]
 
-Kernel = Literal["auto", "lca", "enumerate", "recursion", "junction"]
-KERNELS: tuple[str, ...] = ("auto", "lca", "enumerate", "recursion", "junction")
+Kernel = Literal["auto", "lca", "enumerate", "recursion", "junction", "pairs"]
+KERNELS: tuple[str, ...] = ("auto", "lca", "enumerate", "recursion", "junction", "pairs")
 
 
 def build_units(
@@ -55,15 +61,14 @@ def build_units(
     """
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}; got {kernel!r}.")
-    if forest.players is not None:
-        # grouped features share a coin across columns: only the LCA kernel reads coins (players)
-        # apart from the columns it routes rows by
-        kernel = "lca"
     nodes = forest.nodes
-    kinds = _kinds(nodes, kernel, local, tuning)
+    # grouped features share a coin across columns: only the LCA and pair kernels read coins
+    # (players) apart from the columns they route rows by, so every tree goes to them
+    grouped = forest.players is not None
+    kinds = _kinds(nodes, "lca" if grouped else kernel, local, tuning)
     depths, means = nodes.tree_depth, nodes.tree_mean
     work = lca_work(nodes)
-    junction = _junction_modes(nodes, kernel, tuning)
+    junction = _junction_modes(nodes, "lca" if grouped else kernel, tuning)
     lca_units = {} if lca_units is None else lca_units
     units: list = []
     start = 0
@@ -76,7 +81,8 @@ def build_units(
             if start not in lca_units:
                 tree = forest.trees[start]
                 index = np.array([start])
-                lca_units[start] = LcaUnit(index, means[[start]], tree, work[start], junction[start], tuning)
+                choice = "lca" if grouped and kernel not in ("auto", "pairs") else kernel
+                lca_units[start] = _lca_unit(tree, index, means[[start]], work[start], junction[start], choice, tuning)
             units.append(lca_units[start])
             start += 1
             continue
@@ -102,6 +108,20 @@ def build_units(
             units.append(HeapUnit(index, means[index], batch, method, tuning))
         start = stop
     return units
+
+
+def _lca_unit(tree, index, mean, work, junction, kernel: str, tuning: Tuning):
+    """An LCA unit, or a hybrid one when some nodes' pairs are cheaper one by one (deep trees)."""
+    small = kernel == "auto" and work < tuning.pair_min_work
+    if kernel in ("lca", "junction") or small or tree.left[0] < 0:  # a single leaf has no pairs
+        return LcaUnit(index, mean, tree, work, junction, tuning)
+    costs = node_costs(tree)
+    chosen = tree.left >= 0 if kernel == "pairs" else choose_pair_nodes(costs, tuning)
+    # lca_work misses the expansion over coupled features: the node costs count it
+    work = max(work, float(costs.items[~chosen].sum()) * costs.n_q)
+    if not chosen.any():
+        return LcaUnit(index, mean, tree, work, junction, tuning)
+    return HybridUnit(index, mean, tree, work, "never", tuning, pair_nodes=chosen)
 
 
 def _junction_modes(nodes: NodeArrays, kernel: str, tuning: Tuning) -> np.ndarray:

@@ -23,6 +23,7 @@ from ..kernels.lca_plan import TreePlan
 from ..kernels.lca_tree import adopt_plans, compiled_plans, distinct_rows
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
+from .budget import MemoryBudgetError, fit_jobs, out_of_memory, progress_label
 from .routing import Kernel, build_units
 
 __all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_values"]
@@ -94,20 +95,32 @@ def decompose(
 ) -> Decomposition:
     """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing).
 
-    ``tuning`` decides when blocks of trees go to worker processes (never what they compute).
+    ``tuning`` decides when blocks of trees go to worker processes (never what they compute) and
+    holds the memory budget (:mod:`~shap_rsq.engine.budget`: fewer workers, or a refusal).
     """
+    # refuses before any work when the rows' arrays cannot fit the memory budget
+    n_jobs = fit_jobs(units, X.shape[0], forest.n_features, forest.n_trees, local, n_jobs, tuning)
+    try:
+        return _decompose(forest, units, X, y, w, local, n_jobs, progress, tuning)
+    except MemoryError as error:  # an estimate fell short: say so and what to change, never crash
+        raise MemoryBudgetError(out_of_memory(X.shape[0], forest.n_features, local, tuning)) from error
+
+
+def _decompose(forest, units, X, y, w, local, n_jobs, progress, tuning) -> Decomposition:
     mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
     blocks = _unit_blocks(units, n_jobs, local, X.shape[0], tuning)
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
+    label = progress_label(units, X.shape[0], tuning) if progress else False
+    inner = label if len(blocks) == 1 else False  # one block: its own bar; several: one bar over blocks
     tasks = [
-        delayed(_run_block)([units[u] for u in block], X, y, w, start, forest, local, progress and len(blocks) == 1)
+        delayed(_run_block)([units[u] for u in block], X, y, w, start, forest, local, inner)
         for block, start in zip(blocks, starts, strict=True)
     ]
     if len(tasks) == 1:
         function, args, kwargs = tasks[0]
         results = [function(*args, **kwargs)]
     else:
-        results = _run_parallel(tasks, blocks, units, n_jobs, progress)
+        results = _run_parallel(tasks, blocks, units, n_jobs, label)
     values = sum(r[0] for r in results)
     return Decomposition(values, results[-1][1], mean_prediction)
 
@@ -124,7 +137,7 @@ def _run_parallel(tasks: list, blocks: list[np.ndarray], units: Sequence, n_jobs
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=sum(len(units[u].trees) for block in blocks for u in block), desc="trees", unit="tree")
+        bar = tqdm(total=sum(len(units[u].trees) for block in blocks for u in block), desc=progress, unit="tree")
     results = []
     parallel = Parallel(n_jobs=n_jobs, prefer="processes", return_as="generator")
     for block, result in zip(blocks, parallel(tasks), strict=True):
@@ -189,7 +202,7 @@ def _run_block(units, X, y, w, f, forest, local, progress):
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=forest.n_trees, desc="trees", unit="tree")
+        bar = tqdm(total=forest.n_trees, desc=progress, unit="tree")
     for unit in units:
         pending = None  # row weights a unit sums over chunks before its games are evaluated
         for rows in _row_chunks(unit, X.shape[0]):

@@ -128,8 +128,12 @@ def _coefficients(kind: np.ndarray, r: np.ndarray, prefix: np.ndarray) -> tuple[
     )
 
 
-def compile_tree(tree: TreeTable) -> TreePlan | None:
-    """Tables of one tree, or ``None`` for a single leaf (which contributes nothing)."""
+def compile_tree(tree: TreeTable, skip: np.ndarray | None = None) -> TreePlan | None:
+    """Tables of one tree, or ``None`` for a single leaf (which contributes nothing).
+
+    ``skip`` (a mask over nodes) leaves out the cross items of the pairs meeting there: the
+    per-pair kernel (``kernels.pairs``) evaluates those.
+    """
     if tree.left[0] < 0:
         return None
     paths = tree_paths(tree)
@@ -139,7 +143,7 @@ def compile_tree(tree: TreeTable) -> TreePlan | None:
     split_index[splits] = np.arange(len(splits))
     leaf_feature = np.where(paths.features >= 0, np.searchsorted(feature_ids, paths.features), len(feature_ids))
     single = _single_items(tree, paths, leaf_feature)
-    cross = _cross_items(tree, paths, feature_ids, leaf_feature)
+    cross = _cross_items(tree, paths, feature_ids, leaf_feature, skip)
     on_path = paths.node >= 0
     n_local = paths.n_local
     value = tree.value[paths.leaf]
@@ -254,12 +258,15 @@ def _item_arrays(leaf, kind, coef, factor_kind, r, prefix, feat) -> dict:
     }
 
 
-def _cross_items(tree: TreeTable, paths: Paths, feature_ids: np.ndarray, leaf_feature: np.ndarray) -> dict:
+def _cross_items(tree: TreeTable, paths: Paths, feature_ids: np.ndarray, leaf_feature: np.ndarray, skip=None) -> dict:
     """Half-items of every leaf pair meeting at each split, expanded over coupled-feature subsets."""
     n_feat = len(feature_ids)
     inside = subtree_features(tree, feature_ids)  # (nodes, K)
     # one row per (split u on the path to leaf l): the leaf's half of the pairs meeting at u
     pair_leaf, pair_depth = np.nonzero(paths.node >= 0)
+    if skip is not None:
+        kept = ~skip[paths.node[pair_leaf, pair_depth]]
+        pair_leaf, pair_depth = pair_leaf[kept], pair_depth[kept]
     u = paths.node[pair_leaf, pair_depth]
     side = np.where(paths.went_left[pair_leaf, pair_depth], 0, 1)
     own = np.where(side == 0, tree.left[u], tree.right[u])

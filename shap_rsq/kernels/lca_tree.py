@@ -95,9 +95,7 @@ class LcaUnit:
         if local:
             g_quad = np.empty((n_patterns, self.plan.n_features))
             g_lin = np.empty_like(g_quad)
-        # per-row values also hold two (patterns, leaves x path features) slot arrays
-        per_pattern = len(self.plan.item_leaf) + (2 * self.plan.path_split.size if local else 0)
-        step = max(64, self.tuning.pattern_elements // max(per_pattern, 1))
+        step = self.pattern_step(local)
         for start in range(0, n_patterns, step):
             block = slice(start, min(n_patterns, start + step))
             left = lca.split_decisions(self.plan, X, dtype, rows=first[block])
@@ -109,6 +107,19 @@ class LcaUnit:
                 out[self.plan.features] += lca.weighted_gradient(self.plan, codes, *weights, self.tuning)
         if local:
             out[:, self.plan.features] += w_quad[:, :1] * g_quad[inverse] + w_lin[:, :1] * g_lin[inverse]
+
+    def pattern_step(self, local: bool) -> int:
+        """Patterns per kernel call: at most ``pattern_elements`` (pattern, item) pairs, whose
+        temporaries (``lca_local_bytes`` / ``lca_global_bytes`` each) fill a quarter of the budget."""
+        tuning = self.tuning
+        per_element = tuning.lca_local_bytes if local else tuning.lca_global_bytes
+        elements = min(tuning.pattern_elements, tuning.memory_budget // (4 * per_element))
+        return max(1, elements // self.pattern_width(local))
+
+    def pattern_width(self, local: bool) -> int:
+        """(pattern, item) elements per pattern; per-row values also hold two slot arrays of a
+        pattern's leaves x path features (``kernels.lca_local``)."""
+        return max(1, len(self.plan.item_leaf) + (2 * self.plan.path_split.size if local else 0))
 
     def _junction_gradient(self, X, dtype, first, per_quad, per_lin, out) -> bool:
         """Add the tree's global values through the conditioned recursion, if it is the cheaper kernel."""

@@ -1,0 +1,164 @@
+"""Deep trees: time and peak memory of ``rsq`` against shap's TreeSHAP on the same rows.
+
+Each workload runs in its own process (so that its peak resident memory is its own): the model
+is fitted, TreeSHAP's ``shap_values`` and ``RSquaredExplainer.rsq`` are timed side by side
+(``--repeat`` times each, medians), the efficiency identity is checked, and one markdown row is
+printed.  Data: ``n`` rows of ``p = 20`` standard normal features, a nonlinear target.
+
+    python benchmarks/deep.py                 # the depth sweep (slow: fully grown trees last)
+    python benchmarks/deep.py rf-10 lgbm-255  # chosen workloads
+    python benchmarks/deep.py --list
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+P = 20
+
+
+def _data(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, P))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + X[:, 2] * X[:, 3] + 0.5 * X[:, 4] ** 2 + rng.normal(scale=0.3, size=n)
+    return X, y
+
+
+def _sklearn_forest(trees: int, **kwargs):
+    from sklearn.ensemble import RandomForestRegressor
+
+    return RandomForestRegressor(trees, random_state=0, n_jobs=1, **kwargs)
+
+
+def _sklearn_tree(**kwargs):
+    from sklearn.tree import DecisionTreeRegressor
+
+    return DecisionTreeRegressor(random_state=0, **kwargs)
+
+
+def _lightgbm(trees: int, leaves: int):
+    import lightgbm
+
+    return lightgbm.LGBMRegressor(n_estimators=trees, num_leaves=leaves, verbose=-1, random_state=0, n_jobs=1)
+
+
+def _xgboost(trees: int, depth: int):
+    import xgboost
+
+    return xgboost.XGBRegressor(n_estimators=trees, max_depth=depth, random_state=0, n_jobs=1)
+
+
+# name -> (rows, model factory)
+WORKLOADS = {
+    **{f"rf-{d}": (2000, lambda d=d: _sklearn_forest(20, max_depth=d)) for d in (4, 6, 8, 10, 12)},
+    "rf-full-30": (2000, lambda: _sklearn_forest(30)),
+    "tree-full": (2000, lambda: _sklearn_tree()),
+    "tree-full-500": (500, lambda: _sklearn_tree()),
+    "tree-leaf5": (2000, lambda: _sklearn_tree(min_samples_leaf=5)),
+    **{f"lgbm-{leaves}": (2000, lambda leaves=leaves: _lightgbm(20, leaves)) for leaves in (31, 63, 127, 255)},
+    **{f"xgb-{d}": (2000, lambda d=d: _xgboost(20, d)) for d in (4, 6, 8, 10, 12)},
+    "rf-10-10k": (10000, lambda: _sklearn_forest(20, max_depth=10)),
+    "lgbm-255-10k": (10000, lambda: _lightgbm(20, 255)),
+    "xgb-12-10k": (10000, lambda: _xgboost(20, 12)),
+}
+
+
+def _shape(model) -> tuple[int, int]:
+    """Most leaves and deepest tree of the fitted model, as our reader sees them."""
+    from shap_rsq import RSquaredExplainer
+
+    nodes = RSquaredExplainer(model).forest.nodes
+    leaves = np.sum(nodes.is_leaf & (nodes.depth >= 0), axis=1)
+    return int(leaves.max()), int(nodes.tree_depth.max())
+
+
+def run_one(name: str, repeat: int) -> dict:
+    import shap
+    from sklearn.metrics import r2_score
+
+    from shap_rsq import RSquaredExplainer
+
+    n, factory = WORKLOADS[name]
+    X, y = _data(n)
+    model = factory().fit(X, y)
+    shap_times, our_times = [], []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        shap.TreeExplainer(model).shap_values(X)
+        shap_times.append(time.perf_counter() - start)
+        explainer = RSquaredExplainer(model)  # fresh: plans compiled inside the timing
+        start = time.perf_counter()
+        shares = explainer.rsq(X, y)
+        our_times.append(time.perf_counter() - start)
+    mean = explainer.forest.base_offset + explainer.forest.nodes.tree_mean.sum()
+    identity = r2_score(y, model.predict(X)) - r2_score(y, np.full_like(y, mean))
+    kinds = [type(u).__name__ for u in explainer._units.units()]
+    leaves, depth = _shape(model)
+    return {
+        "name": name,
+        "n": n,
+        "leaves": leaves,
+        "depth": depth,
+        "rsq": statistics.median(our_times),
+        "treeshap": statistics.median(shap_times),
+        "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        "efficiency_gap": float(abs(shares.sum() - identity)),
+        "hybrid_trees": kinds.count("HybridUnit"),
+        "trees": len(kinds),
+    }
+
+
+def versions() -> str:
+    import importlib
+
+    names = ["numpy", "scipy", "sklearn", "shap", "lightgbm", "xgboost"]
+    return ", ".join(f"{name} {importlib.import_module(name).__version__}" for name in names)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workloads", nargs="*", default=list(WORKLOADS))
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per workload")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args()
+    if args.list:
+        print("\n".join(WORKLOADS))
+        return
+    if args.one:
+        print(json.dumps(run_one(args.one, args.repeat)))
+        return
+    print(versions())
+    columns = ["workload", "n", "leaves", "depth", "hybrid trees", "rsq (s)", "TreeSHAP (s)", "ratio", "peak RSS (GiB)"]
+    print("| " + " | ".join([*columns, "efficiency gap"]) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for name in args.workloads:
+        command = [sys.executable, __file__, "--one", name, "--repeat", str(args.repeat)]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, check=True)
+        except subprocess.TimeoutExpired:
+            print(f"| {name} | | | | | > {args.timeout:.0f} | | | | |", flush=True)
+            continue
+        except subprocess.CalledProcessError as error:
+            print(f"| {name} | failed: {error.stderr.strip().splitlines()[-1]} |", flush=True)
+            continue
+        r = json.loads(done.stdout.strip().splitlines()[-1])
+        print(
+            f"| {r['name']} | {r['n']} | {r['leaves']} | {r['depth']} | {r['hybrid_trees']}/{r['trees']} "
+            f"| {r['rsq']:.2f} | {r['treeshap']:.3f} | {r['rsq'] / r['treeshap']:.0f}x | {r['peak_gib']:.2f} "
+            f"| {r['efficiency_gap']:.1e} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

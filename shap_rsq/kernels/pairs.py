@@ -1,0 +1,261 @@
+"""The per-pair product kernel: the cross term of a tree's squared game, one leaf pair at a time.
+
+For two leaves ``a``, ``b`` meeting at split ``u`` the multilinear extension of
+``v_a v_b m_a m_b`` is ``v_a v_b prod_k F_k`` with ``F_k = q p_ak p_bk + (1 - q) r_ak r_bk``
+over the features ``k`` on either path (``p = r = 1`` off the path, so ``F_k = 1`` there).  The
+LCA kernel expands the factors of features that both sides reuse below ``u`` into
+``2^coupled`` separable items; here the product is taken as it stands, so a pair costs
+``|features| x Q`` whatever the coupling.  Its slope along ``q_k`` is
+``(p_ak p_bk - r_ak r_bk) prod_{j != k} F_j``, "all factors but one" from prefix and suffix
+products (never by division: covers can be zero).
+
+At node ``u`` the pairs are (left leaves) x (right leaves), and only the features met on the
+paths of ``u``'s leaves enter (``K_u``); their integrand has degree below ``K_u``, so
+``ceil(K_u / 2)`` Gauss-Legendre nodes are exact.  Which nodes take this kernel is the cost model
+of :func:`choose_pair_nodes`; the other nodes keep their LCA items (``kernels.hybrid_tree``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..models.forest import TreeTable
+from ..tuning import DEFAULT_TUNING, Tuning
+from .leaf_paths import Paths, _node_depth, subtree_features, tree_paths
+
+__all__ = ["NodeCosts", "PairPlan", "choose_pair_nodes", "compile_pairs", "node_costs", "pair_values"]
+
+
+@dataclass(frozen=True)
+class NodeCosts:
+    """Per node of one tree: what its leaf pairs cost in either kernel (per distinct row pattern)."""
+
+    items: np.ndarray  # (nodes,) LCA items of the pairs meeting there: sum_leaves 2^(coupled on the leaf's path)
+    pairs: np.ndarray  # (nodes,) |left leaves| x |right leaves|
+    width: np.ndarray  # (nodes,) features on the paths of the node's leaves
+    n_q: int  # quadrature nodes of the whole tree's LCA plan (bound: ceil(most features on a path / 2))
+
+
+@dataclass(frozen=True)
+class PairPlan:
+    """Row-independent tables of the pairs of one tree at its chosen nodes (leaves in DFS order)."""
+
+    features: np.ndarray  # (K,) feature ids of the tree
+    split_node: np.ndarray  # (S,) internal nodes
+    split_feature: np.ndarray  # (S,)
+    split_threshold: np.ndarray  # (S,)
+    split_default_left: np.ndarray  # (S,)
+    path_split: np.ndarray  # (L, D) split index at each depth of each leaf's path (S pads)
+    path_left: np.ndarray  # (L, D)
+    path_kid: np.ndarray  # (L, D) tree-local feature of each split (K pads)
+    cover: np.ndarray  # (L, K) cover product of each feature's splits on the path (1 off the path)
+    value: np.ndarray  # (L,)
+    nodes: tuple  # per chosen node: (left leaves slice, right leaves slice, feature columns)
+
+    @property
+    def n_features(self) -> int:
+        return len(self.features)
+
+
+@lru_cache(maxsize=64)
+def gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights of the ``n``-point Gauss-Legendre rule on ``[0, 1]``."""
+    x, w = np.polynomial.legendre.leggauss(n)
+    return (x + 1.0) / 2.0, w / 2.0
+
+
+def _dfs_leaves(tree: TreeTable) -> np.ndarray:
+    """Leaves in depth-first order, so that every node's leaves are one contiguous run."""
+    order, stack = [], [0]
+    while stack:
+        node = stack.pop()
+        if tree.left[node] < 0:
+            order.append(node)
+        else:
+            stack.extend((int(tree.right[node]), int(tree.left[node])))
+    return np.array(order, dtype=np.int64)
+
+
+def _leaf_ranges(tree: TreeTable, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``[lo, hi)`` of every node's run of leaves in the depth-first order ``leaves``."""
+    lo = np.zeros(tree.n_nodes, dtype=np.int64)
+    hi = np.zeros(tree.n_nodes, dtype=np.int64)
+    lo[leaves] = np.arange(len(leaves))
+    hi[leaves] = np.arange(len(leaves)) + 1
+    depth = _node_depth(tree)
+    internal = np.flatnonzero((tree.left >= 0) & (depth >= 0))
+    for node in internal[np.argsort(-depth[internal], kind="stable")]:  # children before parents
+        lo[node] = lo[tree.left[node]]
+        hi[node] = hi[tree.right[node]]
+    return lo, hi
+
+
+def _ordered_paths(tree: TreeTable) -> tuple[Paths, np.ndarray, np.ndarray]:
+    """The tree's paths with leaves in DFS order, its feature ids and each leaf's features ``(L, K)``."""
+    paths = tree_paths(tree)
+    by_dfs = np.searchsorted(paths.leaf, _dfs_leaves(tree))  # paths list leaves by node id
+    paths = Paths(*(getattr(paths, name)[by_dfs] for name in Paths.__dataclass_fields__))
+    feature_ids = np.unique(tree.player[tree.left >= 0])  # the players: output indices
+    k = np.where(paths.features >= 0, np.searchsorted(feature_ids, paths.features), len(feature_ids))
+    has = np.zeros((len(paths.leaf), len(feature_ids) + 1), dtype=bool)
+    np.put_along_axis(has, k, True, axis=1)
+    return paths, feature_ids, has[:, :-1]
+
+
+def node_costs(tree: TreeTable) -> NodeCosts:
+    """What each node's leaf pairs cost in the LCA kernel (items) and here (pairs, width)."""
+    paths, feature_ids, has = _ordered_paths(tree)
+    lo, hi = _leaf_ranges(tree, paths.leaf)
+    inside = subtree_features(tree, feature_ids)
+    internal = np.flatnonzero(tree.left >= 0)
+    coupled = np.zeros((tree.n_nodes, len(feature_ids)), dtype=bool)
+    coupled[internal] = inside[tree.left[internal]] & inside[tree.right[internal]]
+    coupled[internal, np.searchsorted(feature_ids, tree.player[internal])] = False
+    leaf, depth = np.nonzero(paths.node >= 0)
+    u = paths.node[leaf, depth]
+    n_coupled = np.sum(coupled[u] & has[leaf], axis=1)
+    items = np.bincount(u, weights=np.exp2(n_coupled), minlength=tree.n_nodes)
+    pairs = np.zeros(tree.n_nodes)
+    left, right = tree.left[internal], tree.right[internal]
+    pairs[internal] = (hi[left] - lo[left]).astype(float) * (hi[right] - lo[right])
+    width = np.zeros(tree.n_nodes, dtype=np.int64)
+    cumulative = np.concatenate([np.zeros((1, has.shape[1]), int), np.cumsum(has, axis=0)])
+    width[internal] = np.sum(cumulative[hi[internal]] - cumulative[lo[internal]] > 0, axis=1)
+    n_q = max(1, -(-int(paths.n_local.max()) // 2))
+    return NodeCosts(items, pairs, width, n_q)
+
+
+def choose_pair_nodes(costs: NodeCosts, tuning: Tuning = DEFAULT_TUNING) -> np.ndarray:
+    """``(nodes,)`` mask of the nodes whose pairs are cheaper here than as LCA items.
+
+    A node with at least ``pair_min_pairs`` pairs takes them when ``pair_cost x pairs x
+    ceil(width / 2)`` is below its items x the tree's quadrature nodes; then, while the items
+    left exceed ``max_lca_items`` or a quarter of the memory budget (``lca_item_bytes`` each),
+    the nodes with the most items move here too.
+    """
+    pair_work = tuning.pair_cost * costs.pairs * np.ceil(costs.width / 2)
+    chosen = (costs.pairs >= tuning.pair_min_pairs) & (pair_work < costs.items * costs.n_q)
+    left = np.where(chosen, 0.0, costs.items)
+    cap = min(tuning.max_lca_items, tuning.memory_budget // (4 * tuning.lca_item_bytes))
+    if left.sum() > cap:
+        order = np.argsort(-left, kind="stable")
+        over = np.cumsum(left[order]) - left[order] < left.sum() - cap
+        chosen[order[over & (left[order] > 0)]] = True
+    return chosen
+
+
+def compile_pairs(tree: TreeTable, chosen: np.ndarray) -> PairPlan:
+    """Tables of the pairs meeting at the ``chosen`` nodes of one tree."""
+    paths, feature_ids, has = _ordered_paths(tree)
+    lo, hi = _leaf_ranges(tree, paths.leaf)
+    splits = np.flatnonzero(tree.left >= 0)
+    split_index = np.full(tree.n_nodes, len(splits), dtype=np.int64)
+    split_index[splits] = np.arange(len(splits))
+    on_path = paths.node >= 0
+    n_feat = len(feature_ids)
+    kid = np.where(on_path, np.searchsorted(feature_ids, tree.player[np.maximum(paths.node, 0)]), n_feat)
+    cover = np.ones((len(paths.leaf), n_feat + 1))
+    rows = np.arange(len(paths.leaf))
+    for d in range(paths.node.shape[1]):  # each leaf meets a feature at most once per depth
+        cover[rows, kid[:, d]] *= np.where(on_path[:, d], paths.ratio[:, d], 1.0)
+    cumulative = np.concatenate([np.zeros((1, n_feat), int), np.cumsum(has, axis=0)])
+    nodes = []
+    for u in np.flatnonzero(chosen):
+        left, right = tree.left[u], tree.right[u]
+        columns = np.flatnonzero(cumulative[hi[u]] - cumulative[lo[u]] > 0)
+        nodes.append((slice(lo[left], hi[left]), slice(lo[right], hi[right]), columns))
+    return PairPlan(
+        features=feature_ids.astype(np.int64),
+        split_node=splits,
+        split_feature=tree.feature[splits].astype(np.int64),
+        split_threshold=tree.threshold[splits].astype(np.float64),
+        split_default_left=tree.default[splits] == tree.left[splits],
+        path_split=np.where(on_path, split_index[np.maximum(paths.node, 0)], len(splits)),
+        path_left=np.where(on_path, paths.went_left, True),
+        path_kid=kid,
+        cover=cover[:, :n_feat],
+        value=tree.value[paths.leaf].astype(np.float64),
+        nodes=tuple(nodes),
+    )
+
+
+def passes(plan: PairPlan, X: np.ndarray, dtype=None) -> np.ndarray:
+    """``(n, L, K)`` booleans: the row passes every split on feature ``k`` of leaf ``l``'s path."""
+    x = X[:, plan.split_feature]
+    x = x if dtype is None else x.astype(dtype)
+    left = np.where(np.isnan(x), plan.split_default_left, x <= plan.split_threshold)
+    left = np.concatenate([left, np.ones((len(x), 1), dtype=bool)], axis=1)
+    fails = left[:, plan.path_split] != plan.path_left  # (n, L, D)
+    failed = np.zeros((len(x), plan.path_kid.shape[0], plan.n_features + 1), dtype=bool)
+    leaves = np.arange(plan.path_kid.shape[0])
+    for d in range(plan.path_kid.shape[1]):
+        failed[:, leaves, plan.path_kid[:, d]] |= fails[:, :, d]
+    return ~failed[:, :, :-1]
+
+
+def pair_values(plan: PairPlan, bits: np.ndarray, w_quad: np.ndarray | None, block: int) -> np.ndarray:
+    """Shapley values of the pairs' part of ``m^2``, ``(K,)`` summed with row weights ``w_quad``,
+    or ``(n, K)`` per row with unit weights when ``w_quad`` is None.  ``bits`` come from
+    :func:`passes`; temporaries hold about ``block`` floats each."""
+    n = bits.shape[0]
+    out = np.zeros(plan.n_features) if w_quad is not None else np.zeros((n, plan.n_features))
+    for a_leaves, b_leaves, columns in plan.nodes:
+        n_q = max(1, -(-len(columns) // 2))
+        n_a, n_b = a_leaves.stop - a_leaves.start, b_leaves.stop - b_leaves.start
+        per_b = len(columns) * n_q
+        b_step = max(1, min(n_b, block // per_b))
+        a_step = max(1, min(n_a, block // (per_b * b_step)))
+        row_step = max(1, block // (per_b * b_step * a_step))
+        side_a = _side(plan, bits, a_leaves, columns)
+        side_b = _side(plan, bits, b_leaves, columns)
+        for r0 in range(0, n, row_step):
+            rows = slice(r0, min(n, r0 + row_step))
+            weight = None if w_quad is None else w_quad[rows]
+            for a0 in range(0, n_a, a_step):
+                a = slice(a0, a0 + a_step)
+                for b0 in range(0, n_b, b_step):
+                    b = slice(b0, b0 + b_step)
+                    part = _block_slopes(side_a, side_b, rows, a, b, n_q, weight)
+                    if w_quad is None:
+                        out[rows, columns] += part.T
+                    else:
+                        out[columns] += part
+    return out
+
+
+def _side(plan: PairPlan, bits: np.ndarray, leaves: slice, columns: np.ndarray):
+    """One side of a node: its leaves' pass bits ``(n, A, Kc)``, covers ``(A, Kc)`` and values."""
+    return bits[:, leaves][:, :, columns], plan.cover[leaves][:, columns], plan.value[leaves]
+
+
+def _block_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
+    """Integrated slopes ``sum_pairs 2 v_a v_b (p_a p_b - r_a r_b) prod_{j != k} F_j`` of one block:
+    ``(Kc,)`` weighted by rows (``weight``) or ``(Kc, rows)``."""
+    q, gl = gauss_legendre(n_q)
+    bits_a, cover_a, value_a = side_a
+    bits_b, cover_b, value_b = side_b
+    rr = cover_a[a][:, None, :] * cover_b[b][None, :, :]  # (A, B, Kc)
+    both = bits_a[rows, a][:, :, None, :] & bits_b[rows, b][:, None, :, :]  # (n, A, B, Kc)
+    n_k = rr.shape[-1]
+    # features first, then (row, pair): the running products below are long contiguous passes
+    rr_t = np.moveaxis(rr, -1, 0)[:, None]  # (Kc, 1, A, B)
+    both_t = np.moveaxis(both, -1, 0)  # (Kc, n, A, B)
+    slope = (both_t - rr_t).reshape(n_k, -1)
+    rr_flat = np.broadcast_to(rr_t, both_t.shape).reshape(n_k, -1)
+    factor = rr_flat[..., None] + slope[..., None] * q  # (Kc, m, Q)
+    before = np.empty_like(factor)
+    before[0] = 1.0
+    for k in range(1, n_k):
+        np.multiply(before[k - 1], factor[k - 1], out=before[k])
+    after = np.ones(factor.shape[1:])
+    others = np.empty(slope.shape)
+    for k in range(n_k - 1, -1, -1):
+        others[k] = (before[k] * after) @ gl
+        after *= factor[k]
+    others *= slope
+    coef = 2.0 * value_a[a][:, None] * value_b[b][None, :]  # (A, B)
+    per_row = others.reshape(n_k, both.shape[0], -1) @ coef.ravel()  # (Kc, n)
+    return per_row if weight is None else per_row @ weight

@@ -1,0 +1,237 @@
+"""Deep trees: the per-pair kernel and the hybrid LCA units against subset enumeration, and the
+memory budget (bounded blocks, fewer workers, refusals that say what to change)."""
+
+from __future__ import annotations
+
+import tracemalloc
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest import FAMILIES, NO_NAN, make_data
+from oracle import rsq_oracle
+from sklearn.ensemble import RandomForestRegressor
+from sklearn.metrics import r2_score
+from sklearn.tree import DecisionTreeRegressor
+
+from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
+from shap_rsq.kernels.hybrid_tree import HybridUnit
+from shap_rsq.kernels.pairs import choose_pair_nodes, node_costs
+from shap_rsq.tuning import DEFAULT_TUNING
+
+# every tree takes the cost model, and half of the nodes' items are over the cap
+MIXED = replace(DEFAULT_TUNING, pair_min_work=0.0, max_lca_items=400)
+
+
+def _deep_data(n: int = 90, p: int = 6, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + X[:, 2] * X[:, 3] + 0.5 * X[:, 4] ** 2 + rng.normal(scale=0.3, size=n)
+    return X, y, rng.uniform(0.5, 2.0, size=n)
+
+
+def _deep_models():
+    X, y, w = _deep_data()
+    yield "tree", DecisionTreeRegressor(random_state=0).fit(X, y), X, y, w
+    yield "forest", RandomForestRegressor(4, random_state=0).fit(X, y), X, y, w
+    lightgbm = pytest.importorskip("lightgbm")
+    X8, y8, w8 = _deep_data(p=8, n=70, seed=1)
+    booster = lightgbm.LGBMRegressor(n_estimators=3, num_leaves=40, min_child_samples=1, verbose=-1, random_state=0)
+    yield "lightgbm", booster.fit(X8, y8), X8, y8, w8
+
+
+DEEP = list(_deep_models())
+
+
+@pytest.fixture(scope="module")
+def oracles():
+    cache = {}
+    for name, model, X, y, w in DEEP:
+        cache[name] = rsq_oracle(RSquaredExplainer(model).forest, X, y, w)
+    return cache
+
+
+@pytest.mark.parametrize("kernel", ["pairs", "lca", "auto", "mixed"])
+@pytest.mark.parametrize("case", range(len(DEEP)))
+def test_deep_trees_match_subset_enumeration(oracles, case, kernel):
+    name, model, X, y, w = DEEP[case]
+    explainer = RSquaredExplainer(model)
+    if kernel == "mixed":
+        explainer._set_engine(tuning=MIXED)
+    else:
+        explainer._set_engine(kernel=kernel)
+    expected_global, expected_local = oracles[name]
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, rtol=0, atol=1e-9)
+    assert np.abs(expected_global).max() > 1e-2
+
+
+def test_mixed_tuning_splits_trees_between_the_kernels():
+    _, model, *_ = DEEP[0]
+    explainer = RSquaredExplainer(model)._set_engine(tuning=MIXED)
+    (unit,) = explainer._units.units()
+    assert isinstance(unit, HybridUnit)
+    internal = unit.tree.left >= 0
+    assert 0 < unit.pair_nodes.sum() < internal.sum()
+    costs = node_costs(unit.tree)
+    assert costs.items[~unit.pair_nodes].sum() <= MIXED.max_lca_items
+    assert len(unit.plan.item_leaf) > unit.plan.n_single  # some nodes kept their LCA items
+
+
+def test_cost_model_keeps_the_plan_within_the_budget():
+    X, y, _ = _deep_data(n=400, p=20)
+    tree = RSquaredExplainer(DecisionTreeRegressor(random_state=0).fit(X, y)).forest.trees[0]
+    costs = node_costs(tree)
+    for budget in (DEFAULT_TUNING.memory_budget, 1 << 27):
+        tuning = replace(DEFAULT_TUNING, memory_budget=budget)
+        chosen = choose_pair_nodes(costs, tuning)
+        cap = min(tuning.max_lca_items, budget // (4 * tuning.lca_item_bytes))
+        assert costs.items[~chosen].sum() <= cap
+        # a node whose pairs cost less than its items always takes them
+        cheaper = tuning.pair_cost * costs.pairs * np.ceil(costs.width / 2) < costs.items * costs.n_q
+        assert np.all(chosen[cheaper & (costs.pairs >= tuning.pair_min_pairs)])
+    assert costs.items.sum() > cap and chosen[0]  # at 128 MiB the root's items must go
+
+
+CASES = [(family, nan) for family in FAMILIES for nan in (False, True) if family not in NO_NAN or not nan]
+
+
+@pytest.mark.parametrize(("family", "nan"), CASES)
+def test_pair_kernel_on_every_family(fitted, family, nan):
+    # zero covers (CatBoost), NaN defaults and every library's node layout
+    model, X, y, w = fitted(family, nan)
+    explainer = RSquaredExplainer(model)._set_engine(kernel="pairs")
+    expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, rtol=0, atol=1e-9)
+
+
+def test_efficiency_identity_on_a_fully_grown_forest():
+    X, y, _ = _deep_data(n=300, p=12)
+    model = RandomForestRegressor(5, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)
+    kinds = {type(u).__name__ for u in explainer._units.units()}
+    assert "HybridUnit" in kinds
+    shares = explainer.rsq(X, y)
+    mean = explainer.forest.base_offset + explainer.forest.nodes.tree_mean.sum()
+    expected = r2_score(y, model.predict(X)) - r2_score(y, np.full_like(y, mean))
+    assert shares.sum() == pytest.approx(expected, abs=1e-9)
+
+
+def test_results_do_not_depend_on_jobs_blocks_or_budget():
+    X, y, w = _deep_data(n=150, p=8)
+    model = RandomForestRegressor(4, random_state=0).fit(X, y)
+    reference = RSquaredExplainer(model)
+    expected = reference.rsq(X, y, sample_weight=w)
+    expected_local = reference(X, y, sample_weight=w).values
+    settings = [
+        {"tuning": replace(MIXED, block_elements=1 << 10, chunk_elements=1 << 12)},
+        {"tuning": replace(MIXED, memory_budget=1 << 24)},
+        {"kernel": "pairs", "tuning": replace(DEFAULT_TUNING, parallel_work=0.0)},
+    ]
+    for jobs, setting in zip([1, 1, 2], settings, strict=True):
+        explainer = RSquaredExplainer(model, n_jobs=jobs)._set_engine(**setting)
+        np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, rtol=0, atol=1e-12)
+
+
+def test_caller_arrays_are_not_modified():
+    X, y, w = _deep_data(n=120, p=8)
+    model = DecisionTreeRegressor(random_state=0).fit(X, y)
+    copies = X.copy(), y.copy(), w.copy()
+    RSquaredExplainer(model)._set_engine(tuning=MIXED)(X, y, sample_weight=w)
+    for before, after in zip(copies, (X, y, w), strict=True):
+        np.testing.assert_array_equal(before, after)
+
+
+def test_a_deep_tree_stays_within_a_small_budget():
+    X, y, _ = _deep_data(n=400, p=20)
+    model = DecisionTreeRegressor(min_samples_leaf=2, random_state=0).fit(X, y)
+    budget = 1 / 16  # GiB: the LCA kernel alone peaked at over 1 GiB on this tree
+    explainer = RSquaredExplainer(model, memory_budget=budget)
+    tracemalloc.start()
+    try:
+        shares = explainer.rsq(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < budget * (1 << 30)
+    np.testing.assert_allclose(shares.sum(), r2_score(y, model.predict(X)) - _constant_r2(explainer, y), atol=1e-9)
+
+
+def _constant_r2(explainer, y) -> float:
+    mean = explainer.forest.base_offset + explainer.forest.nodes.tree_mean.sum()
+    return r2_score(y, np.full_like(y, mean))
+
+
+def test_refusal_gives_the_estimate_and_what_to_change():
+    X, y, _ = make_data(n=200_000, p=60)
+    model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model, memory_budget=1 / 8)
+    estimate = r"Estimated working memory 0\.\d\d GiB .* 200,000 rows x 60 features"
+    with pytest.raises(MemoryBudgetError, match=estimate) as error:
+        explainer(X, y)
+    message = str(error.value)
+    assert "memory_budget=0.12 GiB" in message
+    assert "fewer rows (about" in message and "rsq()" in message
+    fit = int(message.split("about ")[1].split(" fit")[0].replace(",", ""))
+    assert 0 < fit < 200_000
+    explainer(X[:fit], y[:fit])  # as many rows as it says fit do
+    assert isinstance(error.value, ValueError)
+    assert explainer.rsq(X, y).shape == (60,)  # global shares hold O(n + p)
+
+
+@pytest.mark.parametrize("budget", [0, -1.0, float("nan"), "big"])
+def test_memory_budget_is_checked(budget):
+    X, y, _ = make_data()
+    model = DecisionTreeRegressor(max_depth=3).fit(X, y)
+    with pytest.raises((ValueError, TypeError), match="memory_budget"):
+        RSquaredExplainer(model, memory_budget=budget)
+
+
+def test_estimate_with_every_row_is_exact():
+    X, y, w = _deep_data(n=120, p=8)
+    explainer = RSquaredExplainer(RandomForestRegressor(3, random_state=0).fit(X, y))
+    estimate = estimate_rsq(explainer, X, y, sample_weight=w, n_sample=500)
+    np.testing.assert_allclose(estimate.values, explainer.rsq(X, y, sample_weight=w), rtol=0, atol=1e-12)
+    assert estimate.n_sampled == estimate.n_rows == 120
+    assert np.all(estimate.standard_error == 0.0)
+
+
+def test_estimate_from_a_sample_is_within_its_standard_error():
+    X, y, _ = _deep_data(n=400, p=8)
+    explainer = RSquaredExplainer(DecisionTreeRegressor(min_samples_leaf=4, random_state=0).fit(X, y))
+    exact = explainer.rsq(X, y)
+    z = []
+    for seed in range(6):
+        estimate = estimate_rsq(explainer, X, y, n_sample=100, random_state=seed)
+        assert estimate.n_sampled == 100
+        strong = estimate.standard_error > 0
+        z.append((estimate.values - exact)[strong] / estimate.standard_error[strong])
+    z = np.concatenate(z)
+    assert np.abs(z).max() < 4.5
+    assert 0.4 < np.sqrt(np.mean(z**2)) < 2.0  # the standard errors are of the right size
+
+
+def test_estimate_refuses_multioutput_and_tiny_samples():
+    X, y, _ = _deep_data(n=60, p=6)
+    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, np.column_stack([y, -y])))
+    with pytest.raises(NotImplementedError, match="single-output"):
+        estimate_rsq(explainer, X, np.column_stack([y, -y]))
+    single = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, y))
+    with pytest.raises(ValueError, match="n_sample must be at least 2"):
+        estimate_rsq(single, X, y, n_sample=1)
+
+
+def test_an_out_of_memory_error_becomes_a_budget_error(monkeypatch):
+    X, y, _ = _deep_data(n=80, p=6)
+    explainer = RSquaredExplainer(DecisionTreeRegressor(random_state=0).fit(X, y))
+    (unit,) = explainer._units.units()
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError("Unable to allocate 2.7 GiB")
+
+    monkeypatch.setattr(unit, "contribute", exhausted)
+    message = r"ran out of memory .* 80 rows x 6 features .* memory_budget=2\.00 GiB"
+    with pytest.raises(MemoryBudgetError, match=message):
+        explainer.rsq(X, y)
