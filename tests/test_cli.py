@@ -523,3 +523,23 @@ def test_every_option_is_documented():
             for option in action.option_strings:
                 if option not in ("-h", "--help"):
                     assert option in page, f"{option} of `shap-rsq {name}` is not in docs/cli.md"
+
+
+def test_memory_budget_reaches_the_explainer_and_a_bad_one_is_refused(files, capsys, monkeypatch):
+    model_path, _ = files("xgboost.json")
+    data = files.folder / "data.csv"
+    budgets = []
+    original = RSquaredExplainer.__init__
+
+    def spy(self, *args, **kwargs):
+        budgets.append(kwargs.get("memory_budget"))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(RSquaredExplainer, "__init__", spy)
+    argv = ["explain", "--model", model_path, "--data", data, "--target", "y"]
+    code, _, _ = run([*argv, "--memory-budget", "0.5"], capsys)
+    assert code == 0 and budgets == [0.5]
+    with pytest.raises(SystemExit) as stop:
+        main(["explain", "--model", str(model_path), "--data", str(data), "--target", "y", "--memory-budget", "0"])
+    assert stop.value.code == 2
+    assert "--memory-budget: must be at least 1/64 GiB (0.015625), got 0" in capsys.readouterr().err

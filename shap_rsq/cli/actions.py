@@ -90,7 +90,7 @@ def run_explain(args: argparse.Namespace) -> int:
     """
     _check_outputs(args)
     model = load_model(args.model, trust_pickle=args.trust_pickle)
-    explainer = RSquaredExplainer(model, n_jobs=args.n_jobs, progress=args.progress)
+    explainer = RSquaredExplainer(model, n_jobs=args.n_jobs, progress=args.progress, memory_budget=args.memory_budget)
     classifier = explainer.model_info.classes is not None
     if explainer.model_info.n_outputs > 1 and not classifier:
         raise InputError(

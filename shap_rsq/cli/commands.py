@@ -120,6 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--n-jobs", type=_n_jobs, metavar="N", help="processes over blocks of trees (-1: all cores, -2: all but one)"
     )
     explain.add_argument("--progress", action="store_true", help="show a progress bar over trees")
+    explain.add_argument(
+        "--memory-budget",
+        type=_gib,
+        default=2.0,
+        metavar="GIB",
+        help="working memory one run may use, in GiB (default 2); a run that cannot fit is refused at once",
+    )
     explain.set_defaults(run="run_explain")
     return parser
 
@@ -128,6 +135,16 @@ def _n_jobs(text: str) -> int:
     value = _whole_number(text)
     if value == 0:
         raise argparse.ArgumentTypeError("0 jobs cannot run anything: give 1 or more, or -1 for all cores")
+    return value
+
+
+def _gib(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of GiB, got {text!r}") from None
+    if not value >= 1.0 / 64 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be at least 1/64 GiB (0.015625), got {text}")
     return value
 
 
