@@ -543,3 +543,24 @@ def test_memory_budget_reaches_the_explainer_and_a_bad_one_is_refused(files, cap
         main(["explain", "--model", str(model_path), "--data", str(data), "--target", "y", "--memory-budget", "0"])
     assert stop.value.code == 2
     assert "--memory-budget: must be at least 1/64 GiB (0.015625), got 0" in capsys.readouterr().err
+
+
+def test_groups_file_explains_each_group_as_one_player(files, table, capsys, tmp_path):
+    model_path, model = files("xgboost.json")
+    groups = {"first": NAMES[:2], "third": [NAMES[3], NAMES[2]]}
+    (tmp_path / "groups.json").write_text(json.dumps(groups))
+    out = tmp_path / "shares.csv"
+    argv = ["explain", "--model", model_path, "--data", files.folder / "data.csv", "--target", "y"]
+    code, printed, _ = run([*argv, "--groups", tmp_path / "groups.json", "--out", out], capsys)
+    assert code == 0 and "first" in printed
+    written = pd.read_csv(out).set_index("feature")["rsq"]
+    expected = RSquaredExplainer(model).rsq(table[NAMES], table["y"], groups=groups)
+    assert list(expected.index[:2]) == ["first", "third"]
+    np.testing.assert_allclose(written[expected.index], expected, atol=1e-12)
+    (tmp_path / "typo.json").write_text(json.dumps({"g": [NAMES[0] + "x"]}))
+    code, _, err = run([*argv, "--groups", tmp_path / "typo.json"], capsys)
+    assert code == 1 and f"group 'g' names '{NAMES[0]}x', which is not one of the model's features" in err
+    assert f"Did you mean '{NAMES[0]}'?" in err
+    (tmp_path / "list.json").write_text("[1, 2]")
+    code, _, err = run([*argv, "--groups", tmp_path / "list.json"], capsys)
+    assert code == 1 and "must hold an object from group name to a non-empty list of columns" in err

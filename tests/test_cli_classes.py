@@ -82,3 +82,16 @@ def test_class_bar_stacks_the_parts_with_a_legend_of_classes(wine_files):
     widths = np.array([patch.get_width() for patch in ax.patches]).reshape(len(model.classes_), 4)
     np.testing.assert_allclose(widths.sum(axis=0)[::-1][0], parts.sum(axis=1).max(), atol=1e-12)
     assert any("model BSS" in t.get_text() for t in ax.texts)
+
+
+def test_groups_reach_the_class_parts(wine_files, tmp_path, capsys):
+    folder, model, X, labels = wine_files
+    groups = {"colour": ["alcohol", "malic_acid"], "ash": ["ash", "alcalinity_of_ash"]}
+    (tmp_path / "groups.json").write_text(json.dumps(groups))
+    out = tmp_path / "shares.csv"
+    argv = ["explain", "--model", str(folder / "forest.joblib"), "--trust-pickle", "--data", str(folder / "wine.csv")]
+    assert main([*argv, "--target", "cultivar", "--groups", str(tmp_path / "groups.json"), "--out", str(out)]) == 0
+    capsys.readouterr()
+    table = pd.read_csv(out).set_index("feature")
+    expected = RSquaredExplainer(model).rsq(X, labels, groups=groups)
+    np.testing.assert_allclose(table.loc[expected.index, "rsq"], expected, atol=1e-12)

@@ -12,12 +12,15 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from sklearn.metrics import r2_score
 
+from .._groups import resolve_groups
 from ..explainer import RSquaredExplainer
 from .columns import ModelInputs, model_inputs, preview
-from .files import InputError, load_data, load_model, missing_pyarrow
+from .errors import did_you_mean
+from .files import InputError, load_data, load_groups, load_model, missing_pyarrow
 from .report import (
     LOCAL_SUFFIXES,
     SHARE_SUFFIXES,
@@ -100,15 +103,18 @@ def run_explain(args: argparse.Namespace) -> int:
     inputs = _read_inputs(args, explainer)
     # a model that records no names is given a bare array, so its predict does not compare column names
     X = inputs.X if inputs.by_name else inputs.X.to_numpy()
+    groups, names = column_groups(args.groups, list(inputs.X.columns))
     if classifier:
         from .classes import run_explain_classes
 
-        return run_explain_classes(args, explainer, inputs, X)
-    names = list(inputs.X.columns)
+        return run_explain_classes(args, explainer, inputs, X, groups, names)
 
     start = time.perf_counter()
-    explanation = explainer(X, inputs.y, sample_weight=inputs.weight) if args.local else None
-    values = explanation.values.sum(axis=0) if explanation is not None else explainer.rsq(X, inputs.y, inputs.weight)
+    explanation = explainer(X, inputs.y, sample_weight=inputs.weight, groups=groups) if args.local else None
+    if explanation is not None:
+        values = explanation.values.sum(axis=0)
+    else:
+        values = np.asarray(explainer.rsq(X, inputs.y, inputs.weight, groups=groups))
     shares = pd.Series(values, index=names, name="rsq")
     seconds = time.perf_counter() - start
     model_rsq = float(r2_score(inputs.y, explainer.model_info.predict(X), sample_weight=inputs.weight))
@@ -136,6 +142,37 @@ def run_explain(args: argparse.Namespace) -> int:
         _save_bar(args.plot, shares, model_rsq, args.max_display, f"Shares of R² on {Path(args.data).name}")
         print(f"bar chart written to {args.plot}")
     return 0
+
+
+def column_groups(path: str | None, columns: list[str]) -> tuple[dict | None, list[str]]:
+    """The ``--groups`` file's groups by column position, and the names of the players.
+
+    Parameters
+    ----------
+    path : str or None
+        The ``--groups`` file (``None``: every feature is a player).
+    columns : list of str
+        The model's feature columns, in its order.
+
+    Returns
+    -------
+    groups : dict or None
+        Group name to column positions, as ``RSquaredExplainer.rsq(groups=)`` takes them.
+    names : list of str
+        The groups' names, then the ungrouped columns'.
+    """
+    if path is None:
+        return None, columns
+    groups = {}
+    for name, members in load_groups(path).items():
+        unknown = [m for m in members if str(m) not in columns]
+        if unknown:
+            raise InputError(
+                f"--groups {path}: group {name!r} names {unknown[0]!r}, which is not one of the model's features."
+                f"{did_you_mean(str(unknown[0]), columns)} The features are {preview(columns, limit=None)}."
+            )
+        groups[name] = [columns.index(str(m)) for m in members]
+    return groups, resolve_groups(groups, columns, len(columns)).names
 
 
 def _check_outputs(args: argparse.Namespace) -> None:

@@ -23,7 +23,7 @@ __all__ = ["class_parts", "format_class_table", "run_explain_classes"]
 
 
 def class_parts(
-    explainer: RSquaredExplainer, X, labels: pd.Series, weight: pd.Series | None
+    explainer: RSquaredExplainer, X, labels: pd.Series, weight: pd.Series | None, groups=None, names=None
 ) -> tuple[pd.DataFrame, float]:
     """Each feature's part of the Brier skill score share per class, and the model's score.
 
@@ -37,6 +37,10 @@ def class_parts(
         Class labels, one per row.
     weight : pandas.Series or None
         Row weights.
+    groups : dict, optional
+        Columns grouped into players, as ``RSquaredExplainer.rsq(groups=)`` takes them.
+    names : list of str, optional
+        The players' names (by default the columns of ``X``, or ``Feature j``).
 
     Returns
     -------
@@ -49,10 +53,11 @@ def class_parts(
     w = np.ones(len(labels)) if weight is None else weight.to_numpy(dtype=float)
     Y = (labels.to_numpy()[:, None] == info.classes[None, :]).astype(float)
     sst = float(np.sum(w[:, None] * (Y - np.average(Y, axis=0, weights=w)) ** 2))
-    reduction = np.asarray(explainer.loss_reduction(X, labels.to_numpy(), w), dtype=float)  # (p, K)
+    reduction = np.asarray(explainer.loss_reduction(X, labels.to_numpy(), w, groups=groups), dtype=float)  # (p, K)
     probabilities = np.asarray(info.predict(X), dtype=float)
     score = 1.0 - float(np.sum(w[:, None] * (Y - probabilities) ** 2)) / sst
-    names = list(X.columns) if hasattr(X, "columns") else [f"Feature {j}" for j in range(reduction.shape[0])]
+    if names is None:
+        names = list(X.columns) if hasattr(X, "columns") else [f"Feature {j}" for j in range(reduction.shape[0])]
     columns = pd.Index([str(c) for c in info.classes], name="class")
     return pd.DataFrame(reduction / sst, index=names, columns=columns), score
 
@@ -84,7 +89,7 @@ def format_class_table(parts: pd.DataFrame, max_display: int) -> str:
     return "\n".join(lines)
 
 
-def run_explain_classes(args: argparse.Namespace, explainer: RSquaredExplainer, inputs, X) -> int:
+def run_explain_classes(args: argparse.Namespace, explainer: RSquaredExplainer, inputs, X, groups, names) -> int:
     """``shap-rsq explain`` for a forest classifier: tables, ``--out``, ``--local`` and ``--plot``.
 
     Parameters
@@ -97,6 +102,10 @@ def run_explain_classes(args: argparse.Namespace, explainer: RSquaredExplainer, 
         The matched columns, with the labels as read.
     X : DataFrame or ndarray
         The rows as the model reads them.
+    groups : dict or None
+        Columns grouped into players (``--groups``).
+    names : list of str
+        The players' names.
 
     Returns
     -------
@@ -104,8 +113,8 @@ def run_explain_classes(args: argparse.Namespace, explainer: RSquaredExplainer, 
         The exit status, 0.
     """
     start = time.perf_counter()
-    parts, score = class_parts(explainer, X, inputs.y, inputs.weight)
-    explanation = explainer(X, inputs.y.to_numpy(), sample_weight=inputs.weight) if args.local else None
+    parts, score = class_parts(explainer, X, inputs.y, inputs.weight, groups, names)
+    explanation = explainer(X, inputs.y.to_numpy(), sample_weight=inputs.weight, groups=groups) if args.local else None
     seconds = time.perf_counter() - start
     shares = parts.sum(axis=1).rename("rsq")
     title = (

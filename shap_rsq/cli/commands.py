@@ -121,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("--progress", action="store_true", help="show a progress bar over trees")
     explain.add_argument(
+        "--groups",
+        metavar="JSON|YAML",
+        help='file of column groups, each explained as one player: {"name": [columns], ...}',
+    )
+    explain.add_argument(
         "--memory-budget",
         type=_gib,
         default=2.0,

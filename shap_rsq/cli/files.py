@@ -196,6 +196,44 @@ _DATA_KINDS = {"csv": "CSV", "tsv": "TSV", "parquet": "Parquet"}  # as the forma
 _COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zip", ".zst")
 
 
+def load_groups(path: str | os.PathLike) -> dict[str, list]:
+    """Groups of columns from a JSON (or, with PyYAML installed, YAML) file: ``{"name": [columns]}``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+
+    Returns
+    -------
+    dict
+        Group name to its columns (names or positions), in the file's order.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"--groups {path}: no such file.")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise InputError(
+                f"--groups {path}: reading YAML needs PyYAML (pip install pyyaml); or write JSON."
+            ) from None
+        groups = _guarded(path, "YAML", lambda: yaml.safe_load(text))
+    else:
+        import json
+
+        groups = _guarded(path, "JSON", lambda: json.loads(text))
+    valid = isinstance(groups, dict) and groups and all(isinstance(v, list) and v for v in groups.values())
+    if not valid:
+        raise InputError(
+            f"--groups {path} must hold an object from group name to a non-empty list of columns, e.g. "
+            '{"serum": ["s1", "s2"], "body": ["bmi", "bp"]}.'
+        )
+    return {str(name): columns for name, columns in groups.items()}
+
+
 def load_data(path: str | os.PathLike) -> pd.DataFrame:
     """A table from a CSV/TSV file (optionally compressed) or a Parquet file.
 
