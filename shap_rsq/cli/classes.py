@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..engine.outputs import output_sst, target_columns
 from ..explainer import RSquaredExplainer
 from .files import write_atomic
 from .report import format_table, save_figure, sorted_shares, write_local
@@ -51,8 +52,8 @@ def class_parts(
     """
     info = explainer.model_info
     w = np.ones(len(labels)) if weight is None else weight.to_numpy(dtype=float)
-    Y = (labels.to_numpy()[:, None] == info.classes[None, :]).astype(float)
-    sst = float(np.sum(w[:, None] * (Y - np.average(Y, axis=0, weights=w)) ** 2))
+    Y = target_columns(labels.to_numpy(), info, len(labels))  # the one-hot target the explainer plays
+    sst = float(output_sst(Y, w, "variance_weighted", info.outputs).sum())
     reduction = np.asarray(explainer.loss_reduction(X, labels.to_numpy(), w, groups=groups), dtype=float)  # (p, K)
     probabilities = np.asarray(info.predict(X), dtype=float)
     score = 1.0 - float(np.sum(w[:, None] * (Y - probabilities) ** 2)) / sst

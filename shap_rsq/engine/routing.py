@@ -65,10 +65,12 @@ def build_units(
     # grouped features share a coin across columns: only the LCA and pair kernels read coins
     # (players) apart from the columns they route rows by, so every tree goes to them
     grouped = forest.players is not None
-    kinds = _kinds(nodes, "lca" if grouped else kernel, local, tuning)
+    shape_kernel = "lca" if grouped else kernel  # what the small-tree kernels and the recursion see
+    deep_kernel = "lca" if grouped and kernel not in ("auto", "pairs") else kernel  # LCA, pairs or both
+    kinds = _kinds(nodes, shape_kernel, local, tuning)
     depths, means = nodes.tree_depth, nodes.tree_mean
     work = lca_work(nodes)
-    junction = _junction_modes(nodes, "lca" if grouped else kernel, tuning)
+    junction = _junction_modes(nodes, shape_kernel, tuning)
     lca_units = {} if lca_units is None else lca_units
     units: list = []
     start = 0
@@ -81,8 +83,8 @@ def build_units(
             if start not in lca_units:
                 tree = forest.trees[start]
                 index = np.array([start])
-                choice = "lca" if grouped and kernel not in ("auto", "pairs") else kernel
-                lca_units[start] = _lca_unit(tree, index, means[[start]], work[start], junction[start], choice, tuning)
+                unit = _lca_unit(tree, index, means[[start]], work[start], junction[start], deep_kernel, tuning)
+                lca_units[start] = unit
             units.append(lca_units[start])
             start += 1
             continue

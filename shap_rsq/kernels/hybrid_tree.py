@@ -44,13 +44,10 @@ class HybridUnit(LcaUnit):
             self._pair_plan = compile_pairs(self.tree, self.pair_nodes)
         return self._pair_plan
 
-    def pattern_step(self, local: bool) -> int:
-        """As :meth:`LcaUnit.pattern_step`, at the bytes per element of trees deep enough to have
-        pair nodes: their items rarely share cells (``Tuning.lca_dense_global_bytes``)."""
-        tuning = self.tuning
-        per_element = tuning.lca_dense_local_bytes if local else tuning.lca_dense_global_bytes
-        elements = min(tuning.pattern_elements, tuning.memory_budget // (4 * per_element))
-        return max(1, elements // self.pattern_width(local))
+    def element_bytes(self, local: bool) -> int:
+        """Bytes per (pattern, item) of trees deep enough to have pair nodes: their items rarely
+        share cells (``Tuning.lca_dense_local_bytes`` / ``lca_dense_global_bytes``)."""
+        return self.tuning.lca_dense_local_bytes if local else self.tuning.lca_dense_global_bytes
 
     @property
     def pair_work(self) -> float:

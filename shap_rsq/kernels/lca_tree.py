@@ -110,11 +110,13 @@ class LcaUnit:
 
     def pattern_step(self, local: bool) -> int:
         """Patterns per kernel call: at most ``pattern_elements`` (pattern, item) pairs, whose
-        temporaries (``lca_local_bytes`` / ``lca_global_bytes`` each) fill a quarter of the budget."""
-        tuning = self.tuning
-        per_element = tuning.lca_local_bytes if local else tuning.lca_global_bytes
-        elements = min(tuning.pattern_elements, tuning.memory_budget // (4 * per_element))
+        temporaries (:meth:`element_bytes` each) fill a quarter of the budget."""
+        elements = min(self.tuning.pattern_elements, self.tuning.memory_budget // (4 * self.element_bytes(local)))
         return max(1, elements // self.pattern_width(local))
+
+    def element_bytes(self, local: bool) -> int:
+        """Temporaries per (pattern, item) pair (``Tuning.lca_local_bytes`` / ``lca_global_bytes``)."""
+        return self.tuning.lca_local_bytes if local else self.tuning.lca_global_bytes
 
     def pattern_width(self, local: bool) -> int:
         """(pattern, item) elements per pattern; per-row values also hold two slot arrays of a

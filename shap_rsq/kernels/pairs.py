@@ -18,12 +18,12 @@ of :func:`choose_pair_nodes`; the other nodes keep their LCA items (``kernels.hy
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from ..models.forest import TreeTable
 from ..tuning import DEFAULT_TUNING, Tuning
+from .lca import gauss_legendre, split_decisions
 from .leaf_paths import Paths, _node_depth, subtree_features, tree_paths
 
 __all__ = ["NodeCosts", "PairPlan", "choose_pair_nodes", "compile_pairs", "node_costs", "pair_values"]
@@ -58,13 +58,6 @@ class PairPlan:
     @property
     def n_features(self) -> int:
         return len(self.features)
-
-
-@lru_cache(maxsize=64)
-def gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights of the ``n``-point Gauss-Legendre rule on ``[0, 1]``."""
-    x, w = np.polynomial.legendre.leggauss(n)
-    return (x + 1.0) / 2.0, w / 2.0
 
 
 def _dfs_leaves(tree: TreeTable) -> np.ndarray:
@@ -184,12 +177,9 @@ def compile_pairs(tree: TreeTable, chosen: np.ndarray) -> PairPlan:
 
 def passes(plan: PairPlan, X: np.ndarray, dtype=None) -> np.ndarray:
     """``(n, L, K)`` booleans: the row passes every split on feature ``k`` of leaf ``l``'s path."""
-    x = X[:, plan.split_feature]
-    x = x if dtype is None else x.astype(dtype)
-    left = np.where(np.isnan(x), plan.split_default_left, x <= plan.split_threshold)
-    left = np.concatenate([left, np.ones((len(x), 1), dtype=bool)], axis=1)
+    left = split_decisions(plan, X, dtype)  # the plan has the split fields the LCA kernel routes by
     fails = left[:, plan.path_split] != plan.path_left  # (n, L, D)
-    failed = np.zeros((len(x), plan.path_kid.shape[0], plan.n_features + 1), dtype=bool)
+    failed = np.zeros((len(left), plan.path_kid.shape[0], plan.n_features + 1), dtype=bool)
     leaves = np.arange(plan.path_kid.shape[0])
     for d in range(plan.path_kid.shape[1]):
         failed[:, leaves, plan.path_kid[:, d]] |= fails[:, :, d]

@@ -110,7 +110,7 @@ class TreeTable:
         return node
 
 
-_NODE_FIELDS = ("left", "right", "default", "feature", "threshold", "value", "cover")
+_NODE_FIELDS = tuple(name for name in TreeTable.__dataclass_fields__ if name != "players")  # the node arrays
 
 
 @dataclass(frozen=True)
