@@ -10,7 +10,6 @@ import pandas as pd
 import shap
 
 from ._explainer_checks import (
-    NO_INTERACTION_SHARES,
     PredictionCheck,
     check_budget,
     check_names,
@@ -18,6 +17,7 @@ from ._explainer_checks import (
     refuse_weights_without_target,
 )
 from ._groups import GroupedGames, Players, player_index, resolve_groups
+from ._interactions import InteractionShares
 from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import OutputGames, checked_multioutput, combine, labelled, local_output_shares, target_columns
 from .engine.routing import Kernel
@@ -29,7 +29,7 @@ from .tuning import DEFAULT_TUNING, Tuning
 __all__ = ["RSquaredExplainer"]
 
 
-class RSquaredExplainer(shap.TreeExplainer):
+class RSquaredExplainer(InteractionShares, shap.TreeExplainer):
     """Exact Shapley decomposition of R² for tree models (Q-SHAP).
 
     A :class:`shap.TreeExplainer` (tree-path-dependent) that also splits the
@@ -237,8 +237,8 @@ class RSquaredExplainer(shap.TreeExplainer):
         sample_weight : array-like of shape (n_samples,), optional
             Row weights of the R² (only with ``y``).
         interactions : bool, default=False
-            Without ``y``, shap's interaction values.  Interaction shares of R² are not
-            available yet.
+            Without ``y``, shap's interaction values; with ``y``, per-row interaction shares of R²,
+            ``values`` of shape ``(n, p, p)`` that sum over rows to :meth:`rsq_interactions`.
         check_additivity : bool, default=True
             With ``y``, check that each row's shares plus its base value add up to the row's
             part of R² (a misread model would break it); without ``y``, shap's own check.
@@ -264,10 +264,13 @@ class RSquaredExplainer(shap.TreeExplainer):
                 X, interactions=interactions, check_additivity=check_additivity, approximate=approximate
             )
         if interactions:
-            raise NotImplementedError(NO_INTERACTION_SHARES)
-        values, base, rows, names, output_names = self._local_shares(
-            X, y, sample_weight, check_additivity, multioutput, groups
-        )
+            checked_multioutput(multioutput, self.model_info)
+            values, base, rows, names = self._local_interactions(X, y, sample_weight, check_additivity, groups)
+            output_names = "R²"
+        else:
+            values, base, rows, names, output_names = self._local_shares(
+                X, y, sample_weight, check_additivity, multioutput, groups
+            )
         return shap.Explanation(
             values=values,
             base_values=base,
@@ -316,26 +319,6 @@ class RSquaredExplainer(shap.TreeExplainer):
                 "apply only to SHAP values of predictions (call without y)."
             )
         return self._local_shares(X, y, sample_weight, check_additivity, None, None)[0]
-
-    def shap_interaction_values(self, X: Any, y: Any = None, tree_limit: int | None = None) -> np.ndarray:
-        """SHAP interaction values of the predictions (shap's, unchanged).
-
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-            Rows to explain.
-        y : array-like, optional
-            Interaction shares of R² are not available yet: passing ``y`` raises.
-        tree_limit : int, optional
-            shap's parameter.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_features, n_features)
-        """
-        if y is not None:
-            raise NotImplementedError(NO_INTERACTION_SHARES)
-        return super().shap_interaction_values(X, None, tree_limit)
 
     def _local_shares(self, X, y, sample_weight, check_additivity: bool, multioutput: str | None, groups):
         if self.model_info.n_outputs > 1:

@@ -91,6 +91,42 @@ def rsq_oracle(forest: Forest, X: np.ndarray, y: np.ndarray, w: np.ndarray | Non
     return local.sum(axis=0), local
 
 
+def interaction_oracle(forest: Forest, X: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, players=None):
+    """Shapley interaction indices of the summed tree games ``(P, P)`` (zero diagonal) divided by
+    SST, and per row ``(n, P, P)``, by subset enumeration:
+    ``I_jk = sum_S |S|! (P - |S| - 2)! / (P - 1)! [v(S+jk) - v(S+j) - v(S+k) + v(S)]``."""
+    X = forest.cast(X)
+    n = X.shape[0]
+    members = [[j] for j in range(X.shape[1])] if players is None else [list(m) for m in players]
+    p = len(members)
+    w = np.ones(n) if w is None else np.asarray(w, dtype=float)
+    sst = np.sum(w * (y - np.average(y, weights=w)) ** 2)
+    expected = [float(conditional_expectation(t, X[:1], frozenset())[0]) for t in forest.trees]
+    f = forest.base_offset + sum(expected) + np.zeros(n)
+    local = np.zeros((p, p, n))
+    weight = {s: factorial(s) * factorial(p - s - 2) / factorial(p - 1) for s in range(p - 1)}
+    for tree, c in zip(forest.trees, expected, strict=True):
+        r = y - f
+        game = {}
+        for size in range(p + 1):
+            for subset in combinations(range(p), size):
+                known = frozenset(j for player in subset for j in members[player])
+                m = conditional_expectation(tree, X, known) - c
+                game[frozenset(subset)] = -w * (m * m - 2.0 * r * m)
+        for j, k in combinations(range(p), 2):
+            others = [m for m in range(p) if m not in (j, k)]
+            total = np.zeros(n)
+            for size in range(p - 1):
+                for subset in combinations(others, size):
+                    s = frozenset(subset)
+                    total += weight[size] * (game[s | {j, k}] - game[s | {j}] - game[s | {k}] + game[s])
+            local[j, k] += total
+            local[k, j] += total
+        f = f + conditional_expectation(tree, X, frozenset(range(X.shape[1]))) - c
+    local = np.moveaxis(local, -1, 0) / sst
+    return local.sum(axis=0), local
+
+
 def tree_shap_oracle(tree: TreeTable, X: np.ndarray) -> np.ndarray:
     """Path-dependent SHAP values of one tree ``(n, p)`` by subset enumeration."""
     p = X.shape[1]

@@ -24,6 +24,7 @@ from ..kernels.lca_tree import adopt_plans, compiled_plans, distinct_rows
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import MemoryBudgetError, fit_jobs, out_of_memory, progress_label
+from .interactions import InteractionPlans
 from .routing import Kernel, build_units
 
 __all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_values"]
@@ -42,6 +43,7 @@ class UnitCache:
         self.tuning = tuning
         self._units: dict[bool, list] = {}
         self._lca_units: dict = {}  # shared by both lists: each tree compiled once
+        self._interaction_plans: InteractionPlans | None = None
 
     def units(self, local: bool = False) -> list:
         """Units for global values, or for per-row values (``local``), which some trees need
@@ -49,6 +51,12 @@ class UnitCache:
         if local not in self._units:
             self._units[local] = build_units(self.forest, self.kernel, local, self._lca_units, self.tuning)
         return self._units[local]
+
+    def interaction_plans(self) -> InteractionPlans:
+        """Each tree's interaction plan (:mod:`~shap_rsq.engine.interactions`), compiled on first use."""
+        if self._interaction_plans is None:
+            self._interaction_plans = InteractionPlans(self.forest)
+        return self._interaction_plans
 
 
 @dataclass(frozen=True)

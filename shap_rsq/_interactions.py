@@ -1,0 +1,171 @@
+"""Interaction shares of R²: :meth:`RSquaredExplainer.rsq_interactions` and its per-row form.
+
+The matrix follows shap's convention for ``shap_interaction_values``, applied to the game that
+:meth:`~shap_rsq.RSquaredExplainer.rsq` decomposes: off the diagonal, ``[j, k]`` is half the
+Shapley interaction index ``I_jk`` of that game (divided by SST); on it, the main effect
+``phi_j - sum_{k != j} I_jk / 2``.  Each row of the matrix therefore sums to feature ``j``'s
+share of R², and the matrix to the model's explained R² (the efficiency identity of ``rsq``).
+The indices come from :mod:`~shap_rsq.engine.interactions`; the shares from ``rsq``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ._explainer_checks import refuse_weights_without_target
+from ._groups import player_index
+from .engine.distributed import is_dask_array
+from .engine.interactions import interaction_indices
+from .engine.run import check_row_totals
+
+__all__ = ["NO_MULTIOUTPUT_INTERACTIONS", "InteractionShares", "shares_matrix", "top_pairs"]
+
+NO_MULTIOUTPUT_INTERACTIONS = (
+    "Interaction shares of R² are available for single-output regressors; this model has {n} outputs.  "
+    "Without y, shap's interaction values of the predictions still work."
+)
+
+
+class InteractionShares:
+    """The interaction methods of :class:`~shap_rsq.RSquaredExplainer` (a mixin: it reads the
+    explainer's validation, games and shares)."""
+
+    def rsq_interactions(
+        self, X: Any, y: Any, sample_weight: Any = None, *, top_k: int | None = None, groups: Any = None
+    ) -> np.ndarray | pd.DataFrame:
+        """Pairwise interaction shares of R²: a symmetric ``(p, p)`` matrix, or the ``top_k`` pairs.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to evaluate on, as in :meth:`rsq`.
+        y : array-like of shape (n_samples,)
+            Observed target.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative row weights.
+        top_k : int, optional
+            Return only the ``top_k`` strongest pairs, by absolute value, as a DataFrame with
+            columns ``feature_a``, ``feature_b`` and ``rsq`` (the pair's total ``[a, b] + [b, a]``,
+            its whole Shapley interaction index).  No ``(p, p)`` array is formed, so this is the
+            form for thousands of features.
+        groups : dict of str to list, optional
+            Grouped features as single players, as in :meth:`rsq`: the interactions are then
+            between groups (and the ungrouped features, listed after them).
+
+        Returns
+        -------
+        ndarray of shape (p, p) or pandas.DataFrame
+            ``[j, k]`` (``j != k``) is half the Shapley interaction index of features ``j`` and
+            ``k`` in the game :meth:`rsq` decomposes, and ``[j, j]`` is ``j``'s main effect, so
+            that row ``j`` sums to ``rsq(X, y)[j]`` and the matrix to the shares' total.  A
+            DataFrame with the feature names as index and columns when ``X`` has names.
+
+        Notes
+        -----
+        The index of a pair is the integral along the diagonal of the mixed second derivative of
+        the game's multilinear extension, evaluated exactly on the trees' leaf pairs (see
+        ``docs/method.md``).  It costs about ``W^2 / 2`` times what ``rsq`` costs per leaf pair,
+        ``W`` being the features on two paths.
+        """
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int | np.integer) or top_k < 1):
+            raise ValueError(f"top_k must be a positive integer; got {top_k!r}.")
+        rows, target, weights, sst, players = self._interaction_inputs(X, y, sample_weight, groups)
+        names = player_index(rows.columns, players)
+        indices = self._indices(rows.array, target, weights, players, local=False)
+        if top_k is not None:
+            labels = names if names is not None else range(indices.shape[0])
+            return top_pairs(indices / sst, list(labels), int(top_k))
+        shares = self._decompose(rows.array, target, weights, local=False, players=players).values / sst
+        matrix = shares_matrix(np.asarray((indices + indices.T).todense()) / sst, shares)
+        return matrix if names is None else pd.DataFrame(matrix, index=names, columns=names)
+
+    def shap_interaction_values(
+        self, X: Any, y: Any = None, tree_limit: int | None = None, *, sample_weight: Any = None
+    ) -> np.ndarray:
+        """SHAP interaction values of the predictions (shap's, unchanged).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to explain.
+        y : array-like, optional
+            Observed target: when given, per-row interaction shares of R² (the ``values`` of
+            ``explainer(X, y, interactions=True)``).
+        tree_limit : int, optional
+            shap's parameter, used only without ``y``.
+        sample_weight : array-like of shape (n_samples,), optional
+            Row weights of the R² (only with ``y``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features, n_features)
+        """
+        if y is None:
+            refuse_weights_without_target(sample_weight)
+            return super().shap_interaction_values(X, None, tree_limit)
+        if tree_limit is not None:
+            raise ValueError(
+                "R² interaction shares use every tree the model predicts with: tree_limit applies without y."
+            )
+        return self._local_interactions(X, y, sample_weight, True, None)[0]
+
+    def _local_interactions(self, X, y, sample_weight, check_additivity: bool, groups):
+        """Per-row interaction shares ``(n, p, p)``, their base values, rows and player names."""
+        rows, target, weights, sst, players = self._interaction_inputs(X, y, sample_weight, groups)
+        indices = self._indices(rows.array, target, weights, players, local=True) / sst
+        result = self._decompose(rows.array, target, weights, local=True, players=players)
+        values = shares_matrix(indices, result.values / sst)
+        mean = np.average(target, weights=weights)
+        base = weights * ((target - mean) ** 2 - (target - result.mean_prediction) ** 2) / sst
+        if check_additivity:
+            check_row_totals(values.sum(axis=2), base, target, result.prediction, weights, mean, sst)
+        return values, base, rows, player_index(rows.columns, players)
+
+    def _interaction_inputs(self, X, y, sample_weight, groups):
+        if self.model_info.n_outputs > 1:
+            raise NotImplementedError(NO_MULTIOUTPUT_INTERACTIONS.format(n=self.model_info.n_outputs))
+        if is_dask_array(X):
+            raise NotImplementedError("Interaction shares of R² take in-memory rows; pass a NumPy array or DataFrame.")
+        rows, target, weights, sst = self._inputs(X, y, sample_weight)
+        return rows, target, weights, sst, self._players(groups, rows.columns)
+
+    def _indices(self, rows: np.ndarray, target, weights, players, *, local: bool):
+        _, caches = self._game_sets.get(players)
+        cache = caches[0]
+        indices, prediction = interaction_indices(
+            cache.interaction_plans(), rows, target, weights, local=local, tuning=cache.tuning
+        )
+        self._prediction_check(rows, prediction)
+        return indices
+
+
+def shares_matrix(indices: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """shap's layout: half of each index off the diagonal, and on it what makes each row sum to
+    the share (``shares`` ``(..., p)``, ``indices`` ``(..., p, p)`` symmetric with zero diagonal)."""
+    matrix = indices / 2.0
+    diagonal = shares - matrix.sum(axis=-1)
+    p = matrix.shape[-1]
+    matrix[..., np.arange(p), np.arange(p)] = diagonal
+    return matrix
+
+
+def top_pairs(upper: sp.spmatrix, labels: list, k: int) -> pd.DataFrame:
+    """The ``k`` pairs of largest absolute index from a sparse upper triangle, strongest first."""
+    coo = sp.coo_matrix(upper)
+    keep = coo.row != coo.col
+    rows, cols, values = coo.row[keep], coo.col[keep], coo.data[keep]
+    if len(values) > k:
+        strongest = np.argpartition(-np.abs(values), k - 1)[:k]
+        rows, cols, values = rows[strongest], cols[strongest], values[strongest]
+    order = np.lexsort((cols, rows, -np.abs(values)))  # ties in a fixed order
+    return pd.DataFrame(
+        {
+            "feature_a": [labels[i] for i in rows[order]],
+            "feature_b": [labels[i] for i in cols[order]],
+            "rsq": values[order],
+        }
+    )

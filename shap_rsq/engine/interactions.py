@@ -1,0 +1,126 @@
+"""Shapley interaction indices of the summed tree games, tree by tree.
+
+The games are those of :mod:`~shap_rsq.engine.run` (tree ``t`` on a row with weight ``w`` and
+residual ``r``: ``w_quad m_S^2 + w_lin m_S`` with ``w_quad = -w`` and ``w_lin = 2 w (r + c_t)``),
+and the interaction index is linear in the game, so the forest's indices are the sum of its
+trees'.  A tree only couples the players it splits on: tree ``t`` adds a ``K_t x K_t`` block,
+and the global result is kept sparse (``p = 20,000`` players never form a ``p x p`` array).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..kernels.interactions import InteractionPlan, compile_interactions, pattern_interactions
+from ..kernels.lca import reached_leaf, split_decisions
+from ..kernels.lca_tree import distinct_rows
+from ..models.forest import Forest
+from ..tuning import DEFAULT_TUNING, Tuning
+from .budget import MemoryBudgetError
+
+__all__ = ["InteractionPlans", "interaction_indices"]
+
+_COMPRESS_ENTRIES = 1 << 22  # pending (row, column, value) triplets merged into the sparse sum past this
+
+
+class InteractionPlans:
+    """Each tree's interaction plan, compiled on first use (``None`` for single-leaf trees)."""
+
+    def __init__(self, forest: Forest) -> None:
+        self.forest = forest
+        self._plans: dict[int, InteractionPlan | None] = {}
+
+    def __getitem__(self, t: int) -> InteractionPlan | None:
+        if t not in self._plans:
+            tree = self.forest.trees[t]
+            self._plans[t] = None if tree.left[0] < 0 else compile_interactions(tree)
+        return self._plans[t]
+
+
+def interaction_indices(
+    plans: InteractionPlans,
+    X: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    *,
+    local: bool = False,
+    tuning: Tuning = DEFAULT_TUNING,
+) -> tuple[sp.csr_matrix | np.ndarray, np.ndarray]:
+    """Interaction indices ``I_jk`` of ``sum_t v_t`` (not yet divided by SST) and ``f(x)``.
+
+    Returns the upper triangle (``j < k``) summed over rows as a sparse ``(P, P)`` matrix, or with
+    ``local`` every row's symmetric ``(n, P, P)`` indices (zero diagonal), refused with
+    :class:`~shap_rsq.engine.budget.MemoryBudgetError` when that array cannot fit the budget.
+    """
+    forest = plans.forest
+    n, n_players = X.shape[0], forest.n_players
+    if local:
+        _check_local_budget(n, n_players, tuning)
+    f = np.full(n, forest.base_offset + float(forest.nodes.tree_mean.sum()))
+    out = np.zeros((n, n_players, n_players)) if local else _SparseSum(n_players)
+    for t, mean in enumerate(forest.nodes.tree_mean):
+        plan = plans[t]
+        if plan is None:
+            continue
+        left = split_decisions(plan.pairs, X, forest.input_dtype)
+        first, inverse = distinct_rows(left[:, :-1])
+        prediction = plan.pairs.value[reached_leaf(plan.pairs, left[first])][inverse]
+        w_quad = -w
+        w_lin = 2.0 * w * (y - f + mean)
+        f += prediction - mean
+        ids = plan.features
+        n_k = len(ids)
+        rows = X[first]
+        if local:
+            on_m2, on_m = pattern_interactions(plan, rows, None, None, tuning.block_elements, forest.input_dtype)
+            upper = (
+                w_quad[:, None, None] * on_m2[inverse, :n_k, :n_k] + w_lin[:, None, None] * on_m[inverse, :n_k, :n_k]
+            )
+            block = upper + np.swapaxes(upper, 1, 2)
+            out[:, ids[:, None], ids[None, :]] += block
+        else:
+            per_quad = np.bincount(inverse, weights=w_quad, minlength=len(first))
+            per_lin = np.bincount(inverse, weights=w_lin, minlength=len(first))
+            table = pattern_interactions(plan, rows, per_quad, per_lin, tuning.block_elements, forest.input_dtype)
+            out.add(ids, table[:n_k, :n_k])
+    return (out if local else out.total()), f
+
+
+def _check_local_budget(n: int, n_players: int, tuning: Tuning) -> None:
+    """Per-row interactions hold two ``(n, p, p)`` arrays (the sum and the Explanation's)."""
+    needed = 2 * 8 * n * n_players * n_players
+    if needed > tuning.memory_budget:
+        raise MemoryBudgetError(
+            f"Per-row interaction shares of {n} rows and {n_players} players need about "
+            f"{needed / (1 << 30):.2f} GiB, over the memory budget of {tuning.memory_budget / (1 << 30):.2f} GiB.  "
+            "Pass fewer rows, raise memory_budget=, or use rsq_interactions(X, y) (summed over rows; "
+            "top_k= for many features)."
+        )
+
+
+class _SparseSum:
+    """A ``(P, P)`` sum of small dense blocks at scattered indices, merged in batches."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._sum = sp.csr_matrix((size, size))
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._pending = 0
+
+    def add(self, ids: np.ndarray, block: np.ndarray) -> None:
+        j, k = np.nonzero(block)
+        self._parts.append((ids[j], ids[k], block[j, k]))
+        self._pending += len(j)
+        if self._pending > _COMPRESS_ENTRIES:
+            self._merge()
+
+    def _merge(self) -> None:
+        if self._parts:
+            rows, cols, values = (np.concatenate(part) for part in zip(*self._parts, strict=True))
+            self._sum = self._sum + sp.csr_matrix((values, (rows, cols)), shape=(self.size, self.size))
+        self._parts, self._pending = [], 0
+
+    def total(self) -> sp.csr_matrix:
+        self._merge()
+        return self._sum
