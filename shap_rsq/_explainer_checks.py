@@ -11,7 +11,6 @@ import numpy as np
 from .models.inspect import ModelInfo, UnsupportedModelError
 
 __all__ = [
-    "NO_INTERACTION_SHARES",
     "PredictionCheck",
     "check_budget",
     "check_model_predictions",
@@ -20,11 +19,6 @@ __all__ = [
     "refuse_weights_without_target",
     "rows_with_nan",
 ]
-
-NO_INTERACTION_SHARES = (
-    "Interaction shares of R² are not available yet; without y, interactions=True and "
-    "shap_interaction_values give shap's interaction values of the predictions."
-)
 
 
 def check_budget(memory_budget: Any) -> float:

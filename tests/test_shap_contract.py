@@ -53,13 +53,19 @@ def test_with_y_the_same_calls_give_shares_of_r2(fitted):
     assert total == pytest.approx(r2_score(y, model.predict(frame), sample_weight=w), abs=1e-6)  # float32 predict
 
 
-def test_interaction_shares_of_r2_are_refused_until_they_exist(fitted):
-    model, frame, y, _ = fitted
+def test_interaction_shares_of_r2_come_in_shaps_layout(fitted):
+    model, frame, y, w = fitted
     explainer = RSquaredExplainer(model)
-    with pytest.raises(NotImplementedError, match="Interaction shares of R² are not available yet"):
-        explainer(frame, y, interactions=True)
-    with pytest.raises(NotImplementedError, match="Interaction shares of R²"):
-        explainer.shap_interaction_values(frame, y)
+    explanation = explainer(frame, y, sample_weight=w, interactions=True)
+    n, p = frame.shape
+    assert explanation.values.shape == (n, p, p) and explanation.feature_names == list(frame.columns)
+    # each row's matrix is symmetric and its rows sum to that row's per-feature shares
+    np.testing.assert_allclose(explanation.values, np.swapaxes(explanation.values, 1, 2), atol=1e-15)
+    np.testing.assert_allclose(explanation.values.sum(axis=2), explainer(frame, y, sample_weight=w).values, atol=1e-12)
+    matrix = explainer.rsq_interactions(frame, y, sample_weight=w)
+    np.testing.assert_allclose(explanation.values.sum(axis=0), matrix.to_numpy(), atol=1e-12)
+    np.testing.assert_array_equal(explainer.shap_interaction_values(frame, y, sample_weight=w), explanation.values)
+    assert explainer.shap_interaction_values(frame).shape == (n, p, p)  # shap's own, without y
 
 
 def test_weights_without_a_target_are_refused(fitted):

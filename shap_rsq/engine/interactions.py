@@ -73,7 +73,7 @@ def interaction_indices(
         n_k = len(ids)
         rows = X[first]
         if local:
-            on_m2, on_m = pattern_interactions(plan, rows, None, None, tuning.block_elements, forest.input_dtype)
+            on_m2, on_m = pattern_interactions(plan, rows, None, None, tuning, forest.input_dtype)
             upper = (
                 w_quad[:, None, None] * on_m2[inverse, :n_k, :n_k] + w_lin[:, None, None] * on_m[inverse, :n_k, :n_k]
             )
@@ -82,7 +82,7 @@ def interaction_indices(
         else:
             per_quad = np.bincount(inverse, weights=w_quad, minlength=len(first))
             per_lin = np.bincount(inverse, weights=w_lin, minlength=len(first))
-            table = pattern_interactions(plan, rows, per_quad, per_lin, tuning.block_elements, forest.input_dtype)
+            table = pattern_interactions(plan, rows, per_quad, per_lin, tuning, forest.input_dtype)
             out.add(ids, table[:n_k, :n_k])
     return (out if local else out.total()), f
 

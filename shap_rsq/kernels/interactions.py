@@ -32,10 +32,19 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..models.forest import TreeTable
+from ..tuning import DEFAULT_TUNING, Tuning
 from .lca import gauss_legendre
 from .pairs import PairPlan, compile_pairs, passes
 
-__all__ = ["InteractionPlan", "compile_interactions", "pattern_interactions"]
+__all__ = ["Entries", "InteractionPlan", "compile_interactions", "pattern_interactions"]
+
+
+@dataclass(frozen=True)
+class Entries:
+    """The entries of one width: ``slice`` of the plan's entries that read exactly ``width`` columns."""
+
+    rows: slice
+    width: int
 
 
 @dataclass(frozen=True)
@@ -44,7 +53,8 @@ class InteractionPlan:
 
     ``pairs`` holds the routing fields, covers ``(L, K)`` and values of the leaves; entry ``e``
     pairs leaf ``a[e]`` with leaf ``b[e]`` (``L``: the phantom leaf of the linear part) and reads
-    the tree-local players ``columns[e]`` (``K`` pads).
+    the tree-local players ``columns[e]`` (``K`` pads).  Entries are sorted by how many columns
+    they read (``widths``), so that no entry pays for another's width.
     """
 
     pairs: PairPlan
@@ -53,43 +63,43 @@ class InteractionPlan:
     coef: np.ndarray  # (E,) 2 v_a v_b, v_a^2 or v_a
     quad: np.ndarray  # (E,) True for entries of m^2 (weighted by w_quad), False for m (w_lin)
     columns: np.ndarray  # (E, W)
+    widths: tuple[Entries, ...]
 
     @property
     def features(self) -> np.ndarray:
         """``(K,)`` the players of the tree: what its local columns stand for."""
         return self.pairs.features
 
-    @property
-    def n_q(self) -> int:
-        return max(1, -(-(self.columns.shape[1] - 1) // 2))
-
 
 def compile_interactions(tree: TreeTable) -> InteractionPlan:
     """The entries of a tree with at least one split."""
-    internal = tree.left >= 0
-    plan = compile_pairs(tree, internal)
+    plan = compile_pairs(tree, tree.left >= 0)
     n_leaves, n_k = plan.cover.shape
     has = np.zeros((n_leaves + 1, n_k + 1), dtype=bool)  # row L: the phantom leaf reads nothing
     leaves = np.arange(n_leaves)
     for d in range(plan.path_kid.shape[1]):
         has[leaves, plan.path_kid[:, d]] = True
     has[:, n_k] = False
-    cross_a, cross_b = [], []
-    for a_leaves, b_leaves, _ in plan.nodes:
-        a, b = np.meshgrid(np.arange(a_leaves.start, a_leaves.stop), np.arange(b_leaves.start, b_leaves.stop))
-        cross_a.append(a.ravel())
-        cross_b.append(b.ravel())
-    cross_a, cross_b = np.concatenate(cross_a), np.concatenate(cross_b)
+    cross = [np.meshgrid(np.arange(a.start, a.stop), np.arange(b.start, b.stop)) for a, b, _ in plan.nodes]
+    cross_a = np.concatenate([a.ravel() for a, _ in cross])
+    cross_b = np.concatenate([b.ravel() for _, b in cross])
     a = np.concatenate([cross_a, leaves, leaves])
     b = np.concatenate([cross_b, leaves, np.full(n_leaves, n_leaves)])
     value = plan.value
     coef = np.concatenate([2.0 * value[cross_a] * value[cross_b], value * value, value])
     quad = np.concatenate([np.ones(len(cross_a) + n_leaves, dtype=bool), np.zeros(n_leaves, dtype=bool)])
     reads = has[a] | has[b]
-    width = max(2, int(reads.sum(axis=1).max()))
-    order = np.argsort(~reads, axis=1, kind="stable")[:, :width]  # the columns read, first
+    count = reads.sum(axis=1)
+    by_width = np.argsort(count, kind="stable")
+    a, b, coef, quad, reads, count = (x[by_width] for x in (a, b, coef, quad, reads, count))
+    order = np.argsort(~reads, axis=1, kind="stable")[:, : max(1, int(count.max()))]  # columns read, first
     columns = np.where(np.take_along_axis(reads, order, axis=1), order, n_k)
-    return InteractionPlan(plan, a, b, coef, quad, columns)
+    edges = np.flatnonzero(np.diff(count)) + 1
+    starts, stops = np.concatenate([[0], edges]), np.concatenate([edges, [len(count)]])
+    widths = tuple(
+        Entries(slice(lo, hi), int(count[lo])) for lo, hi in zip(starts, stops, strict=True) if count[lo] >= 2
+    )
+    return InteractionPlan(plan, a, b, coef, quad, columns, widths)
 
 
 def pattern_interactions(
@@ -97,7 +107,7 @@ def pattern_interactions(
     X: np.ndarray,
     w_quad: np.ndarray | None,
     w_lin: np.ndarray | None,
-    block: int,
+    tuning: Tuning = DEFAULT_TUNING,
     dtype=None,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Interaction indices of the tree's game on rows ``X`` (one per distinct row pattern).
@@ -105,28 +115,74 @@ def pattern_interactions(
     With row weights, ``(K + 1, K + 1)``: ``sum_i I_jk`` of the games
     ``w_quad[i] m_S^2 + w_lin[i] m_S`` at tree-local players ``j < k`` (the upper triangle; the
     last row and column pad).  Without (``None``), the indices of ``m_S^2`` and of ``m_S`` for
-    each row, two ``(n, K + 1, K + 1)`` arrays.  Temporaries hold about ``block`` floats.
+    each row, two ``(n, K + 1, K + 1)`` arrays.  Pass bits are read in chunks of
+    ``tuning.chunk_elements`` and temporaries hold about ``tuning.block_elements`` floats.
     """
     n = X.shape[0]
     n_k = plan.pairs.n_features
     size = (n_k + 1) ** 2
     local = w_quad is None
     out = (np.zeros((n, size)), np.zeros((n, size))) if local else np.zeros(size)
-    n_e, width = plan.columns.shape
-    step = max(1, block // (n_e * width * plan.n_q))
+    step = max(1, tuning.chunk_elements // ((plan.pairs.cover.shape[0] + 1) * (n_k + 1)))
     for start in range(0, n, step):
         rows = slice(start, min(n, start + step))
         bits = _extended_bits(plan, X[rows], dtype)
-        if local:
-            for part, kind in zip(out, (True, False), strict=True):
-                weight = np.where(plan.quad == kind, plan.coef, 0.0)
-                part[rows] += _entry_slopes(plan, bits, weight[None, :], summed=False)
-        else:
-            weight = np.where(plan.quad[None, :], w_quad[rows, None], w_lin[rows, None]) * plan.coef
-            out += _entry_slopes(plan, bits, weight, summed=True)
+        for entries in plan.widths:
+            if local:
+                _add_local(plan, entries, bits, (out[0][rows], out[1][rows]), tuning.block_elements)
+            else:
+                _add_summed(plan, entries, bits, w_quad[rows], w_lin[rows], out, tuning.block_elements)
     if local:
         return tuple(part.reshape(n, n_k + 1, n_k + 1) for part in out)
     return out.reshape(n_k + 1, n_k + 1)
+
+
+def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, block: int):
+    """Blocks of the entries of one width: ``(keys, both, codes, entry slice)``.
+
+    ``both`` ``(m, E, W)`` are the bit patterns to evaluate: the rows' own, or, when an entry
+    has fewer codes (its ``W`` bits) than there are rows, every code once (``codes`` ``(n, E)``
+    then says which code each row has; ``None`` otherwise).  A block evaluates about ``block``
+    floats.
+    """
+    n, width = bits.shape[0], entries.width
+    n_k = plan.pairs.n_features
+    tabulate = (1 << width) <= n
+    per_entry = width * max(1, -(-(width - 1) // 2)) * ((1 << width) if tabulate else n)
+    e_step = max(1, block // per_entry)
+    for lo in range(entries.rows.start, entries.rows.stop, e_step):
+        e = slice(lo, min(entries.rows.stop, lo + e_step))
+        cols = plan.columns[e, :width]
+        keys = cols[:, :, None] * (n_k + 1) + cols[:, None, :]  # (E, W, W)
+        both = bits[:, plan.a[e, None], cols] & bits[:, plan.b[e, None], cols]  # (n, E, W)
+        codes = None
+        if tabulate:
+            codes = both.astype(np.int64) @ (1 << np.arange(width))
+            both = np.broadcast_to(_all_codes(width)[:, None, :], ((1 << width), len(cols), width))
+        yield keys, both, codes, e
+
+
+def _add_summed(plan, entries, bits, w_quad, w_lin, out, block) -> None:
+    """Add the rows' weighted indices of the entries of one width to ``out`` ``((K + 1)^2,)``."""
+    for keys, both, codes, e in _entry_blocks(plan, entries, bits, block):
+        weight = np.where(plan.quad[e][None, :], w_quad[:, None], w_lin[:, None]) * plan.coef[e]
+        if codes is not None:
+            weight = _code_weights(codes, weight, entries.width)
+        for j, k, value in _mixed_slopes(plan, entries, e, both):
+            out += np.bincount(keys[:, j, k], weights=np.einsum("me,me->e", value, weight), minlength=len(out))
+
+
+def _add_local(plan, entries, bits, out, block) -> None:
+    """Add each row's indices of ``m^2`` and of ``m`` (unweighted) to ``out`` ``(n, (K + 1)^2)`` x 2."""
+    size = out[0].shape[1]
+    for keys, both, codes, e in _entry_blocks(plan, entries, bits, block):
+        weights = [np.where(plan.quad[e] == kind, plan.coef[e], 0.0) for kind in (True, False)]
+        for j, k, value in _mixed_slopes(plan, entries, e, both):
+            if codes is not None:
+                value = np.take_along_axis(value, codes, axis=0)
+            onehot = _onehot(keys[:, j, k], size)
+            for part, weight in zip(out, weights, strict=True):
+                part += (value * weight) @ onehot
 
 
 def _extended_bits(plan: InteractionPlan, X: np.ndarray, dtype) -> np.ndarray:
@@ -138,41 +194,48 @@ def _extended_bits(plan: InteractionPlan, X: np.ndarray, dtype) -> np.ndarray:
     return extended
 
 
-def _entry_slopes(plan: InteractionPlan, bits: np.ndarray, weight: np.ndarray, summed: bool) -> np.ndarray:
-    """Integrated mixed slopes of every entry, weighted by ``weight`` (``(n, E)`` or ``(1, E)``) and
-    added up by column pair: ``((K + 1)^2,)`` summed over rows, or ``(n, (K + 1)^2)``."""
+def _all_codes(width: int) -> np.ndarray:
+    """``(2^W, W)`` the bits of every code."""
+    return (np.arange(1 << width)[:, None] >> np.arange(width)) & 1 == 1
+
+
+def _code_weights(codes: np.ndarray, weight: np.ndarray, width: int) -> np.ndarray:
+    """``(2^W, E)`` the rows' weights summed per code of each entry."""
+    n_e = codes.shape[1]
+    key = codes * n_e + np.arange(n_e)
+    return np.bincount(key.ravel(), weights=weight.ravel(), minlength=(1 << width) * n_e).reshape(-1, n_e)
+
+
+def _mixed_slopes(plan: InteractionPlan, entries: Entries, e: slice, both: np.ndarray):
+    """For each column pair ``j < k`` of the entries, ``(j, k, (m, E))``: the integral over ``q`` of
+    ``s_j s_k prod_{m != j, k} F_m`` on each of the ``m`` bit patterns ``both`` ``(m, E, W)``.
+
+    The integrand has ``W - 2`` linear factors, so ``ceil((W - 1) / 2)`` Gauss-Legendre nodes are
+    exact.  "All factors but two" come from running products, never by division (covers can be 0).
+    """
     n_k = plan.pairs.n_features
-    cover = np.ones((bits.shape[1], n_k + 1))
-    cover[: plan.pairs.cover.shape[0], :n_k] = plan.pairs.cover
-    cols = plan.columns
-    both = bits[:, plan.a[:, None], cols] & bits[:, plan.b[:, None], cols]  # (n, E, W)
-    rest = cover[plan.a[:, None], cols] * cover[plan.b[:, None], cols]  # (E, W)
-    q, gl = gauss_legendre(plan.n_q)
+    width = entries.width
+    cover = np.ones((plan.pairs.cover.shape[0] + 1, n_k + 1))
+    cover[:-1, :n_k] = plan.pairs.cover
+    cols = plan.columns[e, :width]
+    rest = cover[plan.a[e, None], cols] * cover[plan.b[e, None], cols]  # (E, W)
+    q, gl = gauss_legendre(max(1, -(-(width - 1) // 2)))
     # factor F = rest + slope q; features first so that each running product is one contiguous pass
-    slope = np.moveaxis(both - rest, -1, 0)  # (W, n, E)
-    factor = rest.T[:, None, :, None] + slope[..., None] * q  # (W, n, E, Q)
-    width = factor.shape[0]
+    slope = np.moveaxis(both - rest, -1, 0)  # (W, m, E)
+    factor = rest.T[:, None, :, None] + slope[..., None] * q  # (W, m, E, Q)
     after = np.empty_like(factor)  # after[k] = prod_{m > k} F_m
     after[-1] = 1.0
     for k in range(width - 2, -1, -1):
         np.multiply(after[k + 1], factor[k + 1], out=after[k])
-    size = (n_k + 1) ** 2
-    out = np.zeros(size) if summed else np.zeros((bits.shape[0], size))
     before = np.ones(factor.shape[1:])  # prod_{m < j} F_m
     for j in range(width - 1):
         run = before.copy()  # prod_{m < k, m != j} F_m
         for k in range(j + 1, width):
-            value = (run * after[k]) @ gl  # (n, E)
+            value = (run * after[k]) @ gl
             value *= slope[j] * slope[k]
-            value *= weight
-            key = cols[:, j] * (n_k + 1) + cols[:, k]
-            if summed:
-                out += np.bincount(key, weights=value.sum(axis=0), minlength=size)
-            else:
-                out += value @ _onehot(key, size)
+            yield j, k, value
             run *= factor[k]
         before *= factor[j]
-    return out
 
 
 def _onehot(key: np.ndarray, size: int) -> sp.csr_matrix:

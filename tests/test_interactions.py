@@ -1,0 +1,159 @@
+"""Interaction shares of R²: exact against subset enumeration of the Shapley interaction index."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import FAMILIES, NO_NAN, make_data
+from oracle import interaction_oracle
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+from sklearn.tree import DecisionTreeRegressor
+
+from shap_rsq import RSquaredExplainer
+from shap_rsq.engine.budget import MemoryBudgetError
+from shap_rsq.tuning import DEFAULT_TUNING
+
+MEMBERS = [[0, 2], [1, 4, 5], [3]]
+GROUPS = {"ab": [0, 2], "cde": [1, 4, 5]}
+
+
+def _indices(matrix: np.ndarray) -> np.ndarray:
+    """The interaction indices ``I_jk`` in shap's layout: twice the off-diagonal part."""
+    return 2.0 * (matrix - np.diag(np.diag(matrix)))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_interactions_match_subset_enumeration(fitted, family):
+    model, X, y, w = fitted(family, family not in NO_NAN)
+    explainer = RSquaredExplainer(model)
+    expected, expected_local = interaction_oracle(explainer.forest, X, y, w)
+    matrix = explainer.rsq_interactions(X, y, sample_weight=w)
+    np.testing.assert_allclose(_indices(matrix), expected, atol=1e-9, rtol=0)
+    # shap's convention: symmetric, each row sums to the feature's share, the whole to the total
+    shares = explainer.rsq(X, y, sample_weight=w)
+    np.testing.assert_allclose(matrix, matrix.T, atol=0)
+    np.testing.assert_allclose(matrix.sum(axis=1), shares, atol=1e-12)
+    explanation = explainer(X, y, sample_weight=w, interactions=True)
+    per_row = explanation.values
+    np.testing.assert_allclose(2.0 * per_row * (1 - np.eye(X.shape[1])), expected_local, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(per_row.sum(axis=0), matrix, atol=1e-12)
+    part = w * ((y - np.average(y, weights=w)) ** 2 - (y - model_prediction(explainer, X)) ** 2) / _sst(y, w)
+    np.testing.assert_allclose(per_row.sum(axis=(1, 2)) + explanation.base_values, part, atol=1e-9)
+
+
+def model_prediction(explainer, X):
+    return explainer.forest.predict(X)
+
+
+def _sst(y, w):
+    return np.sum(w * (y - np.average(y, weights=w)) ** 2)
+
+
+def test_a_fully_grown_tree_matches_subset_enumeration():
+    X, y, w = make_data(seed=5, n=80)
+    model = DecisionTreeRegressor(random_state=0).fit(X, y)  # fully grown: 80 leaves, features reused
+    assert model.get_depth() >= 8
+    explainer = RSquaredExplainer(model)
+    expected, _ = interaction_oracle(explainer.forest, X, y, w)
+    np.testing.assert_allclose(_indices(explainer.rsq_interactions(X, y, sample_weight=w)), expected, atol=1e-9)
+
+
+def test_group_interactions_match_enumeration_over_groups(fitted):
+    model, X, y, w = fitted("LGBMRegressor", True)
+    explainer = RSquaredExplainer(model)
+    expected, _ = interaction_oracle(explainer.forest, X, y, w, players=MEMBERS)
+    matrix = explainer.rsq_interactions(X, y, sample_weight=w, groups=GROUPS)
+    np.testing.assert_allclose(_indices(matrix), expected, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(matrix.sum(axis=1), explainer.rsq(X, y, sample_weight=w, groups=GROUPS), atol=1e-12)
+
+
+def test_the_interacting_pair_carries_the_interaction_and_a_dummy_gets_none():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 5))
+    y = X[:, 0] * X[:, 1] + X[:, 2] + rng.normal(scale=0.2, size=2000)
+    model = RandomForestRegressor(n_estimators=20, max_depth=6, random_state=0).fit(X * [1, 1, 1, 1, 0], y)
+    matrix = RSquaredExplainer(model).rsq_interactions(X, y)
+    off = _indices(matrix)
+    assert off[0, 1] == off.max() and off[0, 1] > 0.05
+    assert np.all(matrix[4] == 0.0) and np.all(matrix[:, 4] == 0.0)  # never split on: exactly zero
+    assert np.abs(off[3, :3]).max() < 0.05 * off[0, 1]  # x3 enters additively: it interacts with nothing
+
+
+def test_top_k_lists_the_strongest_pairs_of_the_full_matrix(fitted):
+    model, X, y, w = fitted("XGBRegressor")
+    explainer = RSquaredExplainer(model)
+    names = [f"x{j}" for j in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    matrix = explainer.rsq_interactions(frame, y, sample_weight=w)
+    assert list(matrix.index) == names and list(matrix.columns) == names
+    top = explainer.rsq_interactions(frame, y, sample_weight=w, top_k=4)
+    assert list(top.columns) == ["feature_a", "feature_b", "rsq"] and len(top) == 4
+    pairs = [(abs(2 * matrix.iloc[a, b]), names[a], names[b]) for a in range(6) for b in range(a + 1, 6)]
+    expected = sorted(pairs, reverse=True)[:4]
+    assert [(a, b) for _, a, b in expected] == list(zip(top.feature_a, top.feature_b, strict=True))
+    for _, row in top.iterrows():
+        assert row.rsq == pytest.approx(2 * matrix.loc[row.feature_a, row.feature_b], abs=1e-12)
+
+
+def test_top_k_on_wide_data_stays_sparse():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 5000))
+    y = X[:, 0] * X[:, 1] + X[:, 2] + rng.normal(scale=0.3, size=200)
+    model = RandomForestRegressor(n_estimators=10, max_depth=5, max_features=0.2, random_state=0).fit(X, y)
+    # a budget far below one dense 5000 x 5000 array (191 MiB) still runs: nothing p x p is formed
+    explainer = RSquaredExplainer(model, memory_budget=0.1)
+    top = explainer.rsq_interactions(X, y, top_k=10)
+    assert len(top) == 10 and np.all(np.diff(np.abs(top.rsq)) <= 0)
+
+
+def test_results_do_not_depend_on_chunk_sizes_or_column_order(fitted):
+    model, X, y, w = fitted("RandomForestRegressor", True)
+    explainer = RSquaredExplainer(model)
+    reference = explainer.rsq_interactions(X, y, sample_weight=w)
+    tiny = replace(DEFAULT_TUNING, chunk_elements=1 << 8, block_elements=1 << 6)
+    np.testing.assert_allclose(
+        explainer._set_engine(tuning=tiny).rsq_interactions(X, y, sample_weight=w), reference, atol=1e-12
+    )
+    local = explainer(X[:7], y[:7], sample_weight=w[:7], interactions=True).values  # fewer rows than codes
+    np.testing.assert_allclose(
+        local, RSquaredExplainer(model)(X[:7], y[:7], sample_weight=w[:7], interactions=True).values, atol=1e-12
+    )
+    names = [f"x{j}" for j in range(6)]
+    frame = pd.DataFrame(X, columns=names)
+    named = RandomForestRegressor(**model.get_params()).fit(frame, y)
+    by_name = RSquaredExplainer(named)
+    shuffled = by_name.rsq_interactions(frame[names[::-1]], y, sample_weight=w)
+    np.testing.assert_allclose(
+        shuffled.loc[names, names], by_name.rsq_interactions(frame, y, sample_weight=w), atol=1e-12
+    )
+
+
+def test_caller_arrays_are_untouched(fitted):
+    model, X, y, w = fitted("HistGradientBoostingRegressor", True)
+    copies = X.copy(), y.copy(), w.copy()
+    RSquaredExplainer(model).rsq_interactions(X, y, sample_weight=w)
+    for before, after in zip(copies, (X, y, w), strict=True):
+        np.testing.assert_array_equal(before, after)
+
+
+def test_bad_requests_are_refused_with_the_reason(fitted):
+    model, X, y, _ = fitted("DecisionTreeRegressor")
+    explainer = RSquaredExplainer(model)
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="top_k must be a positive integer"):
+            explainer.rsq_interactions(X, y, top_k=bad)
+    wide = np.random.default_rng(0).normal(size=(300, 400))
+    stump = DecisionTreeRegressor(max_depth=2).fit(wide, wide[:, 0])
+    with pytest.raises(
+        MemoryBudgetError, match=r"Per-row interaction shares of 300 rows and 400 players need about 0.7"
+    ):
+        RSquaredExplainer(stump, memory_budget=1 / 64)(wide, wide[:, 0], interactions=True)
+    with pytest.raises(ValueError, match="tree_limit"):
+        explainer.shap_interaction_values(X, y, tree_limit=2)
+    labels = (y > np.median(y)).astype(int)
+    classifier = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, labels)
+    with pytest.raises(NotImplementedError, match="single-output regressors"):
+        RSquaredExplainer(classifier).rsq_interactions(X, labels)
