@@ -134,6 +134,10 @@ class Tuning:
     pair_seconds : float
         ... per pair x feature x quadrature node and row of the per-pair kernel (4.4 ns measured
         on a fully grown tree).
+    interaction_code_bits : int
+        Widest entry of the interaction kernel (``kernels.interactions``) whose rows are merged by
+        their pass bits (an ``int64`` key of code x entry): wider entries, which only trees deeper
+        than 20 have, are evaluated row by row.
     """
 
     heap_depth: int = 3
@@ -171,6 +175,7 @@ class Tuning:
     lca_seconds: float = 1.5e-8
     lca_dense_seconds: float = 6e-8
     pair_seconds: float = 5e-9
+    interaction_code_bits: int = 40
 
 
 DEFAULT_TUNING = Tuning()

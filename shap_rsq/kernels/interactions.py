@@ -129,60 +129,69 @@ def pattern_interactions(
         bits = _extended_bits(plan, X[rows], dtype)
         for entries in plan.widths:
             if local:
-                _add_local(plan, entries, bits, (out[0][rows], out[1][rows]), tuning.block_elements)
+                _add_local(plan, entries, bits, (out[0][rows], out[1][rows]), tuning)
             else:
-                _add_summed(plan, entries, bits, w_quad[rows], w_lin[rows], out, tuning.block_elements)
+                _add_summed(plan, entries, bits, w_quad[rows], w_lin[rows], out, tuning)
     if local:
         return tuple(part.reshape(n, n_k + 1, n_k + 1) for part in out)
     return out.reshape(n_k + 1, n_k + 1)
 
 
-def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, block: int):
-    """Blocks of the entries of one width: ``(keys, both, codes, entry slice)``.
+def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, tuning: Tuning):
+    """Blocks of the entries of one width: ``(keys, entry, both, inverse, e)``.
 
-    ``both`` ``(m, E, W)`` are the bit patterns to evaluate: the rows' own, or, when an entry
-    has fewer codes (its ``W`` bits) than there are rows, every code once (``codes`` ``(n, E)``
-    then says which code each row has; ``None`` otherwise).  A block evaluates about ``block``
-    floats.
+    An entry reads a row only through its ``W`` pass bits (its code), so each distinct
+    (entry, code) is evaluated once: ``both`` ``(M, W)`` are the bits of the ``M`` distinct ones,
+    ``entry`` ``(M,)`` their entries within the block ``e``, and ``inverse`` ``(n, E)`` says which
+    one each row has.  When an entry has no more codes than rows, all ``2^W`` are laid out at once
+    (no sort); codes wider than ``tuning.interaction_code_bits`` keep one per row.  A block of
+    entries holds about ``tuning.block_elements`` floats per evaluated factor.
     """
     n, width = bits.shape[0], entries.width
     n_k = plan.pairs.n_features
-    tabulate = (1 << width) <= n
+    by_code = width <= tuning.interaction_code_bits
+    tabulate = by_code and (1 << width) <= n
     per_entry = width * max(1, -(-(width - 1) // 2)) * ((1 << width) if tabulate else n)
-    e_step = max(1, block // per_entry)
+    e_step = max(1, tuning.block_elements // per_entry)
     for lo in range(entries.rows.start, entries.rows.stop, e_step):
         e = slice(lo, min(entries.rows.stop, lo + e_step))
         cols = plan.columns[e, :width]
+        n_e = len(cols)
         keys = cols[:, :, None] * (n_k + 1) + cols[:, None, :]  # (E, W, W)
         both = bits[:, plan.a[e, None], cols] & bits[:, plan.b[e, None], cols]  # (n, E, W)
-        codes = None
+        if not by_code:
+            inverse = np.arange(n * n_e).reshape(n, n_e)
+            yield keys, np.tile(np.arange(n_e), n), both.reshape(n * n_e, width), inverse, e
+            continue
+        code_keys = (both.astype(np.int64) @ (1 << np.arange(width))) * n_e + np.arange(n_e)  # (n, E)
         if tabulate:
-            codes = both.astype(np.int64) @ (1 << np.arange(width))
-            both = np.broadcast_to(_all_codes(width)[:, None, :], ((1 << width), len(cols), width))
-        yield keys, both, codes, e
+            distinct, inverse = np.arange(n_e << width), code_keys
+        else:
+            distinct, inverse = np.unique(code_keys, return_inverse=True)
+            inverse = inverse.reshape(n, n_e)
+        codes = distinct // n_e
+        yield keys, distinct % n_e, (codes[:, None] >> np.arange(width)) & 1 == 1, inverse, e
 
 
-def _add_summed(plan, entries, bits, w_quad, w_lin, out, block) -> None:
+def _add_summed(plan, entries, bits, w_quad, w_lin, out, tuning) -> None:
     """Add the rows' weighted indices of the entries of one width to ``out`` ``((K + 1)^2,)``."""
-    for keys, both, codes, e in _entry_blocks(plan, entries, bits, block):
+    for keys, entry, both, inverse, e in _entry_blocks(plan, entries, bits, tuning):
         weight = np.where(plan.quad[e][None, :], w_quad[:, None], w_lin[:, None]) * plan.coef[e]
-        if codes is not None:
-            weight = _code_weights(codes, weight, entries.width)
-        for j, k, value in _mixed_slopes(plan, entries, e, both):
-            out += np.bincount(keys[:, j, k], weights=np.einsum("me,me->e", value, weight), minlength=len(out))
+        weight = np.bincount(inverse.ravel(), weights=weight.ravel(), minlength=len(entry))
+        for j, k, value in _mixed_slopes(plan, e, entry, both):
+            per_entry = np.bincount(entry, weights=value * weight, minlength=keys.shape[0])
+            out += np.bincount(keys[:, j, k], weights=per_entry, minlength=len(out))
 
 
-def _add_local(plan, entries, bits, out, block) -> None:
+def _add_local(plan, entries, bits, out, tuning) -> None:
     """Add each row's indices of ``m^2`` and of ``m`` (unweighted) to ``out`` ``(n, (K + 1)^2)`` x 2."""
     size = out[0].shape[1]
-    for keys, both, codes, e in _entry_blocks(plan, entries, bits, block):
+    for keys, entry, both, inverse, e in _entry_blocks(plan, entries, bits, tuning):
         weights = [np.where(plan.quad[e] == kind, plan.coef[e], 0.0) for kind in (True, False)]
-        for j, k, value in _mixed_slopes(plan, entries, e, both):
-            if codes is not None:
-                value = np.take_along_axis(value, codes, axis=0)
+        for j, k, value in _mixed_slopes(plan, e, entry, both):
             onehot = _onehot(keys[:, j, k], size)
             for part, weight in zip(out, weights, strict=True):
-                part += (value * weight) @ onehot
+                part += (value[inverse] * weight) @ onehot
 
 
 def _extended_bits(plan: InteractionPlan, X: np.ndarray, dtype) -> np.ndarray:
@@ -194,35 +203,24 @@ def _extended_bits(plan: InteractionPlan, X: np.ndarray, dtype) -> np.ndarray:
     return extended
 
 
-def _all_codes(width: int) -> np.ndarray:
-    """``(2^W, W)`` the bits of every code."""
-    return (np.arange(1 << width)[:, None] >> np.arange(width)) & 1 == 1
-
-
-def _code_weights(codes: np.ndarray, weight: np.ndarray, width: int) -> np.ndarray:
-    """``(2^W, E)`` the rows' weights summed per code of each entry."""
-    n_e = codes.shape[1]
-    key = codes * n_e + np.arange(n_e)
-    return np.bincount(key.ravel(), weights=weight.ravel(), minlength=(1 << width) * n_e).reshape(-1, n_e)
-
-
-def _mixed_slopes(plan: InteractionPlan, entries: Entries, e: slice, both: np.ndarray):
-    """For each column pair ``j < k`` of the entries, ``(j, k, (m, E))``: the integral over ``q`` of
-    ``s_j s_k prod_{m != j, k} F_m`` on each of the ``m`` bit patterns ``both`` ``(m, E, W)``.
+def _mixed_slopes(plan: InteractionPlan, e: slice, entry: np.ndarray, both: np.ndarray):
+    """For each column pair ``j < k`` of the entries ``e``, ``(j, k, (M,))``: the integral over ``q``
+    of ``s_j s_k prod_{m != j, k} F_m`` on each of ``M`` bit patterns ``both`` ``(M, W)`` of the
+    entries ``entry`` ``(M,)``.
 
     The integrand has ``W - 2`` linear factors, so ``ceil((W - 1) / 2)`` Gauss-Legendre nodes are
     exact.  "All factors but two" come from running products, never by division (covers can be 0).
     """
     n_k = plan.pairs.n_features
-    width = entries.width
+    width = both.shape[1]
     cover = np.ones((plan.pairs.cover.shape[0] + 1, n_k + 1))
     cover[:-1, :n_k] = plan.pairs.cover
     cols = plan.columns[e, :width]
-    rest = cover[plan.a[e, None], cols] * cover[plan.b[e, None], cols]  # (E, W)
+    rest = (cover[plan.a[e, None], cols] * cover[plan.b[e, None], cols])[entry]  # (M, W)
     q, gl = gauss_legendre(max(1, -(-(width - 1) // 2)))
     # factor F = rest + slope q; features first so that each running product is one contiguous pass
-    slope = np.moveaxis(both - rest, -1, 0)  # (W, m, E)
-    factor = rest.T[:, None, :, None] + slope[..., None] * q  # (W, m, E, Q)
+    slope = (both - rest).T  # (W, M)
+    factor = rest.T[:, :, None] + slope[..., None] * q  # (W, M, Q)
     after = np.empty_like(factor)  # after[k] = prod_{m > k} F_m
     after[-1] = 1.0
     for k in range(width - 2, -1, -1):
