@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
-DIABETES_PICTURES = ("bar", "heatmap", "shap_bar", "shap_beeswarm", "shap_scatter", "shap_waterfall")
+DIABETES_PICTURES = ("bar", "heatmap", "interactions", "shap_bar", "shap_beeswarm", "shap_scatter", "shap_waterfall")
 # script -> (options for a quick run, libraries it needs, files it writes into --out, text its report holds)
 CASES = {
     "quickstart.py": ([], [], [], "sum of shares"),
