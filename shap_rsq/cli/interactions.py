@@ -104,7 +104,8 @@ def run_interactions(
             X, y, weight, top_k=every_pair if args.plot_interactions else top_k, groups=groups
         )
     except NotImplementedError as error:  # the library's refusals (several outputs, dask arrays) are one line
-        raise InputError(f"--interactions: {first_line(error)}") from None
+        option = "--interactions" if args.interactions else "--plot-interactions"
+        raise InputError(f"{option}: {first_line(error)}") from None
     if not isinstance(X, pd.DataFrame):  # a model that records no names was given an array: positions
         for column in ("feature_a", "feature_b"):
             pairs[column] = [names[j] for j in pairs[column]]
