@@ -77,10 +77,13 @@ def shares_table(model, X_train, y_train, X_test, y_test) -> tuple[pd.DataFrame,
 
 def draw(model, X_test, y_test, folder: Path) -> list[Path]:
     """The pictures of the plotting page: shap-rsq's own plots and the shap.plots that make sense for R²."""
-    explanation = RSquaredExplainer(model)(X_test, y_test)
+    explainer = RSquaredExplainer(model)
+    explanation = explainer(X_test, y_test)
+    interactions = explainer.rsq_interactions(X_test, y_test)
     pictures = {
         "diabetes_bar.png": lambda: plots.bar(explanation, max_display=6, show=False),
         "diabetes_heatmap.png": lambda: plots.heatmap(explanation, max_display=6, show=False),
+        "diabetes_interactions.png": lambda: plots.interaction_heatmap(interactions, max_display=6, show=False),
         "diabetes_shap_bar.png": lambda: plots.shap_plot(shap.plots.bar, explanation, show=False),
         "diabetes_shap_waterfall.png": lambda: plots.shap_plot(shap.plots.waterfall, explanation, show=False),
         "diabetes_shap_beeswarm.png": lambda: plots.shap_plot(shap.plots.beeswarm, explanation, "each", show=False),

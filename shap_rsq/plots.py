@@ -1,9 +1,10 @@
-"""Pictures of R² shares: shap-rsq's own bar chart and heatmap, and shap's plots made to read in R².
+"""Pictures of R² shares: shap-rsq's own bar chart and heatmaps, and shap's plots made to read in R².
 
-:func:`bar` and :func:`heatmap` take what :class:`~shap_rsq.RSquaredExplainer` returns and draw
-on matplotlib Axes, which they return.  :func:`for_shap` turns the Explanation of ``explainer(X, y)``
-into percentage points of R², the scale on which ``shap.plots`` prints readable numbers, and
-:func:`shap_plot` draws one of ``shap.plots`` on it with axes that say R² instead of "SHAP value".
+:func:`bar`, :func:`heatmap` and :func:`interaction_heatmap` take what
+:class:`~shap_rsq.RSquaredExplainer` returns and draw on matplotlib Axes, which they return.
+:func:`for_shap` turns the Explanation of ``explainer(X, y)`` into percentage points of R², the
+scale on which ``shap.plots`` prints readable numbers, and :func:`shap_plot` draws one of
+``shap.plots`` on it with axes that say R² instead of "SHAP value".
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import pandas as pd
 import shap
 from matplotlib.axes import Axes
 
+from ._interaction_plot import interaction_heatmap
 from ._shap_plots import _names, for_shap, shap_plot
 from .cli.report import top_shares
 
-__all__ = ["bar", "class_bar", "for_shap", "heatmap", "shap_plot"]
+__all__ = ["bar", "class_bar", "for_shap", "heatmap", "interaction_heatmap", "shap_plot"]
 
 POSITIVE = "#1f6fb4"
 NEGATIVE = "#d6404e"

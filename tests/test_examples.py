@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
-DIABETES_PICTURES = ("bar", "heatmap", "shap_bar", "shap_beeswarm", "shap_scatter", "shap_waterfall")
+DIABETES_PICTURES = ("bar", "heatmap", "interactions", "shap_bar", "shap_beeswarm", "shap_scatter", "shap_waterfall")
 # script -> (options for a quick run, libraries it needs, files it writes into --out, text its report holds)
 CASES = {
     "quickstart.py": ([], [], [], "sum of shares"),
@@ -24,6 +24,7 @@ CASES = {
     ),
     "selector_pipeline.py": (["--quick"], [], [], "best max_features"),
     "genomics_screen.py": (["--genes", "1000"], ["xgboost"], [], "planted"),
+    "interactions.py": ([], ["xgboost"], ["interactions.txt", "interactions.png"], "the others none: checked"),
     "paper_reproduction.py": (
         ["--replicates", "1", "--sage-replicates", "0", "--n", "150", "--p", "6", "--jobs", "1", "--max-trees", "50"],
         ["xgboost"],

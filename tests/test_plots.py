@@ -19,11 +19,23 @@ NAMES = ["age", "bmi", "bp", "s1", "s2", "noise"]
 
 
 @pytest.fixture(scope="module")
-def explanation() -> shap.Explanation:
+def fitted() -> tuple[RSquaredExplainer, pd.DataFrame, np.ndarray]:
     X, y, _ = make_data(seed=51)
     frame = pd.DataFrame(X, columns=NAMES)
     model = HistGradientBoostingRegressor(max_iter=20, max_leaf_nodes=8, random_state=0).fit(frame, y)
-    return RSquaredExplainer(model)(frame, y)
+    return RSquaredExplainer(model), frame, y
+
+
+@pytest.fixture(scope="module")
+def explanation(fitted) -> shap.Explanation:
+    explainer, frame, y = fitted
+    return explainer(frame, y)
+
+
+@pytest.fixture(scope="module")
+def interactions(fitted) -> pd.DataFrame:
+    explainer, frame, y = fitted
+    return explainer.rsq_interactions(frame, y)
 
 
 @pytest.fixture(autouse=True)
@@ -149,3 +161,103 @@ def test_bar_model_r2_is_a_deprecated_name_of_model_rsq():
     with pytest.warns(FutureWarning, match="use model_rsq="):
         ax = plots.bar(np.array([0.4, 0.2]), show=False, model_r2=0.7)
     assert "model R² = 0.700" in annotation(ax)
+
+
+# ---------------------------------------------------------------- interaction_heatmap
+
+
+def tick_labels(ax) -> tuple[list[str], list[str]]:
+    return [t.get_text() for t in ax.get_xticklabels()], [t.get_text() for t in ax.get_yticklabels()]
+
+
+def test_interaction_heatmap_orders_features_by_share_and_hides_the_diagonal(interactions):
+    before = interactions.copy()
+    ax = plots.interaction_heatmap(interactions, show=False)
+    order = interactions.sum(axis=1).sort_values(ascending=False, kind="stable").index
+    assert tick_labels(ax) == (list(order), list(order))
+    assert list(order) != NAMES  # the order is the shares', not the columns'
+    image = ax.images[0].get_array()
+    mask = np.ma.getmaskarray(image)
+    assert mask.diagonal().all() and mask.sum() == len(NAMES)  # the main effects, and only they, hidden
+    expected = interactions.loc[order, order].to_numpy()
+    off = ~np.eye(len(NAMES), dtype=bool)
+    np.testing.assert_allclose(image.data[off], expected[off])
+    low, high = ax.images[0].get_clim()
+    assert high == pytest.approx(np.abs(expected[off]).max()) and low == -high  # the interactions' range only
+    assert ax.images[0].get_cmap().get_bad()[:3] == pytest.approx(matplotlib.colors.to_rgb("#c4c4c4"))
+    assert len(ax.texts) == len(NAMES) * (len(NAMES) - 1)  # six features: every visible cell is annotated
+    pd.testing.assert_frame_equal(interactions, before)  # the caller's matrix is left as it was
+
+
+def test_interaction_heatmap_with_main_effects_shows_the_diagonal_and_scales_to_it(interactions):
+    ax = plots.interaction_heatmap(interactions, max_display=3, main_effects=True, annotate=False, show=False)
+    order = interactions.sum(axis=1).sort_values(ascending=False, kind="stable").index[:3]
+    image = ax.images[0].get_array()
+    assert not np.ma.getmaskarray(image).any()
+    np.testing.assert_allclose(image.data, interactions.loc[order, order].to_numpy())
+    assert ax.images[0].get_clim()[1] == pytest.approx(np.abs(image.data).max())
+    assert ax.get_xlabel() == f"3 of {len(NAMES)} features, by share of R²"
+    assert len(ax.texts) == 0
+
+
+def test_interaction_heatmap_centres_negative_interactions_and_names_array_features():
+    matrix = np.array([[0.5, -0.04, 0.01], [-0.04, 0.2, -1e-6], [0.01, -1e-6, 0.3]])
+    ax = plots.interaction_heatmap(matrix, show=False, title=None)
+    assert tick_labels(ax)[1] == ["Feature 0", "Feature 2", "Feature 1"]  # row sums 0.47, 0.31, 0.16
+    assert ax.images[0].get_clim() == pytest.approx((-0.04, 0.04))
+    assert ax.get_title() == "" and ax.get_xlabel() == "features, by share of R²"
+    texts = {text.get_text() for text in ax.texts}
+    assert texts == {"-0.040", "0.010", "0.000"}  # a rounded -1e-6 prints without its sign
+    named = plots.interaction_heatmap(matrix, feature_names=["a", "b", "c"], show=False)
+    assert tick_labels(named)[1] == ["a", "c", "b"]
+
+
+def test_interaction_heatmap_sums_per_row_interactions_and_skips_annotations_when_many(fitted, interactions):
+    explainer, frame, y = fitted
+    rows = explainer(frame, y, interactions=True)
+    from_rows = plots.interaction_heatmap(rows, show=False).images[0].get_array()
+    from_matrix = plots.interaction_heatmap(interactions, show=False).images[0].get_array()
+    np.testing.assert_allclose(from_rows.filled(0.0), from_matrix.filled(0.0), atol=1e-12)
+    big = np.diag(np.arange(20.0, 0.0, -1.0))
+    ax = plots.interaction_heatmap(big, max_display=20, show=False)
+    assert len(ax.texts) == 0 and ax.images[0].get_clim() == (-1.0, 1.0)  # no interactions: a scale all the same
+
+
+def test_interaction_heatmap_refuses_what_is_not_an_interaction_matrix(fitted, interactions):
+    explainer, frame, y = fitted
+    pairs = explainer.rsq_interactions(frame, y, top_k=5)
+    with pytest.raises(ValueError, match=r"square \(p, p\) matrix of rsq_interactions, got shape \(5, 3\)"):
+        plots.interaction_heatmap(pairs, show=False)
+    with pytest.raises(ValueError, match="got shape \\(2, 3\\)"):
+        plots.interaction_heatmap(np.ones((2, 3)), show=False)
+    with pytest.raises(ValueError, match="rows and columns name the same features"):
+        plots.interaction_heatmap(interactions.iloc[::-1], show=False)
+    asymmetric = np.array([[0.3, 0.1], [0.0, 0.2]])
+    with pytest.raises(ValueError, match="symmetric"):
+        plots.interaction_heatmap(asymmetric, show=False)
+    with pytest.raises(ValueError, match="finite"):
+        plots.interaction_heatmap(np.array([[np.nan, 0.0], [0.0, 0.1]]), show=False)
+    with pytest.raises(ValueError, match="max_display"):
+        plots.interaction_heatmap(interactions, max_display=0, show=False)
+    with pytest.raises(ValueError, match="2 feature names for 3 features"):
+        plots.interaction_heatmap(np.eye(3), feature_names=["a", "b"], show=False)
+
+
+def test_interaction_heatmap_follows_a_given_feature_order(interactions):
+    ax = plots.interaction_heatmap(interactions, max_display=2, order=[5, 0, 1], show=False)
+    assert tick_labels(ax)[1] == ["noise", "age"]
+    assert ax.get_xlabel() == f"2 of {len(NAMES)} features"  # not "by share": the order is the caller's
+    assert ax.images[0].get_array().data[0, 1] == pytest.approx(interactions.loc["noise", "age"])
+    for order, message in (([0, 0], "names a feature twice"), ([6], "positions from 0 to 5"), ([0.5], "integers")):
+        with pytest.raises(ValueError, match=message):
+            plots.interaction_heatmap(interactions, order=order, show=False)
+
+
+def test_interaction_heatmap_draws_on_a_given_axes_and_shows_only_when_asked(interactions, monkeypatch):
+    shown = []
+    monkeypatch.setattr(plt, "show", lambda: shown.append(True))
+    _, ax = plt.subplots()
+    assert plots.interaction_heatmap(interactions, ax=ax, show=False) is ax
+    assert not shown
+    plots.interaction_heatmap(interactions)
+    assert shown == [True]

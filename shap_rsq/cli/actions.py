@@ -21,6 +21,7 @@ from ..explainer import RSquaredExplainer
 from .columns import ModelInputs, model_inputs, preview
 from .errors import did_you_mean
 from .files import InputError, load_data, load_groups, load_model, missing_pyarrow
+from .interactions import check_interaction_options, refuse_several_outputs, run_interactions
 from .report import (
     LOCAL_SUFFIXES,
     SHARE_SUFFIXES,
@@ -100,6 +101,7 @@ def run_explain(args: argparse.Namespace) -> int:
             f"{type(model).__name__} has {explainer.model_info.n_outputs} outputs; the command line reads one "
             "target column (use RSquaredExplainer.rsq in Python for multi-output regressors)."
         )
+    refuse_several_outputs(args, explainer, model)  # before the data is read: nothing would come of it
     inputs = _read_inputs(args, explainer)
     # a model that records no names is given a bare array, so its predict does not compare column names
     X = inputs.X if inputs.by_name else inputs.X.to_numpy()
@@ -122,17 +124,17 @@ def run_explain(args: argparse.Namespace) -> int:
     kind = f"{type(model).__module__.split('.')[0]}.{type(model).__name__}"
     title = f"Shares of R²: {Path(args.model).name} ({kind}) on {Path(args.data).name}, n={len(X)}"
     print(format_table(shares, model_rsq=model_rsq, seconds=seconds, max_display=args.max_display, title=title))
+    summary = {
+        "model": str(args.model),
+        "data": str(args.data),
+        "target": args.target,
+        "weight": args.weight,
+        "n_rows": len(X),
+        "n_features": len(names),
+        "model_rsq": model_rsq,
+        "sum_of_shares": float(shares.sum()),
+    }
     if args.out:
-        summary = {
-            "model": str(args.model),
-            "data": str(args.data),
-            "target": args.target,
-            "weight": args.weight,
-            "n_rows": len(X),
-            "n_features": len(names),
-            "model_rsq": model_rsq,
-            "sum_of_shares": float(shares.sum()),
-        }
         write_shares(args.out, shares, summary)
         print(f"shares written to {args.out}")
     if explanation is not None:
@@ -141,6 +143,8 @@ def run_explain(args: argparse.Namespace) -> int:
     if args.plot:
         _save_bar(args.plot, shares, model_rsq, args.max_display, f"Shares of R² on {Path(args.data).name}")
         print(f"bar chart written to {args.plot}")
+    if args.interactions or args.plot_interactions:
+        run_interactions(args, explainer, (X, inputs.y, inputs.weight), groups, shares, summary)
     return 0
 
 
@@ -182,8 +186,11 @@ def _check_outputs(args: argparse.Namespace) -> None:
     # a Parquet writer missing would only show after the shares were computed and --out written
     if args.local and Path(args.local).suffix.lower() != ".csv" and importlib.util.find_spec("pyarrow") is None:
         raise missing_pyarrow(args.local)
+    check_interaction_options(args)
     _check_plot_name(args.plot, "--plot")
-    for option, path in (("--out", args.out), ("--local", args.local), ("--plot", args.plot)):
+    _check_plot_name(args.plot_interactions, "--plot-interactions")
+    outputs = {"--out": args.out, "--local": args.local, "--plot": args.plot, "--interactions": args.interactions}
+    for option, path in {**outputs, "--plot-interactions": args.plot_interactions}.items():
         _check_destination(path, option)
 
 

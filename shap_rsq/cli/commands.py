@@ -126,6 +126,19 @@ def build_parser() -> argparse.ArgumentParser:
         help='file of column groups, each explained as one player: {"name": [columns], ...}',
     )
     explain.add_argument(
+        "--interactions",
+        metavar="CSV|JSON",
+        help="write the strongest pairs of features (feature_a,feature_b,rsq), by absolute interaction share",
+    )
+    explain.add_argument(
+        "--top-k", type=_positive, metavar="K", help="pairs --interactions writes (default: 20, at least 1)"
+    )
+    explain.add_argument(
+        "--plot-interactions",
+        metavar="PNG",
+        help="write a heatmap of the interaction shares among the --max-display features with the largest shares",
+    )
+    explain.add_argument(
         "--memory-budget",
         type=_gib,
         default=2.0,
