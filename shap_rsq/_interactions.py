@@ -51,7 +51,9 @@ class InteractionShares:
             Return only the ``top_k`` strongest pairs, by absolute value, as a DataFrame with
             columns ``feature_a``, ``feature_b`` and ``rsq`` (the pair's total ``[a, b] + [b, a]``,
             its whole Shapley interaction index).  No ``(p, p)`` array is formed, so this is the
-            form for thousands of features.
+            form for thousands of features.  Pairs that no tree splits on together interact by
+            exactly 0 and are not listed, so fewer than ``top_k`` rows come back when fewer pairs
+            interact; ties are broken by column order.
         groups : dict of str to list, optional
             Grouped features as single players, as in :meth:`rsq`: the interactions are then
             between groups (and the ungrouped features, listed after them).
@@ -158,10 +160,9 @@ def top_pairs(upper: sp.spmatrix, labels: list, k: int) -> pd.DataFrame:
     coo = sp.coo_matrix(upper)
     keep = coo.row != coo.col
     rows, cols, values = coo.row[keep], coo.col[keep], coo.data[keep]
-    if len(values) > k:
-        strongest = np.argpartition(-np.abs(values), k - 1)[:k]
-        rows, cols, values = rows[strongest], cols[strongest], values[strongest]
-    order = np.lexsort((cols, rows, -np.abs(values)))  # ties in a fixed order
+    # one total order (strength, then position), so that ties at the k-th place are cut the same
+    # way whatever k is: the first k pairs of a larger top_k are this top_k
+    order = np.lexsort((cols, rows, -np.abs(values)))[:k]
     return pd.DataFrame(
         {
             "feature_a": [labels[i] for i in rows[order]],
