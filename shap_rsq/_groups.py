@@ -8,6 +8,7 @@ listed after the groups in the model's order.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
@@ -94,8 +95,26 @@ def _position(group: str, column: Any, names: list[str] | None, n_features: int)
             "give positions, or pass X as a DataFrame."
         )
     if str(column) not in names:
-        raise ValueError(f"Group {group!r}: {column!r} is not one of the model's features {names}.")
+        raise ValueError(
+            f"Group {group!r}: {column!r} is not one of the model's features.{_closest(str(column), names)} "
+            f"The features are {_preview(names)}."
+        )
     return names.index(str(column))
+
+
+def _closest(name: str, names: list[str]) -> str:
+    """`` Did you mean 'bmi'?`` for the closest name (case-insensitive), or an empty string."""
+    # a typo in a one-hot column ('colour_red' for 'color_red') is the usual mistake; the list alone
+    # hides it among hundreds of columns
+    lowered = {choice.lower(): choice for choice in names}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return f" Did you mean {lowered[close[0]]!r}?" if close else ""
+
+
+def _preview(names: list[str], limit: int = 20) -> str:
+    """The names, cut after ``limit`` so that a genomics-wide message stays readable."""
+    shown = ", ".join(map(repr, names[:limit]))
+    return f"[{shown}]" if len(names) <= limit else f"[{shown}, ... ({len(names) - limit} more)]"
 
 
 def _label(j: int, names: list[str] | None, quote: bool = True) -> str:
