@@ -16,12 +16,13 @@ from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils._tags import get_tags
-from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, _routing_enabled, process_routing
+from sklearn.utils.metadata_routing import MetadataRouter
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names_in, _check_sample_weight, check_is_fitted, validate_data
 
 from ._screening import bootstrap_shares, evaluate, out_of_fold, screen_and_fit
 from ._selection_rule import check_max_features, support_mask, threshold_rule
+from ._selector_routing import metadata_router, route, rsq_weights
 
 __all__ = ["RSquaredSelector"]
 
@@ -201,12 +202,12 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         if classifier:
             check_classification_targets(y)
         y = np.asarray(y) if classifier else np.asarray(y, dtype=np.float64)
-        w = _check_sample_weight(self._rsq_weights(sample_weight), array, dtype=np.float64, ensure_non_negative=True)
+        w = _check_sample_weight(rsq_weights(self, sample_weight), array, dtype=np.float64, ensure_non_negative=True)
         # a DataFrame goes on as is (the estimator keeps its names); the array made from it to validate
         # it is a copy of X when its columns are not one block, so it must not live through the fits
         X = X if isinstance(X, pd.DataFrame) else array
         del array
-        fit_params, split_params = self._route(sample_weight, w, fit_params)
+        fit_params, split_params = route(self, sample_weight, w, fit_params)
         max_features = check_max_features(self.max_features, X)
         if max_features is not None:  # as in SelectFromModel, only defined when max_features is set
             self.max_features_ = max_features
@@ -241,25 +242,6 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
                 f"prefit=True uses the fitted estimator as is, but {', '.join(clashes)} needs to refit it; "
                 "pass an unfitted estimator with prefit=False."
             )
-
-    def _rsq_weights(self, sample_weight: Any) -> Any:
-        """The weights of the R²: ``sample_weight``, unless routing was told to keep it from the selector."""
-        # a router passes sample_weight on when only the estimator requests it; the selector then
-        # receives it for routing, but set_fit_request(sample_weight=False) says not to use it
-        if sample_weight is not None and _routing_enabled():
-            if self._get_metadata_request().fit.requests.get("sample_weight") is False:
-                return None
-        return sample_weight
-
-    def _route(self, sample_weight: Any, w: np.ndarray, fit_params: dict) -> tuple[dict, dict]:
-        """Parameters of the estimator's ``fit`` and of the splitter's ``split``."""
-        if _routing_enabled():
-            routed = process_routing(self, "fit", sample_weight=sample_weight, **fit_params)
-            split_params = routed.splitter.split if "splitter" in routed else {}
-            return dict(routed.estimator.fit), dict(split_params)
-        # as SelectFromModel without routing: every parameter goes to the estimator, and the weights
-        # that weight the R² also weight the model
-        return (fit_params if sample_weight is None else {**fit_params, "sample_weight": w}), {}
 
     def _forget_fit(self) -> None:
         # a refit with other options must not leave attributes of the previous fit behind
@@ -373,11 +355,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         routing : sklearn.utils.metadata_routing.MetadataRouter
             The routing information.
         """
-        router = MetadataRouter(owner=self).add_self_request(self)
-        router.add(estimator=self.estimator, method_mapping=MethodMapping().add(caller="fit", callee="fit"))
-        if self.cv is not None:  # as given: check_cv would consume a generator of splits before fit
-            router.add(splitter=self.cv, method_mapping=MethodMapping().add(caller="fit", callee="split"))
-        return router
+        return metadata_router(self)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
