@@ -83,12 +83,12 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         Seeds the bootstrap draws.
     feature_groups : dict of str to list, default=None
         Groups of columns that are selected together, e.g. the one-hot columns of a categorical:
-        ``{"color": ["color_red", "color_blue"], ...}``, columns by name when ``X`` has string column
-        names (``feature_names_in_``), else by position.  Each group is one player: its share is its
-        exact Shapley value as one player (not the sum of its columns' shares), and ``threshold``,
-        ``max_features``, ``screen`` and the bootstrap act on the players (the groups, then the ungrouped
-        columns); a selected group keeps all its columns.  Not ``groups``: ``fit(X, y, groups=...)``
-        passes ``groups`` to the ``cv`` splitter (``GroupKFold``), as in scikit-learn.
+        ``{"color": ["color_red", "color_blue"], ...}``, columns by name (when ``X`` has string column
+        names) or by position, each in one group at most.  Each group is one player, with its exact
+        Shapley share as in ``RSquaredExplainer.rsq(groups=)`` (not the sum of its columns' shares);
+        ``threshold``, ``max_features``, ``screen`` and the bootstrap act on the players (the groups,
+        then the ungrouped columns), and a selected group keeps all its columns.  Not ``groups``:
+        ``fit(X, y, groups=...)`` is the ``cv`` splitter's (``GroupKFold``), as in scikit-learn.
 
     Attributes
     ----------
@@ -96,14 +96,15 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         The model fitted on all rows (on the screened columns with ``screen``); with ``prefit=True``
         a deep copy of ``estimator``.
     feature_rsq_ : ndarray of shape (n_features,)
-        Each feature's share of R² (out of fold with ``cv``, second round with ``screen``); with
-        ``feature_groups``, every column of a group carries the group's share.  Like the other per-column
-        attributes below, which also carry their player's value.
+        Each feature's share of R² (out of fold with ``cv``, second round with ``screen``).  With
+        ``feature_groups`` every column of a group carries the group's share (so a group counts once
+        only in ``player_rsq_``), and so do the other per-column attributes below.
     player_rsq_ : ndarray of shape (n_players,)
         The shares that are ranked, one per player: the groups', then the ungrouped columns'
         (``feature_rsq_`` without ``feature_groups``).
     player_names_ : ndarray of str of shape (n_players,)
-        The players' names: the groups', then the ungrouped columns' (as ``get_feature_names_out``).
+        The players' names: the groups', then the ungrouped columns' (named as in
+        ``get_feature_names_out``).
     player_of_feature_ : ndarray of int of shape (n_features,)
         Each column's player, an index into ``player_names_``.
     feature_groups_ : dict of str to ndarray of int
