@@ -65,13 +65,17 @@ class PlayerMap:
         """
         if not self.grouped:
             return None
+        # positions among ``columns``, sorted by player once (a search per player is quadratic at
+        # genomics width, where nearly every column is a player of its own)
+        of_column = self.of_feature[columns]
+        order = np.argsort(of_column, kind="stable")
+        players, counts = np.unique(of_column, return_counts=True)
         groups: dict[int, list] = {}
-        for player in self.kept(columns):
-            members = np.flatnonzero(self.of_feature == player)
+        for player, positions in zip(players, np.split(order, np.cumsum(counts)[:-1]), strict=True):
             if self.column_names is None:
-                groups[int(player)] = np.searchsorted(columns, members).tolist()
+                groups[int(player)] = positions.tolist()
             else:
-                groups[int(player)] = [self.column_names[j] for j in members]
+                groups[int(player)] = [self.column_names[j] for j in columns[positions]]
         return groups
 
     def top_columns(self, shares: np.ndarray, k: int) -> np.ndarray:

@@ -182,6 +182,16 @@ def test_a_screen_keeps_whole_groups_and_counts_players(data):
     assert list(selector.get_feature_names_out()) == kept
 
 
+def test_a_screen_on_an_array_tells_the_explainer_positions_among_the_kept_columns(data):
+    X, y, _ = data
+    params = dict(screen=2, cv=KFold(3, shuffle=True, random_state=0), uncertainty="se")
+    named = RSquaredSelector(tree(), feature_groups=GROUPS, **params).fit(X, y)
+    positional = RSquaredSelector(tree(), feature_groups={"color": [7, 5, 6, 4]}, **params).fit(X.to_numpy(), y)
+    np.testing.assert_allclose(positional.player_rsq_, named.player_rsq_, atol=1e-12)
+    np.testing.assert_allclose(positional.feature_rsq_se_, named.feature_rsq_se_, atol=1e-12)
+    assert named.player_rsq_[2:].tolist() == [0.0, 0.0, 0.0] and np.all(named.player_rsq_[:2] > 0.1)
+
+
 def test_standard_errors_are_the_groups(data):
     X, y, _ = data
     selector = RSquaredSelector(tree(4), feature_groups=GROUPS, uncertainty="se").fit(X, y)
