@@ -19,6 +19,7 @@ from sklearn.model_selection import cross_validate
 from sklearn.utils import _safe_indexing, resample
 from sklearn.utils.validation import _num_samples
 
+from ._selector_groups import PlayerMap
 from .explainer import RSquaredExplainer
 from .models.inspect import UnsupportedModelError
 from .tuning import DEFAULT_TUNING
@@ -101,6 +102,7 @@ def evaluate(
     per_row: bool,
     n_jobs: int | None = None,
     block_entries: int = DEFAULT_TUNING.selector_block_entries,
+    groups: dict | None = None,
 ) -> Moments:
     """Moments of ``model``'s R² decomposition on ``(X, y, w)`` (a classifier's: its Brier skill score).
 
@@ -119,6 +121,8 @@ def evaluate(
         The explainer's worker processes.
     block_entries : int
         Largest block of per-row contributions formed at once.
+    groups : dict, optional
+        The explainer's ``groups=``: the moments are then the players' (see ``PlayerMap.explainer_groups``).
 
     Returns
     -------
@@ -126,23 +130,22 @@ def evaluate(
         The sums the shares and their standard errors are made of.
     """
     explainer = RSquaredExplainer(model, n_jobs=n_jobs)
+    p = explainer.model_info.n_features if groups is None else len(groups)
     target = _target(explainer, y)
     s = _squares(target.all_columns, w)
     sst, n = float(s.sum()), int(np.count_nonzero(w))
     y = target.model_columns
     # numerators, not shares: a held-out fold with a constant target still adds to the pooled shares
     if not np.any(w > 0):  # a fold whose rows all have weight 0 adds nothing
-        p = explainer.model_info.n_features
         return Moments(np.zeros(p), sst, n, *((np.zeros(p), np.zeros(p), 0.0) if per_row else ()))
     if not per_row:
-        return Moments(_over_classes(explainer, explainer.loss_reduction(X, y, w)), sst, n)
-    p = explainer.model_info.n_features
+        return Moments(_over_classes(explainer, explainer.loss_reduction(X, y, w, groups=groups)), sst, n)
     moments = Moments(np.zeros(p), sst, n, np.zeros(p), np.zeros(p), float(s @ s))
     n_rows = len(y)
     step = max(2, block_entries // max(p * explainer.model_info.n_outputs, 1))
     for start in range(0, n_rows, step):
         rows = np.arange(start, min(n_rows, start + step))
-        a = _contributions(explainer, _safe_indexing(X, rows), y[rows], w[rows])
+        a = _contributions(explainer, _safe_indexing(X, rows), y[rows], w[rows], groups, p)
         moments.a += a.sum(axis=0)
         moments.aa += np.einsum("ij,ij->j", a, a)
         moments.as_ += s[rows] @ a
@@ -188,11 +191,11 @@ def _squares(Y: np.ndarray, w: np.ndarray) -> np.ndarray:
     return w * (deviation**2 if deviation.ndim == 1 else np.sum(deviation**2, axis=1))
 
 
-def _contributions(explainer: RSquaredExplainer, X: Any, y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Per-row numerators ``a_ij``: each row's part of the squared-error reduction (summed over classes)."""
+def _contributions(explainer: RSquaredExplainer, X: Any, y: np.ndarray, w: np.ndarray, groups, p: int) -> np.ndarray:
+    """Per-row numerators ``a_ij`` of the ``p`` players: each row's part of the squared-error reduction."""
     if not np.any(w > 0):
-        return np.zeros((len(y), explainer.model_info.n_features))
-    return _over_classes(explainer, explainer.loss_reduction(X, y, w, local=True))
+        return np.zeros((len(y), p))
+    return _over_classes(explainer, explainer.loss_reduction(X, y, w, local=True, groups=groups))
 
 
 def _over_classes(explainer: RSquaredExplainer, values: Any) -> np.ndarray:
@@ -202,9 +205,16 @@ def _over_classes(explainer: RSquaredExplainer, values: Any) -> np.ndarray:
 
 
 def screen_and_fit(
-    estimator: Any, X: Any, y: np.ndarray, w: np.ndarray, fit_params: dict, screen: int | None, n_jobs=None
+    estimator: Any,
+    X: Any,
+    y: np.ndarray,
+    w: np.ndarray,
+    fit_params: dict,
+    screen: int | None,
+    n_jobs=None,
+    players: PlayerMap | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, Any]:
-    """Fit ``estimator`` on all columns or, with ``screen``, on the ``screen`` columns of largest in-sample share.
+    """Fit ``estimator`` on all columns or, with ``screen``, on the ``screen`` players of largest in-sample share.
 
     ``w`` weights the first round's R²; ``fit_params`` (``sample_weight`` included, if the estimator is to
     be weighted) go to every fit.  Returns the kept columns, the first round's shares (or None) and the
@@ -219,26 +229,29 @@ def screen_and_fit(
     fit_params : dict
         Passed to every fit.
     screen : int or None
-        Columns kept after the first round; ``None`` fits once on all columns.
+        Players kept after the first round; ``None`` fits once on all columns.
     n_jobs : int, optional
         The explainer's worker processes.
+    players : PlayerMap, optional
+        The players (groups of columns); by default every column.
 
     Returns
     -------
     columns : ndarray of int
-        The kept columns, in order.
+        The kept columns (all columns of the kept players), in order.
     first_shares : ndarray or None
-        The first round's in-sample shares.
+        The first round's in-sample shares, per player.
     model : estimator
         The final model, fitted on ``columns``.
     """
-    p = X.shape[1]
-    columns, first_shares = np.arange(p), None
-    if screen is not None and screen < p:
+    players = PlayerMap.single(X.shape[1]) if players is None else players
+    columns, first_shares = np.arange(X.shape[1]), None
+    if screen is not None and screen < players.n_players:
         first = _fit(estimator, X, y, fit_params)
-        first_shares = evaluate(first, X, y, w, per_row=False, n_jobs=n_jobs).shares
+        groups = players.explainer_groups(columns)
+        first_shares = evaluate(first, X, y, w, per_row=False, n_jobs=n_jobs, groups=groups).shares
         del first  # the first model of a wide screen can be large
-        columns = np.sort(np.argsort(-first_shares, kind="mergesort")[:screen])
+        columns = players.top_columns(first_shares, screen)
         X = _safe_indexing(X, columns, axis=1)
     return columns, first_shares, _fit(estimator, X, y, fit_params)
 
@@ -266,6 +279,7 @@ def out_of_fold(
     *,
     per_row: bool,
     n_jobs: int | None,
+    groups: dict | None = None,
 ) -> Moments:
     """Pooled held-out moments: each fold's model is fitted on the other folds and decomposed on its own rows.
 
@@ -283,6 +297,8 @@ def out_of_fold(
         Keep the sums of squares of the per-row contributions, for standard errors.
     n_jobs : int or None
         Processes over folds.
+    groups : dict, optional
+        The explainer's ``groups=``, for the players' moments.
 
     Returns
     -------
@@ -304,7 +320,7 @@ def out_of_fold(
         error_score="raise",
     )
     results = [
-        evaluate(model, _safe_indexing(X, test), y[test], w[test], per_row=per_row)
+        evaluate(model, _safe_indexing(X, test), y[test], w[test], per_row=per_row, groups=groups)
         for model, test in zip(folds["estimator"], folds["indices"]["test"], strict=True)
     ]
     return sum(results[1:], results[0])
@@ -327,8 +343,9 @@ def bootstrap_shares(
     n_bootstrap: int,
     random_state: np.random.RandomState,
     n_jobs: int | None,
+    players: PlayerMap | None = None,
 ) -> np.ndarray:
-    """Shares of ``n_bootstrap`` refits on rows drawn with replacement, shape ``(n_bootstrap, p)``.
+    """Shares of ``n_bootstrap`` refits on rows drawn with replacement, shape ``(n_bootstrap, n_players)``.
 
     Each replicate repeats the whole procedure (screen, refit) on its rows and is decomposed on them, or on
     the rows it did not draw when ``out_of_bag``.  Indices are drawn up front, so results do not depend on
@@ -352,34 +369,37 @@ def bootstrap_shares(
         The source of the draws.
     n_jobs : int or None
         Processes over replicates.
+    players : PlayerMap, optional
+        The players (groups of columns); by default every column.
 
     Returns
     -------
-    ndarray of shape (n_bootstrap, n_features)
-        Every replicate's shares (0 for screened-out columns).
+    ndarray of shape (n_bootstrap, n_players)
+        Every replicate's shares (0 for screened-out players).
     """
     n = len(y)
+    players = PlayerMap.single(X.shape[1]) if players is None else players
     draws = [resample(np.arange(n), random_state=random_state) for _ in range(n_bootstrap)]
     return np.vstack(
         Parallel(n_jobs=n_jobs)(
-            delayed(_replicate)(estimator, X, y, w, fit_params, rows, screen, out_of_bag) for rows in draws
+            delayed(_replicate)(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players) for rows in draws
         )
     )
 
 
-def _replicate(estimator, X, y, w, fit_params, rows, screen, out_of_bag) -> np.ndarray:
+def _replicate(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players: PlayerMap) -> np.ndarray:
     n = len(y)
     Xb, yb, wb = _safe_indexing(X, rows), y[rows], w[rows]
-    columns, _, model = screen_and_fit(estimator, Xb, yb, wb, _subset_params(fit_params, rows, n), screen)
+    params = _subset_params(fit_params, rows, n)
+    columns, _, model = screen_and_fit(estimator, Xb, yb, wb, params, screen, players=players)
     if out_of_bag:
         del Xb  # as large as X: drop it before the out-of-bag rows are copied
         held = np.setdiff1d(np.arange(n), rows)
         Xe, ye, we = _take(X, held, columns), y[held], w[held]
     else:  # in sample: the resample already holds the rows
         Xe, ye, we = _take(Xb, None, columns), yb, wb
-    shares = np.zeros(X.shape[1])
-    shares[columns] = evaluate(model, Xe, ye, we, per_row=False).shares
-    return shares
+    shares = evaluate(model, Xe, ye, we, per_row=False, groups=players.explainer_groups(columns)).shares
+    return players.embed(shares, columns)
 
 
 def _take(X: Any, rows: np.ndarray | None, columns: np.ndarray) -> Any:

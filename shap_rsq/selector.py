@@ -16,12 +16,14 @@ from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils._tags import get_tags
-from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, _routing_enabled, process_routing
+from sklearn.utils.metadata_routing import MetadataRouter
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names_in, _check_sample_weight, check_is_fitted, validate_data
 
 from ._screening import bootstrap_shares, evaluate, out_of_fold, screen_and_fit
 from ._selection_rule import check_max_features, support_mask, threshold_rule
+from ._selector_groups import PlayerMap, first_columns, player_support, resolve_players, summary_table
+from ._selector_routing import metadata_router, route, rsq_weights
 
 __all__ = ["RSquaredSelector"]
 
@@ -32,7 +34,8 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     A drop-in for :class:`sklearn.feature_selection.SelectFromModel` whose importance is each
     feature's share of R² computed by :class:`~shap_rsq.RSquaredExplainer` (Q-SHAP).  Shares are
     signed: a feature that makes predictions worse (possible out of fold) has a negative share and is
-    ranked below one the model never uses (share 0).
+    ranked below one the model never uses (share 0).  With ``feature_groups``, groups of columns are
+    ranked and kept or dropped whole, by their exact Shapley share as one player.
 
     Parameters
     ----------
@@ -48,8 +51,9 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         smallest share in that set; ties with it are kept too).  ``None`` means ``"mean"``, as in
         ``SelectFromModel``; to select on ``max_features`` alone, pass ``threshold=-np.inf``.
     max_features : int or callable, default=None
-        At most this many features (the largest shares, ties broken by column order); a callable is
-        called as ``max_features(X)`` in ``fit``.  Like ``threshold``, an int set with ``set_params``
+        At most this many features (the largest shares, ties broken by column order), or players with
+        ``feature_groups``: a group counts once, however many columns it has.  A callable is called as
+        ``max_features(X)`` in ``fit``.  Like ``threshold``, an int set with ``set_params``
         after ``fit`` applies at the next ``transform`` without a refit.
     prefit : bool, default=False
         Use the fitted ``estimator`` as is (it is deep-copied, never refitted); ``fit`` then only
@@ -67,7 +71,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         Two-stage screening (Jiang et al. 2025, section 6): fit on all features, keep the ``screen``
         features of largest in-sample share, refit on them and recompute the shares, which ``threshold``
         and ``max_features`` then act on.  Features screened out get share 0.  Ignored if it is at least
-        the number of features.
+        the number of features.  With ``feature_groups`` it counts players, and a group is kept whole.
     uncertainty : {"se", "bootstrap"}, default=None
         ``"se"``: a delta-method standard error of each share from the per-row contributions, holding
         the fitted model(s) fixed.  ``"bootstrap"``: refit on ``n_bootstrap`` resamples of the rows
@@ -77,6 +81,14 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         Number of bootstrap replicates.
     random_state : int, RandomState instance or None, default=None
         Seeds the bootstrap draws.
+    feature_groups : dict of str to list, default=None
+        Groups of columns that are selected together, e.g. the one-hot columns of a categorical:
+        ``{"color": ["color_red", "color_blue"], ...}``, columns by name (when ``X`` has string column
+        names) or by position, each in one group at most.  Each group is one player, with its exact
+        Shapley share as in ``RSquaredExplainer.rsq(groups=)`` (not the sum of its columns' shares);
+        ``threshold``, ``max_features``, ``screen`` and the bootstrap act on the players (the groups,
+        then the ungrouped columns), and a selected group keeps all its columns.  Not ``groups``:
+        ``fit(X, y, groups=...)`` is the ``cv`` splitter's (``GroupKFold``), as in scikit-learn.
 
     Attributes
     ----------
@@ -84,7 +96,19 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         The model fitted on all rows (on the screened columns with ``screen``); with ``prefit=True``
         a deep copy of ``estimator``.
     feature_rsq_ : ndarray of shape (n_features,)
-        Each feature's share of R² (out of fold with ``cv``, second round with ``screen``).
+        Each feature's share of R² (out of fold with ``cv``, second round with ``screen``).  With
+        ``feature_groups`` every column of a group carries the group's share (so a group counts once
+        only in ``player_rsq_``), and so do the other per-column attributes below.
+    player_rsq_ : ndarray of shape (n_players,)
+        The shares that are ranked, one per player: the groups', then the ungrouped columns'
+        (``feature_rsq_`` without ``feature_groups``).
+    player_names_ : ndarray of str of shape (n_players,)
+        The players' names: the groups', then the ungrouped columns' (named as in
+        ``get_feature_names_out``).
+    player_of_feature_ : ndarray of int of shape (n_features,)
+        Each column's player, an index into ``player_names_``.
+    feature_groups_ : dict of str to ndarray of int
+        Each group's columns, by position (with ``feature_groups``).
     feature_rsq_se_ : ndarray of shape (n_features,)
         Standard errors of ``feature_rsq_`` (with ``uncertainty``).
     bootstrap_rsq_ : ndarray of shape (n_bootstrap, n_features)
@@ -94,7 +118,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     screen_support_ : ndarray of bool of shape (n_features,)
         Features kept by the first round (with ``screen``).
     threshold_ : float
-        The cut-off applied to ``feature_rsq_``.
+        The cut-off applied to ``player_rsq_``.
     max_features_ : int
         ``max_features``, or its value on ``X`` for a callable (when it is set).
     n_features_in_ : int
@@ -132,6 +156,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         "uncertainty": [StrOptions({"se", "bootstrap"}), None],
         "n_bootstrap": [Interval(Integral, 2, None, closed="left")],
         "random_state": ["random_state"],
+        "feature_groups": [dict, None],
     }
 
     def __init__(
@@ -147,6 +172,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         uncertainty: str | None = None,
         n_bootstrap: int = 100,
         random_state: Any = None,
+        feature_groups: dict[str, list] | None = None,
     ) -> None:
         self.estimator = estimator
         self.threshold = threshold
@@ -158,6 +184,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         self.uncertainty = uncertainty
         self.n_bootstrap = n_bootstrap
         self.random_state = random_state
+        self.feature_groups = feature_groups
 
     @_fit_context(prefer_skip_nested_validation=False)  # the estimator's own parameters are validated by its fit
     def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> RSquaredSelector:
@@ -201,21 +228,24 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         if classifier:
             check_classification_targets(y)
         y = np.asarray(y) if classifier else np.asarray(y, dtype=np.float64)
-        w = _check_sample_weight(self._rsq_weights(sample_weight), array, dtype=np.float64, ensure_non_negative=True)
+        w = _check_sample_weight(rsq_weights(self, sample_weight), array, dtype=np.float64, ensure_non_negative=True)
         # a DataFrame goes on as is (the estimator keeps its names); the array made from it to validate
         # it is a copy of X when its columns are not one block, so it must not live through the fits
         X = X if isinstance(X, pd.DataFrame) else array
         del array
-        fit_params, split_params = self._route(sample_weight, w, fit_params)
+        fit_params, split_params = route(self, sample_weight, w, fit_params)
         max_features = check_max_features(self.max_features, X)
         if max_features is not None:  # as in SelectFromModel, only defined when max_features is set
             self.max_features_ = max_features
         if self.prefit:
-            self._fit_prefit(X, y, w)
+            self._copy_prefit()
+        players = self._resolve_players(X)  # before any fit: a misspelt column fails at once
+        if self.prefit:
+            self._fit_prefit(X, y, w, players)
         else:
-            self._fit_estimator(X, y, w, fit_params, split_params)
+            self._fit_estimator(X, y, w, fit_params, split_params, players)
         if self.uncertainty == "bootstrap":
-            self.bootstrap_rsq_ = bootstrap_shares(
+            shares = bootstrap_shares(
                 self.estimator,
                 X,
                 y,
@@ -226,7 +256,9 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
                 n_bootstrap=self.n_bootstrap,
                 random_state=check_random_state(self.random_state),
                 n_jobs=self.n_jobs,
+                players=players,
             )
+            self.bootstrap_rsq_ = shares[:, players.of_feature]
             self.feature_rsq_se_ = self.bootstrap_rsq_.std(axis=0, ddof=1)
         return self
 
@@ -242,31 +274,12 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
                 "pass an unfitted estimator with prefit=False."
             )
 
-    def _rsq_weights(self, sample_weight: Any) -> Any:
-        """The weights of the R²: ``sample_weight``, unless routing was told to keep it from the selector."""
-        # a router passes sample_weight on when only the estimator requests it; the selector then
-        # receives it for routing, but set_fit_request(sample_weight=False) says not to use it
-        if sample_weight is not None and _routing_enabled():
-            if self._get_metadata_request().fit.requests.get("sample_weight") is False:
-                return None
-        return sample_weight
-
-    def _route(self, sample_weight: Any, w: np.ndarray, fit_params: dict) -> tuple[dict, dict]:
-        """Parameters of the estimator's ``fit`` and of the splitter's ``split``."""
-        if _routing_enabled():
-            routed = process_routing(self, "fit", sample_weight=sample_weight, **fit_params)
-            split_params = routed.splitter.split if "splitter" in routed else {}
-            return dict(routed.estimator.fit), dict(split_params)
-        # as SelectFromModel without routing: every parameter goes to the estimator, and the weights
-        # that weight the R² also weight the model
-        return (fit_params if sample_weight is None else {**fit_params, "sample_weight": w}), {}
-
     def _forget_fit(self) -> None:
         # a refit with other options must not leave attributes of the previous fit behind
         for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("_")]:
             delattr(self, name)
 
-    def _fit_prefit(self, X, y, w) -> None:
+    def _copy_prefit(self) -> None:
         try:
             check_is_fitted(self.estimator)
         except NotFittedError as exc:
@@ -275,36 +288,54 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         names = getattr(self.estimator_, "feature_names_in_", None)
         if names is not None and not hasattr(self, "feature_names_in_"):
             # as SelectFromModel: a model fitted on a DataFrame names the columns of an array (the
-            # explainer below checks that their number matches)
+            # explainer checks that their number matches)
             self.feature_names_in_ = np.asarray(names, dtype=object)
-        moments = evaluate(self.estimator_, X, y, w, per_row=self.uncertainty == "se", n_jobs=self.n_jobs)
-        self.feature_rsq_ = moments.shares
-        if self.uncertainty == "se":
-            self.feature_rsq_se_ = moments.standard_errors()
 
-    def _fit_estimator(self, X, y, w, fit_params, split_params) -> None:
+    def _resolve_players(self, X: Any) -> PlayerMap:
+        names = getattr(self, "feature_names_in_", None)
+        players, player_names, groups = resolve_players(self.feature_groups, X, names, self.n_features_in_)
+        self.player_of_feature_, self.player_names_ = players.of_feature, np.asarray(player_names, dtype=object)
+        if groups is not None:
+            self.feature_groups_ = groups
+        return players
+
+    def _fit_prefit(self, X, y, w, players: PlayerMap) -> None:
+        per_row = self.uncertainty == "se"
+        groups = players.explainer_groups(np.arange(self.n_features_in_))
+        moments = evaluate(self.estimator_, X, y, w, per_row=per_row, n_jobs=self.n_jobs, groups=groups)
+        self._set_shares(moments.shares, moments.standard_errors() if per_row else None)
+
+    def _fit_estimator(self, X, y, w, fit_params, split_params, players: PlayerMap) -> None:
         columns, first_shares, self.estimator_ = screen_and_fit(
-            self.estimator, X, y, w, fit_params, self.screen, n_jobs=self.n_jobs
+            self.estimator, X, y, w, fit_params, self.screen, n_jobs=self.n_jobs, players=players
         )
         if first_shares is not None:
-            self.screen_rsq_ = first_shares
+            self.screen_rsq_ = first_shares[players.of_feature]
             self.screen_support_ = np.isin(np.arange(self.n_features_in_), columns)
         Xk = X if len(columns) == self.n_features_in_ else _safe_indexing(X, columns, axis=1)
-        per_row = self.uncertainty == "se"
+        per_row, groups = self.uncertainty == "se", players.explainer_groups(columns)
         if self.cv is None:
-            moments = evaluate(self.estimator_, Xk, y, w, per_row=per_row, n_jobs=self.n_jobs)
+            moments = evaluate(self.estimator_, Xk, y, w, per_row=per_row, n_jobs=self.n_jobs, groups=groups)
         else:
             # stratified folds for a classifier, as cross_validate makes them
             splitter = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
             splits = list(splitter.split(X, y, **split_params))
-            moments = out_of_fold(self.estimator, Xk, y, w, fit_params, splits, per_row=per_row, n_jobs=self.n_jobs)
-        self.feature_rsq_ = _embed(moments.shares, columns, self.n_features_in_)
-        if per_row:
-            self.feature_rsq_se_ = _embed(moments.standard_errors(), columns, self.n_features_in_)
+            moments = out_of_fold(
+                self.estimator, Xk, y, w, fit_params, splits, per_row=per_row, n_jobs=self.n_jobs, groups=groups
+            )
+        errors = players.embed(moments.standard_errors(), columns) if per_row else None
+        self._set_shares(players.embed(moments.shares, columns), errors)
+
+    def _set_shares(self, shares: np.ndarray, errors: np.ndarray | None) -> None:
+        """Per-player shares (and standard errors) in ``player_rsq_``, and each column's player's in the rest."""
+        self.player_rsq_ = shares
+        self.feature_rsq_ = shares[self.player_of_feature_]
+        if errors is not None:
+            self.feature_rsq_se_ = errors[self.player_of_feature_]
 
     def _get_support_mask(self) -> np.ndarray:
         check_is_fitted(self)
-        return support_mask(self.feature_rsq_, threshold_rule(self.threshold), self._limit())
+        return player_support(self.player_rsq_, threshold_rule(self.threshold), self._limit(), self.player_of_feature_)
 
     def _limit(self) -> int | None:
         """The ``max_features`` in force: an int as set now (like ``threshold``), a callable's value in ``fit``."""
@@ -318,45 +349,37 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     @property
     def threshold_(self) -> float:
-        """The cut-off applied to ``feature_rsq_`` (recomputed, so ``set_params(threshold=...)`` applies)."""
+        """The cut-off applied to ``player_rsq_`` (recomputed, so ``set_params(threshold=...)`` applies)."""
         check_is_fitted(self)
-        return threshold_rule(self.threshold)(self.feature_rsq_)
+        return threshold_rule(self.threshold)(self.player_rsq_)
 
     @property
     def selection_frequency_(self) -> np.ndarray:
-        """Fraction of bootstrap replicates in which each feature is selected by the same rule."""
+        """Fraction of bootstrap replicates in which each feature (its player) is selected by the same rule."""
         if not hasattr(self, "bootstrap_rsq_"):
             raise AttributeError("selection_frequency_ is only available after fitting with uncertainty='bootstrap'.")
-        rule, limit = threshold_rule(self.threshold), self._limit()
-        return np.mean([support_mask(shares, rule, limit) for shares in self.bootstrap_rsq_], axis=0)
+        rule, limit, players = threshold_rule(self.threshold), self._limit(), first_columns(self.player_of_feature_)
+        frequency = np.mean([support_mask(shares[players], rule, limit) for shares in self.bootstrap_rsq_], axis=0)
+        return frequency[self.player_of_feature_]
 
     def summary(self, input_features: Any = None) -> pd.DataFrame:
-        """One row per feature, largest share first.
+        """One row per feature (per player with ``feature_groups``), largest share first.
 
         Parameters
         ----------
         input_features : array-like of str, optional
             Names for the features, as in :meth:`get_feature_names_out`; by default the column
-            names seen in ``fit``, or ``x0, x1, ...`` for arrays.
+            names seen in ``fit``, or ``x0, x1, ...`` for arrays.  Groups keep their own names.
 
         Returns
         -------
         pandas.DataFrame
             Columns ``rsq``, ``se`` (with ``uncertainty``), ``selection_frequency`` (with the bootstrap),
-            ``screen_rsq`` (with ``screen``) and ``selected``, indexed by feature name.
+            ``screen_rsq`` (with ``screen``), ``selected`` and, with ``feature_groups``, ``n_columns``,
+            indexed by feature (or player) name.
         """
         check_is_fitted(self)
-        table = {"rsq": self.feature_rsq_}
-        if hasattr(self, "feature_rsq_se_"):
-            table["se"] = self.feature_rsq_se_
-        if hasattr(self, "bootstrap_rsq_"):
-            table["selection_frequency"] = self.selection_frequency_
-        if hasattr(self, "screen_rsq_"):
-            table["screen_rsq"] = self.screen_rsq_
-        table["selected"] = self.get_support()
-        names = _check_feature_names_in(self, input_features)
-        frame = pd.DataFrame(table, index=pd.Index(names, name="feature"))
-        return frame.sort_values("rsq", ascending=False, kind="mergesort")
+        return summary_table(self, _check_feature_names_in(self, input_features))
 
     def __sklearn_is_fitted__(self) -> bool:
         # n_features_in_ is set while X is validated, so a fit that failed later would otherwise look fitted
@@ -373,11 +396,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         routing : sklearn.utils.metadata_routing.MetadataRouter
             The routing information.
         """
-        router = MetadataRouter(owner=self).add_self_request(self)
-        router.add(estimator=self.estimator, method_mapping=MethodMapping().add(caller="fit", callee="fit"))
-        if self.cv is not None:  # as given: check_cv would consume a generator of splits before fit
-            router.add(splitter=self.cv, method_mapping=MethodMapping().add(caller="fit", callee="split"))
-        return router
+        return metadata_router(self)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -385,9 +404,3 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         tags.input_tags.sparse = False  # the explainer reads dense rows
         tags.input_tags.allow_nan = get_tags(self.estimator).input_tags.allow_nan
         return tags
-
-
-def _embed(values: np.ndarray, columns: np.ndarray, n_features: int) -> np.ndarray:
-    full = np.zeros(n_features)
-    full[columns] = values
-    return full

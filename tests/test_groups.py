@@ -117,3 +117,10 @@ def test_groups_on_a_fully_grown_tree_through_each_deep_kernel(fitted, kernel):
     np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w, groups=GROUPS), expected_global, atol=1e-9)
     local = explainer(X, y, sample_weight=w, groups=GROUPS)
     np.testing.assert_allclose(local.values, expected_local, atol=1e-9, rtol=0)
+
+
+def test_an_unknown_column_is_refused_with_the_closest_name():
+    frame = pd.DataFrame(np.random.default_rng(0).normal(size=(50, 3)), columns=["color_red", "color_blue", "size"])
+    model = DecisionTreeRegressor(max_depth=3).fit(frame, frame["size"])
+    with pytest.raises(ValueError, match="Did you mean 'color_red'"):
+        RSquaredExplainer(model).rsq(frame, frame["size"], groups={"color": ["colour_red", "color_blue"]})
