@@ -138,8 +138,9 @@ def evaluate(
     # numerators, not shares: a held-out fold with a constant target still adds to the pooled shares
     if not np.any(w > 0):  # a fold whose rows all have weight 0 adds nothing
         return Moments(np.zeros(p), sst, n, *((np.zeros(p), np.zeros(p), 0.0) if per_row else ()))
+    order = _in_column_order(explainer, X, groups)
     if not per_row:
-        return Moments(_over_classes(explainer, explainer.loss_reduction(X, y, w, groups=groups)), sst, n)
+        return Moments(_over_classes(explainer, explainer.loss_reduction(X, y, w, groups=groups))[order], sst, n)
     moments = Moments(np.zeros(p), sst, n, np.zeros(p), np.zeros(p), float(s @ s))
     n_rows = len(y)
     step = max(2, block_entries // max(p * explainer.model_info.n_outputs, 1))
@@ -149,7 +150,26 @@ def evaluate(
         moments.a += a.sum(axis=0)
         moments.aa += np.einsum("ij,ij->j", a, a)
         moments.as_ += s[rows] @ a
-    return moments
+    return Moments(moments.a[order], sst, n, moments.aa[order], moments.as_[order], moments.ss)
+
+
+def _in_column_order(explainer: RSquaredExplainer, X: Any, groups: dict | None) -> np.ndarray:
+    """Indices that put the explainer's values (in the model's feature order) in ``X``'s column order.
+
+    The explainer matches a DataFrame's columns to the model's features by name, so a prefit model
+    given its columns in another order returns its shares in its own order; the selector's masks
+    are over ``X``'s columns.  Groups are named, and come back in the order they were given.
+    """
+    model_names = explainer.model_info.feature_names
+    columns = getattr(X, "columns", None)
+    identity = np.arange(explainer.model_info.n_features if groups is None else len(groups))
+    if groups is not None or model_names is None or columns is None:
+        return identity
+    position = {str(name): j for j, name in enumerate(model_names)}
+    names = [str(c) for c in columns]
+    if sorted(names) != sorted(position):
+        return identity  # the explainer has already refused names that do not match
+    return np.array([position[name] for name in names])
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone
-from sklearn.ensemble import GradientBoostingClassifier
+from sklearn.ensemble import GradientBoostingClassifier, RandomForestRegressor
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_selection import SelectFromModel
 from sklearn.linear_model import LinearRegression
@@ -324,3 +324,17 @@ def test_other_libraries_with_dataframes_and_missing_values(library):
     out = selector.set_output(transform="pandas").fit(frame, y).transform(frame)
     assert list(out.columns) == ["a", "b", "c"]
     assert np.all(np.isfinite(selector.feature_rsq_se_)) and np.all(selector.feature_rsq_se_[:3] > 0)
+
+
+@pytest.mark.parametrize("uncertainty", [None, "se"])
+def test_a_prefit_model_given_its_columns_reordered_selects_by_name(uncertainty):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
+    y = 3 * X.a + 0.1 * X.b + rng.normal(scale=0.1, size=300)
+    model = RandomForestRegressor(20, max_depth=4, random_state=0).fit(X, y)
+    reordered = X[["c", "b", "a"]]
+    selector = RSquaredSelector(model, prefit=True, max_features=1, threshold=-np.inf, uncertainty=uncertainty)
+    selector.fit(reordered, y)
+    assert list(selector.get_feature_names_out()) == ["a"]
+    in_order = RSquaredSelector(model, prefit=True, uncertainty=uncertainty).fit(X, y).feature_rsq_
+    np.testing.assert_allclose(selector.feature_rsq_, in_order[::-1], atol=1e-12)

@@ -6,6 +6,7 @@ problem is reported with the same words whatever container it came in.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -249,7 +250,7 @@ def _as_frame(X: Any):
     if columns is not None:
         # narwhals refuses duplicated names too, without saying which input it was reading
         names = [str(c) for c in columns]
-        duplicated = sorted({c for c in names if names.count(c) > 1})
+        duplicated = sorted(name for name, count in Counter(names).items() if count > 1)
         if duplicated:
             raise ValueError(f"X has duplicated column names {_listed(duplicated)}.")
     return nw.from_native(X, eager_only=True, pass_through=True)
