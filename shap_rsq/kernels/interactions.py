@@ -64,6 +64,7 @@ class InteractionPlan:
     quad: np.ndarray  # (E,) True for entries of m^2 (weighted by w_quad), False for m (w_lin)
     columns: np.ndarray  # (E, W)
     widths: tuple[Entries, ...]
+    cover: np.ndarray  # (L + 1, K + 1) the leaves' covers with the phantom leaf and the pad column (1)
 
     @property
     def features(self) -> np.ndarray:
@@ -99,7 +100,9 @@ def compile_interactions(tree: TreeTable) -> InteractionPlan:
     widths = tuple(
         Entries(slice(lo, hi), int(count[lo])) for lo, hi in zip(starts, stops, strict=True) if count[lo] >= 2
     )
-    return InteractionPlan(plan, a, b, coef, quad, columns, widths)
+    cover = np.ones((n_leaves + 1, n_k + 1))
+    cover[:n_leaves, :n_k] = plan.cover
+    return InteractionPlan(plan, a, b, coef, quad, columns, widths, cover)
 
 
 def pattern_interactions(
@@ -211,12 +214,9 @@ def _mixed_slopes(plan: InteractionPlan, e: slice, entry: np.ndarray, both: np.n
     The integrand has ``W - 2`` linear factors, so ``ceil((W - 1) / 2)`` Gauss-Legendre nodes are
     exact.  "All factors but two" come from running products, never by division (covers can be 0).
     """
-    n_k = plan.pairs.n_features
     width = both.shape[1]
-    cover = np.ones((plan.pairs.cover.shape[0] + 1, n_k + 1))
-    cover[:-1, :n_k] = plan.pairs.cover
     cols = plan.columns[e, :width]
-    rest = (cover[plan.a[e, None], cols] * cover[plan.b[e, None], cols])[entry]  # (M, W)
+    rest = (plan.cover[plan.a[e, None], cols] * plan.cover[plan.b[e, None], cols])[entry]  # (M, W)
     q, gl = gauss_legendre(max(1, -(-(width - 1) // 2)))
     # factor F = rest + slope q; features first so that each running product is one contiguous pass
     slope = (both - rest).T  # (W, M)
