@@ -113,11 +113,13 @@ def test_results_do_not_depend_on_chunk_sizes_or_column_order(fitted):
     model, X, y, w = fitted("RandomForestRegressor", True)
     explainer = RSquaredExplainer(model)
     reference = explainer.rsq_interactions(X, y, sample_weight=w)
-    # tiny blocks, and every entry row by row instead of merged by its pass bits
-    tiny = replace(DEFAULT_TUNING, chunk_elements=1 << 8, block_elements=1 << 6, interaction_code_bits=1)
-    np.testing.assert_allclose(
-        explainer._set_engine(tuning=tiny).rsq_interactions(X, y, sample_weight=w), reference, atol=1e-12
-    )
+    per_row = explainer(X, y, sample_weight=w, interactions=True).values
+    # tiny chunks of rows, whose codes are sorted rather than tabled, and entries row by row
+    tiny = replace(DEFAULT_TUNING, chunk_elements=1 << 8, block_elements=1 << 6)
+    for tuning in (tiny, replace(tiny, interaction_code_bits=1)):
+        other = RSquaredExplainer(model)._set_engine(tuning=tuning)
+        np.testing.assert_allclose(other.rsq_interactions(X, y, sample_weight=w), reference, atol=1e-12)
+        np.testing.assert_allclose(other(X, y, sample_weight=w, interactions=True).values, per_row, atol=1e-12)
     local = explainer(X[:7], y[:7], sample_weight=w[:7], interactions=True).values  # fewer rows than codes
     np.testing.assert_allclose(
         local, RSquaredExplainer(model)(X[:7], y[:7], sample_weight=w[:7], interactions=True).values, atol=1e-12

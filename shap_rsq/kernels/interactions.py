@@ -125,36 +125,38 @@ def pattern_interactions(
     n_k = plan.pairs.n_features
     size = (n_k + 1) ** 2
     local = w_quad is None
-    out = (np.zeros((n, size)), np.zeros((n, size))) if local else np.zeros(size)
+    out = np.zeros((n, 2 * size)) if local else np.zeros(size)
     step = max(1, tuning.chunk_elements // ((plan.pairs.cover.shape[0] + 1) * (n_k + 1)))
     for start in range(0, n, step):
         rows = slice(start, min(n, start + step))
         bits = _extended_bits(plan, X[rows], dtype)
         for entries in plan.widths:
             if local:
-                _add_local(plan, entries, bits, (out[0][rows], out[1][rows]), tuning)
+                _add_local(plan, entries, bits, out[rows], tuning)
             else:
                 _add_summed(plan, entries, bits, w_quad[rows], w_lin[rows], out, tuning)
     if local:
-        return tuple(part.reshape(n, n_k + 1, n_k + 1) for part in out)
+        return out[:, :size].reshape(n, n_k + 1, n_k + 1), out[:, size:].reshape(n, n_k + 1, n_k + 1)
     return out.reshape(n_k + 1, n_k + 1)
 
 
-def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, tuning: Tuning):
+def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, tuning: Tuning, local: bool):
     """Blocks of the entries of one width: ``(keys, entry, both, inverse, e)``.
 
     An entry reads a row only through its ``W`` pass bits (its code), so each distinct
     (entry, code) is evaluated once: ``both`` ``(M, W)`` are the bits of the ``M`` distinct ones,
     ``entry`` ``(M,)`` their entries within the block ``e``, and ``inverse`` ``(n, E)`` says which
-    one each row has.  When an entry has no more codes than rows, all ``2^W`` are laid out at once
-    (no sort); codes wider than ``tuning.interaction_code_bits`` keep one per row.  A block of
-    entries holds about ``tuning.block_elements`` floats per evaluated factor.
+    one each row has.  A tree's rows take few of the ``2^W`` codes (about 100 of 512 on depth-6
+    XGBoost trees), so only those present are evaluated; they are found in a table of all codes
+    when it is no longer than the rows, otherwise by sorting.  Codes wider than
+    ``tuning.interaction_code_bits`` keep one per row.  A block of entries holds about
+    ``tuning.block_elements`` pass bits (and, with ``local``, values per row and column pair:
+    the rows' values are gathered before they are summed).
     """
     n, width = bits.shape[0], entries.width
     n_k = plan.pairs.n_features
     by_code = width <= tuning.interaction_code_bits
-    tabulate = by_code and (1 << width) <= n
-    per_entry = width * max(1, -(-(width - 1) // 2)) * ((1 << width) if tabulate else n)
+    per_entry = width * n * (_nodes(width) if local else 1)
     e_step = max(1, tuning.block_elements // per_entry)
     for lo in range(entries.rows.start, entries.rows.stop, e_step):
         e = slice(lo, min(entries.rows.stop, lo + e_step))
@@ -167,34 +169,56 @@ def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, tun
             yield keys, np.tile(np.arange(n_e), n), both.reshape(n * n_e, width), inverse, e
             continue
         code_keys = (both.astype(np.int64) @ (1 << np.arange(width))) * n_e + np.arange(n_e)  # (n, E)
-        if tabulate:
-            distinct, inverse = np.arange(n_e << width), code_keys
-        else:
-            distinct, inverse = np.unique(code_keys, return_inverse=True)
-            inverse = inverse.reshape(n, n_e)
+        distinct, inverse = _distinct(code_keys, n_e << width if (1 << width) <= n else None)
         codes = distinct // n_e
         yield keys, distinct % n_e, (codes[:, None] >> np.arange(width)) & 1 == 1, inverse, e
 
 
+def _distinct(keys: np.ndarray, table: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct ``keys`` and where each key is among them (``np.unique``'s
+    ``return_inverse``), through a presence table of length ``table`` (no sort) when given."""
+    if table is None:
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        return distinct, inverse.reshape(keys.shape)
+    seen = np.zeros(table, dtype=bool)
+    seen[keys] = True
+    rank = np.cumsum(seen) - 1
+    return np.flatnonzero(seen), rank[keys]
+
+
 def _add_summed(plan, entries, bits, w_quad, w_lin, out, tuning) -> None:
     """Add the rows' weighted indices of the entries of one width to ``out`` ``((K + 1)^2,)``."""
-    for keys, entry, both, inverse, e in _entry_blocks(plan, entries, bits, tuning):
+    j, k = np.triu_indices(entries.width, 1)
+    for keys, entry, both, inverse, e in _entry_blocks(plan, entries, bits, tuning, local=False):
         weight = np.where(plan.quad[e][None, :], w_quad[:, None], w_lin[:, None]) * plan.coef[e]
         weight = np.bincount(inverse.ravel(), weights=weight.ravel(), minlength=len(entry))
-        for j, k, value in _mixed_slopes(plan, e, entry, both):
-            per_entry = np.bincount(entry, weights=value * weight, minlength=keys.shape[0])
-            out += np.bincount(keys[:, j, k], weights=per_entry, minlength=len(out))
+        by_entry = sp.csr_matrix((weight, (np.arange(len(entry)), entry)), shape=(len(entry), keys.shape[0]))
+        per_entry = np.zeros((len(j), keys.shape[0]))
+        step = max(1, tuning.block_elements // (entries.width * _nodes(entries.width)))
+        for lo in range(0, len(entry), step):
+            codes = slice(lo, lo + step)
+            values = _mixed_slopes(plan, e, entry[codes], both[codes])  # (P, M)
+            per_entry += (by_entry[codes].T @ values.T).T
+        out += np.bincount(keys[:, j, k].T.ravel(), weights=per_entry.ravel(), minlength=len(out))
 
 
 def _add_local(plan, entries, bits, out, tuning) -> None:
-    """Add each row's indices of ``m^2`` and of ``m`` (unweighted) to ``out`` ``(n, (K + 1)^2)`` x 2."""
-    size = out[0].shape[1]
-    for keys, entry, both, inverse, e in _entry_blocks(plan, entries, bits, tuning):
-        weights = [np.where(plan.quad[e] == kind, plan.coef[e], 0.0) for kind in (True, False)]
-        for j, k, value in _mixed_slopes(plan, e, entry, both):
-            onehot = _onehot(keys[:, j, k], size)
-            for part, weight in zip(out, weights, strict=True):
-                part += (value[inverse] * weight) @ onehot
+    """Add each row's indices of ``m^2`` and of ``m`` (unweighted) to ``out`` ``(n, 2 (K + 1)^2)``.
+
+    A row's value of entry ``e`` at pair ``p`` is ``values[p, inverse[i, e]]``: the rows gather
+    their ``(E, P)`` values, and one sparse map sends each (entry, pair) to its column pair, in the
+    first half for entries of ``m^2`` and the second for those of ``m``.
+    """
+    size = out.shape[1] // 2
+    j, k = np.triu_indices(entries.width, 1)
+    for keys, entry, both, inverse, e in _entry_blocks(plan, entries, bits, tuning, local=True):
+        values = _mixed_slopes(plan, e, entry, both)  # (P, M)
+        target = keys[:, j, k] + np.where(plan.quad[e], 0, size)[:, None]  # (E, P)
+        columns, slot = np.unique(target, return_inverse=True)
+        weight = np.repeat(plan.coef[e], len(j))
+        onehot = sp.csr_matrix((weight, (np.arange(weight.size), slot.ravel())), shape=(weight.size, len(columns)))
+        gathered = values.T[inverse].reshape(inverse.shape[0], -1)  # (n, E P)
+        out[:, columns] += (onehot.T @ gathered.T).T
 
 
 def _extended_bits(plan: InteractionPlan, X: np.ndarray, dtype) -> np.ndarray:
@@ -206,10 +230,10 @@ def _extended_bits(plan: InteractionPlan, X: np.ndarray, dtype) -> np.ndarray:
     return extended
 
 
-def _mixed_slopes(plan: InteractionPlan, e: slice, entry: np.ndarray, both: np.ndarray):
-    """For each column pair ``j < k`` of the entries ``e``, ``(j, k, (M,))``: the integral over ``q``
-    of ``s_j s_k prod_{m != j, k} F_m`` on each of ``M`` bit patterns ``both`` ``(M, W)`` of the
-    entries ``entry`` ``(M,)``.
+def _mixed_slopes(plan: InteractionPlan, e: slice, entry: np.ndarray, both: np.ndarray) -> np.ndarray:
+    """``(P, M)``: for each column pair ``j < k`` of the entries ``e`` (``np.triu_indices`` order),
+    the integral over ``q`` of ``s_j s_k prod_{m != j, k} F_m`` on each of ``M`` bit patterns
+    ``both`` ``(M, W)`` of the entries ``entry`` ``(M,)``.
 
     The integrand has ``W - 2`` linear factors, so ``ceil((W - 1) / 2)`` Gauss-Legendre nodes are
     exact.  "All factors but two" come from running products, never by division (covers can be 0).
@@ -217,25 +241,28 @@ def _mixed_slopes(plan: InteractionPlan, e: slice, entry: np.ndarray, both: np.n
     width = both.shape[1]
     cols = plan.columns[e, :width]
     rest = (plan.cover[plan.a[e, None], cols] * plan.cover[plan.b[e, None], cols])[entry]  # (M, W)
-    q, gl = gauss_legendre(max(1, -(-(width - 1) // 2)))
+    q, gl = gauss_legendre(_nodes(width))
     # factor F = rest + slope q; features first so that each running product is one contiguous pass
     slope = (both - rest).T  # (W, M)
     factor = rest.T[:, :, None] + slope[..., None] * q  # (W, M, Q)
-    after = np.empty_like(factor)  # after[k] = prod_{m > k} F_m
-    after[-1] = 1.0
+    after = np.empty_like(factor)  # after[k] = gl * prod_{m > k} F_m (the quadrature weights folded in)
+    after[-1] = gl
     for k in range(width - 2, -1, -1):
         np.multiply(after[k + 1], factor[k + 1], out=after[k])
+    values = np.empty((width * (width - 1) // 2, slope.shape[1]))
     before = np.ones(factor.shape[1:])  # prod_{m < j} F_m
+    p = 0
     for j in range(width - 1):
         run = before.copy()  # prod_{m < k, m != j} F_m
         for k in range(j + 1, width):
-            value = (run * after[k]) @ gl
-            value *= slope[j] * slope[k]
-            yield j, k, value
+            np.einsum("mq,mq->m", run, after[k], out=values[p])
             run *= factor[k]
+            p += 1
+        values[p - (width - 1 - j) : p] *= slope[j] * slope[j + 1 :]
         before *= factor[j]
+    return values
 
 
-def _onehot(key: np.ndarray, size: int) -> sp.csr_matrix:
-    """``(E, size)`` sparse map of each entry to its column pair."""
-    return sp.csr_matrix((np.ones(len(key)), (np.arange(len(key)), key)), shape=(len(key), size))
+def _nodes(width: int) -> int:
+    """Gauss-Legendre nodes that integrate a product of ``width - 2`` linear factors exactly."""
+    return max(1, -(-(width - 1) // 2))
