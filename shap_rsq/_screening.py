@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.model_selection import cross_validate
-from sklearn.utils import _safe_indexing, resample
+from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
 from ._selector_groups import PlayerMap
@@ -24,7 +23,7 @@ from .explainer import RSquaredExplainer
 from .models.inspect import UnsupportedModelError
 from .tuning import DEFAULT_TUNING
 
-__all__ = ["Moments", "bootstrap_shares", "evaluate", "out_of_fold", "screen_and_fit"]
+__all__ = ["Moments", "evaluate", "out_of_fold", "screen_and_fit", "subset_params"]
 
 
 # --------------------------------------------------------------------------------------------- shares and SEs
@@ -199,7 +198,9 @@ def _target(explainer: RSquaredExplainer, y: np.ndarray) -> _Target:
     if classes is None:  # labels of another kind than the model's: let the explainer name them
         return _Target(labels, labels)
     one_hot = (labels[:, None] == classes[None, :]).astype(np.float64)
-    return _Target(one_hot, one_hot[:, np.searchsorted(classes, info.classes)])
+    model_columns = one_hot[:, np.searchsorted(classes, info.classes)]
+    # a model fitted on one class (a rare label's fold or draw) has one output: a 1-D target
+    return _Target(one_hot, model_columns[:, 0] if len(info.classes) == 1 else model_columns)
 
 
 def _squares(Y: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -219,9 +220,14 @@ def _contributions(explainer: RSquaredExplainer, X: Any, y: np.ndarray, w: np.nd
 
 
 def _over_classes(explainer: RSquaredExplainer, values: Any) -> np.ndarray:
-    """Loss reductions summed over a classifier's classes (its last axis): the Brier score's."""
+    """Loss reductions summed over a classifier's classes (its last axis): the Brier score's.
+
+    A classifier fitted on one class (a bootstrap draw or fold of rare labels) has no class axis:
+    it predicts a constant, whose reductions are already those of the features.
+    """
     values = np.asarray(values, dtype=np.float64)
-    return values if explainer.model_info.classes is None else values.sum(axis=-1)
+    classes = explainer.model_info.classes
+    return values if classes is None or len(classes) < 2 else values.sum(axis=-1)
 
 
 def screen_and_fit(
@@ -280,7 +286,7 @@ def _fit(estimator: Any, X: Any, y: np.ndarray, fit_params: dict) -> Any:
     return clone(estimator).fit(X, y, **fit_params)
 
 
-def _subset_params(params: dict, rows: np.ndarray, n_rows: int) -> dict:
+def subset_params(params: dict, rows: np.ndarray, n_rows: int) -> dict:
     """Row-aligned fit parameters (sample_weight, eval sets aside) are subset with the rows."""
 
     def aligned(value):
@@ -349,81 +355,3 @@ def out_of_fold(
 def _no_score(estimator: Any, X: Any, y: Any) -> float:
     """cross_validate always scores the folds; the shares are computed from the fitted models instead."""
     return 0.0
-
-
-def bootstrap_shares(
-    estimator: Any,
-    X: Any,
-    y: np.ndarray,
-    w: np.ndarray,
-    fit_params: dict,
-    *,
-    screen: int | None,
-    out_of_bag: bool,
-    n_bootstrap: int,
-    random_state: np.random.RandomState,
-    n_jobs: int | None,
-    players: PlayerMap | None = None,
-) -> np.ndarray:
-    """Shares of ``n_bootstrap`` refits on rows drawn with replacement, shape ``(n_bootstrap, n_players)``.
-
-    Each replicate repeats the whole procedure (screen, refit) on its rows and is decomposed on them, or on
-    the rows it did not draw when ``out_of_bag``.  Indices are drawn up front, so results do not depend on
-    ``n_jobs``.
-
-    Parameters
-    ----------
-    estimator : estimator
-        The unfitted tree model.
-    X, y, w : array-like
-        Rows, target and the weights of the R².
-    fit_params : dict
-        Passed to every fit; row-aligned ones are drawn with the rows.
-    screen : int or None
-        As in :func:`screen_and_fit`.
-    out_of_bag : bool
-        Decompose each replicate on the rows it did not draw.
-    n_bootstrap : int
-        Number of replicates.
-    random_state : numpy.random.RandomState
-        The source of the draws.
-    n_jobs : int or None
-        Processes over replicates.
-    players : PlayerMap, optional
-        The players (groups of columns); by default every column.
-
-    Returns
-    -------
-    ndarray of shape (n_bootstrap, n_players)
-        Every replicate's shares (0 for screened-out players).
-    """
-    n = len(y)
-    players = PlayerMap.single(X.shape[1]) if players is None else players
-    draws = [resample(np.arange(n), random_state=random_state) for _ in range(n_bootstrap)]
-    return np.vstack(
-        Parallel(n_jobs=n_jobs)(
-            delayed(_replicate)(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players) for rows in draws
-        )
-    )
-
-
-def _replicate(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players: PlayerMap) -> np.ndarray:
-    n = len(y)
-    Xb, yb, wb = _safe_indexing(X, rows), y[rows], w[rows]
-    params = _subset_params(fit_params, rows, n)
-    columns, _, model = screen_and_fit(estimator, Xb, yb, wb, params, screen, players=players)
-    if out_of_bag:
-        del Xb  # as large as X: drop it before the out-of-bag rows are copied
-        held = np.setdiff1d(np.arange(n), rows)
-        Xe, ye, we = _take(X, held, columns), y[held], w[held]
-    else:  # in sample: the resample already holds the rows
-        Xe, ye, we = _take(Xb, None, columns), yb, wb
-    shares = evaluate(model, Xe, ye, we, per_row=False, groups=players.explainer_groups(columns)).shares
-    return players.embed(shares, columns)
-
-
-def _take(X: Any, rows: np.ndarray | None, columns: np.ndarray) -> Any:
-    """``X[rows][:, columns]`` copying no more than the result (``rows=None``: all rows, ``columns`` sorted)."""
-    if columns.size < X.shape[1]:  # columns first: with a screen they are few, and all of them need no copy
-        X = _safe_indexing(X, columns, axis=1)
-    return X if rows is None else _safe_indexing(X, rows)

@@ -20,7 +20,8 @@ from sklearn.utils.metadata_routing import MetadataRouter
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names_in, _check_sample_weight, check_is_fitted, validate_data
 
-from ._screening import bootstrap_shares, evaluate, out_of_fold, screen_and_fit
+from ._bootstrap import bootstrap_shares, check_replicates
+from ._screening import evaluate, out_of_fold, screen_and_fit
 from ._selection_rule import check_max_features, support_mask, threshold_rule
 from ._selector_groups import PlayerMap, first_columns, player_support, resolve_players, summary_table
 from ._selector_routing import metadata_router, route, rsq_weights
@@ -112,7 +113,8 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     feature_rsq_se_ : ndarray of shape (n_features,)
         Standard errors of ``feature_rsq_`` (with ``uncertainty``).
     bootstrap_rsq_ : ndarray of shape (n_bootstrap, n_features)
-        Shares of each bootstrap replicate (with ``uncertainty="bootstrap"``).
+        Shares of each bootstrap replicate (with ``uncertainty="bootstrap"``); NaN for a replicate
+        whose (out-of-bag) rows all have one target value, where R² is undefined (with a warning).
     screen_rsq_ : ndarray of shape (n_features,)
         First-round shares, on all features (with ``screen``).
     screen_support_ : ndarray of bool of shape (n_features,)
@@ -258,8 +260,9 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
                 n_jobs=self.n_jobs,
                 players=players,
             )
+            check_replicates(shares, out_of_bag=self.cv is not None)
             self.bootstrap_rsq_ = shares[:, players.of_feature]
-            self.feature_rsq_se_ = self.bootstrap_rsq_.std(axis=0, ddof=1)
+            self.feature_rsq_se_ = np.nanstd(self.bootstrap_rsq_, axis=0, ddof=1)
         return self
 
     def _check_options(self) -> None:
@@ -359,7 +362,8 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         if not hasattr(self, "bootstrap_rsq_"):
             raise AttributeError("selection_frequency_ is only available after fitting with uncertainty='bootstrap'.")
         rule, limit, players = threshold_rule(self.threshold), self._limit(), first_columns(self.player_of_feature_)
-        frequency = np.mean([support_mask(shares[players], rule, limit) for shares in self.bootstrap_rsq_], axis=0)
+        defined = self.bootstrap_rsq_[~np.isnan(self.bootstrap_rsq_).any(axis=1)]
+        frequency = np.mean([support_mask(shares[players], rule, limit) for shares in defined], axis=0)
         return frequency[self.player_of_feature_]
 
     def summary(self, input_features: Any = None) -> pd.DataFrame:

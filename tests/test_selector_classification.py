@@ -92,6 +92,25 @@ def test_standard_errors_and_bootstrap_run_on_classifiers(wine):
     np.testing.assert_array_equal(boot.bootstrap_rsq_, again.bootstrap_rsq_)
 
 
+def test_bootstrap_replicates_with_one_class_are_nan_and_left_out_of_the_spread():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 3))
+    labels = np.array(["common"] * 10 + ["rare"] * 2)
+    forest = RandomForestClassifier(n_estimators=5, random_state=0)
+    with pytest.warns(UserWarning, match=r"of 20 bootstrap replicates have one target value .* out-of-bag rows"):
+        fitted = RSquaredSelector(forest, cv=3, uncertainty="bootstrap", n_bootstrap=20, random_state=0).fit(X, labels)
+    undefined = np.isnan(fitted.bootstrap_rsq_).all(axis=1)
+    assert fitted.bootstrap_rsq_.shape == (20, 3) and 0 < undefined.sum() < 19
+    assert not np.isnan(fitted.bootstrap_rsq_[~undefined]).any()
+    np.testing.assert_allclose(fitted.feature_rsq_se_, fitted.bootstrap_rsq_[~undefined].std(axis=0, ddof=1))
+    assert np.all((fitted.selection_frequency_ >= 0) & (fitted.selection_frequency_ <= 1))
+    # a draw of the common class alone gives a one-class forest: in sample its R² is undefined too
+    with pytest.raises(ValueError, match="fewer than 2 for a standard error"):
+        RSquaredSelector(forest, uncertainty="bootstrap", n_bootstrap=2, random_state=0).fit(
+            X, np.array(["common"] * 11 + ["rare"])
+        )
+
+
 def test_screen_keeps_the_strongest_columns_and_a_pipeline_predicts(wine):
     X, labels = wine
     selector = RSquaredSelector(FOREST, screen=4, max_features=2, threshold=-np.inf).fit(X, labels)

@@ -1,0 +1,120 @@
+"""Bootstrap replicates of :class:`~shap_rsq.RSquaredSelector`: refits on rows drawn with replacement.
+
+Each replicate repeats the selector's whole procedure (screen, refit) on its draw and is decomposed
+in sample or on its out-of-bag rows; a replicate whose rows all have one target value has no R²
+and is kept as a row of NaN, so that ``bootstrap_rsq_`` keeps one row per draw.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.utils import _safe_indexing, resample
+
+from ._screening import evaluate, screen_and_fit, subset_params
+from ._selector_groups import PlayerMap
+
+__all__ = ["bootstrap_shares", "check_replicates"]
+
+
+def bootstrap_shares(
+    estimator: Any,
+    X: Any,
+    y: np.ndarray,
+    w: np.ndarray,
+    fit_params: dict,
+    *,
+    screen: int | None,
+    out_of_bag: bool,
+    n_bootstrap: int,
+    random_state: np.random.RandomState,
+    n_jobs: int | None,
+    players: PlayerMap | None = None,
+) -> np.ndarray:
+    """Shares of ``n_bootstrap`` refits on rows drawn with replacement, shape ``(n_bootstrap, n_players)``.
+
+    Each replicate repeats the whole procedure (screen, refit) on its rows and is decomposed on them, or on
+    the rows it did not draw when ``out_of_bag``.  Indices are drawn up front, so results do not depend on
+    ``n_jobs``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The unfitted tree model.
+    X, y, w : array-like
+        Rows, target and the weights of the R².
+    fit_params : dict
+        Passed to every fit; row-aligned ones are drawn with the rows.
+    screen : int or None
+        As in :func:`screen_and_fit`.
+    out_of_bag : bool
+        Decompose each replicate on the rows it did not draw.
+    n_bootstrap : int
+        Number of replicates.
+    random_state : numpy.random.RandomState
+        The source of the draws.
+    n_jobs : int or None
+        Processes over replicates.
+    players : PlayerMap, optional
+        The players (groups of columns); by default every column.
+
+    Returns
+    -------
+    ndarray of shape (n_bootstrap, n_players)
+        Every replicate's shares (0 for screened-out players; NaN for a replicate whose rows all
+        have the same target, on which R² is undefined).
+    """
+    n = len(y)
+    players = PlayerMap.single(X.shape[1]) if players is None else players
+    draws = [resample(np.arange(n), random_state=random_state) for _ in range(n_bootstrap)]
+    return np.vstack(
+        Parallel(n_jobs=n_jobs)(
+            delayed(_replicate)(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players) for rows in draws
+        )
+    )
+
+
+def check_replicates(shares: np.ndarray, *, out_of_bag: bool) -> None:
+    """Warn of bootstrap replicates on which R² is undefined (NaN rows); refuse fewer than two defined."""
+    defined = int((~np.isnan(shares).any(axis=1)).sum())
+    undefined = len(shares) - defined
+    said = (
+        f"{undefined} of {len(shares)} bootstrap replicates have one target value (one class) on their "
+        f"{'out-of-bag rows' if out_of_bag else 'rows'}, where R² is undefined"
+    )
+    if defined < 2:
+        raise ValueError(f"{said}, leaving fewer than 2 for a standard error.  Pass more rows or uncertainty='se'.")
+    if undefined:
+        warnings.warn(
+            f"{said}: their rows of bootstrap_rsq_ are NaN and are left out of feature_rsq_se_ and "
+            "selection_frequency_.",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+def _replicate(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players: PlayerMap) -> np.ndarray:
+    n = len(y)
+    Xb, yb, wb = _safe_indexing(X, rows), y[rows], w[rows]
+    params = subset_params(fit_params, rows, n)
+    columns, _, model = screen_and_fit(estimator, Xb, yb, wb, params, screen, players=players)
+    if out_of_bag:
+        del Xb  # as large as X: drop it before the out-of-bag rows are copied
+        held = np.setdiff1d(np.arange(n), rows)
+        Xe, ye, we = _take(X, held, columns), y[held], w[held]
+    else:  # in sample: the resample already holds the rows
+        Xe, ye, we = _take(Xb, None, columns), yb, wb
+    moments = evaluate(model, Xe, ye, we, per_row=False, groups=players.explainer_groups(columns))
+    if not moments.sst > 0:  # its rows share one target value (one class): R² is undefined there
+        return np.full(players.n_players, np.nan)
+    return players.embed(moments.shares, columns)
+
+
+def _take(X: Any, rows: np.ndarray | None, columns: np.ndarray) -> Any:
+    """``X[rows][:, columns]`` copying no more than the result (``rows=None``: all rows, ``columns`` sorted)."""
+    if columns.size < X.shape[1]:  # columns first: with a screen they are few, and all of them need no copy
+        X = _safe_indexing(X, columns, axis=1)
+    return X if rows is None else _safe_indexing(X, rows)
