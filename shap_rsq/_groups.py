@@ -8,7 +8,6 @@ listed after the groups in the model's order.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
@@ -16,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from ._names import did_you_mean
 
 __all__ = ["GroupedGames", "Players", "player_index", "resolve_groups"]
 
@@ -105,19 +106,10 @@ def _position(group: str, column: Any, names: list[str] | None, index: dict[str,
         )
     if str(column) not in index:
         raise ValueError(
-            f"Group {group!r}: {column!r} is not one of the model's features.{_closest(str(column), names)} "
+            f"Group {group!r}: {column!r} is not one of the model's features.{did_you_mean(str(column), names)} "
             f"The features are {_preview(names)}."
         )
     return index[str(column)]
-
-
-def _closest(name: str, names: list[str]) -> str:
-    """`` Did you mean 'bmi'?`` for the closest name (case-insensitive), or an empty string."""
-    # a typo in a one-hot column ('colour_red' for 'color_red') is the usual mistake; the list alone
-    # hides it among hundreds of columns
-    lowered = {choice.lower(): choice for choice in names}
-    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
-    return f" Did you mean {lowered[close[0]]!r}?" if close else ""
 
 
 def _preview(names: list[str], limit: int = 20) -> str:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 import re
+
+from .._names import did_you_mean
 
 __all__ = ["InputError", "did_you_mean", "first_line"]
 
@@ -30,23 +31,3 @@ def first_line(error: BaseException) -> str:
     """
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     return _NATIVE_PREFIX.sub("", lines[0]) if lines else type(error).__name__
-
-
-def did_you_mean(name: str, choices: list[str]) -> str:
-    """`` Did you mean 'bmi'?`` for the closest of ``choices`` (case-insensitive), or an empty string.
-
-    Parameters
-    ----------
-    name : str
-        The name that was not found.
-    choices : list of str
-        The names that exist.
-
-    Returns
-    -------
-    str
-        A sentence to append to an error message, starting with a space; empty when nothing is close.
-    """
-    lowered = {choice.lower(): choice for choice in choices}
-    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
-    return f" Did you mean {lowered[close[0]]!r}?" if close else ""
