@@ -125,10 +125,11 @@ print(seconds, peak / 2**30, resident, top.feature_a[0], top.feature_b[0])
 def wide(quick: bool) -> None:
     n, p = (200, 2000) if quick else (300, 20000)
     out = subprocess.run([sys.executable, "-c", _WIDE.format(n=n, p=p)], capture_output=True, text=True, check=True)
-    seconds, before, after, a, b = out.stdout.split()
+    seconds, traced, resident, a, b = out.stdout.split()
     print(f"wide: n={n}, p={p}, random forest 100 trees depth 6, top_k=20: {float(seconds):.1f} s, ")
     print(
-        f"peak resident {float(after):.2f} GiB (data and model alone: {float(before):.2f} GiB); strongest pair {a}-{b}"
+        f"peak of the call's traced allocations {float(traced):.3f} GiB, peak resident of the whole process "
+        f"{float(resident):.2f} GiB (data, model and libraries included); strongest pair {a}-{b}"
     )
     print()
 

@@ -14,17 +14,6 @@ from shap_rsq.engine.routing import KERNELS, build_units
 from shap_rsq.tuning import DEFAULT_TUNING
 
 PACKAGE = Path(__file__).resolve().parents[1] / "shap_rsq"
-PUBLIC = {
-    "explainer",
-    "selector",
-    "plots",
-    "cli",
-    "_screening",
-    "_selection_rule",
-    "_explainer_checks",
-    "__main__",
-    "estimate",
-}
 
 # what each layer may import from the package (by top-level name below shap_rsq)
 ALLOWED = {
