@@ -143,6 +143,9 @@ def pattern_interactions(
 def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, tuning: Tuning, local: bool):
     """Blocks of the entries of one width: ``(keys, entry, both, inverse, e)``.
 
+    ``keys`` ``(E, P)`` are the flat ``(K + 1)^2`` positions of each entry's column pairs
+    ``j < k`` (``np.triu_indices(W, 1)`` order, that of :func:`_mixed_slopes`).
+
     An entry reads a row only through its ``W`` pass bits (its code), so each distinct
     (entry, code) is evaluated once: ``both`` ``(M, W)`` are the bits of the ``M`` distinct ones,
     ``entry`` ``(M,)`` their entries within the block ``e``, and ``inverse`` ``(n, E)`` says which
@@ -155,6 +158,7 @@ def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, tun
     """
     n, width = bits.shape[0], entries.width
     n_k = plan.pairs.n_features
+    j, k = np.triu_indices(width, 1)
     by_code = width <= tuning.interaction_code_bits
     per_entry = width * n * (_nodes(width) if local else 1)
     e_step = max(1, tuning.block_elements // per_entry)
@@ -162,7 +166,7 @@ def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, tun
         e = slice(lo, min(entries.rows.stop, lo + e_step))
         cols = plan.columns[e, :width]
         n_e = len(cols)
-        keys = cols[:, :, None] * (n_k + 1) + cols[:, None, :]  # (E, W, W)
+        keys = cols[:, j] * (n_k + 1) + cols[:, k]  # (E, P)
         both = bits[:, plan.a[e, None], cols] & bits[:, plan.b[e, None], cols]  # (n, E, W)
         if not by_code:
             inverse = np.arange(n * n_e).reshape(n, n_e)
@@ -188,18 +192,17 @@ def _distinct(keys: np.ndarray, table: int | None) -> tuple[np.ndarray, np.ndarr
 
 def _add_summed(plan, entries, bits, w_quad, w_lin, out, tuning) -> None:
     """Add the rows' weighted indices of the entries of one width to ``out`` ``((K + 1)^2,)``."""
-    j, k = np.triu_indices(entries.width, 1)
     for keys, entry, both, inverse, e in _entry_blocks(plan, entries, bits, tuning, local=False):
         weight = np.where(plan.quad[e][None, :], w_quad[:, None], w_lin[:, None]) * plan.coef[e]
         weight = np.bincount(inverse.ravel(), weights=weight.ravel(), minlength=len(entry))
         by_entry = sp.csr_matrix((weight, (np.arange(len(entry)), entry)), shape=(len(entry), keys.shape[0]))
-        per_entry = np.zeros((len(j), keys.shape[0]))
+        per_entry = np.zeros(keys.T.shape)  # (P, E)
         step = max(1, tuning.block_elements // (entries.width * _nodes(entries.width)))
         for lo in range(0, len(entry), step):
             codes = slice(lo, lo + step)
             values = _mixed_slopes(plan, e, entry[codes], both[codes])  # (P, M)
             per_entry += (by_entry[codes].T @ values.T).T
-        out += np.bincount(keys[:, j, k].T.ravel(), weights=per_entry.ravel(), minlength=len(out))
+        out += np.bincount(keys.T.ravel(), weights=per_entry.ravel(), minlength=len(out))
 
 
 def _add_local(plan, entries, bits, out, tuning) -> None:
@@ -210,12 +213,11 @@ def _add_local(plan, entries, bits, out, tuning) -> None:
     first half for entries of ``m^2`` and the second for those of ``m``.
     """
     size = out.shape[1] // 2
-    j, k = np.triu_indices(entries.width, 1)
     for keys, entry, both, inverse, e in _entry_blocks(plan, entries, bits, tuning, local=True):
         values = _mixed_slopes(plan, e, entry, both)  # (P, M)
-        target = keys[:, j, k] + np.where(plan.quad[e], 0, size)[:, None]  # (E, P)
+        target = keys + np.where(plan.quad[e], 0, size)[:, None]  # (E, P)
         columns, slot = np.unique(target, return_inverse=True)
-        weight = np.repeat(plan.coef[e], len(j))
+        weight = np.repeat(plan.coef[e], keys.shape[1])
         onehot = sp.csr_matrix((weight, (np.arange(weight.size), slot.ravel())), shape=(weight.size, len(columns)))
         gathered = values.T[inverse].reshape(inverse.shape[0], -1)  # (n, E P)
         out[:, columns] += (onehot.T @ gathered.T).T
