@@ -59,20 +59,26 @@ def shapley(game, p: int) -> np.ndarray:
     return np.array(phi)
 
 
+def _games_setup(forest: Forest, X: np.ndarray, y: np.ndarray, w, players):
+    """What both oracles start from: rows in the model's dtype, the players' features, the weights,
+    SST, each tree's mean prediction and the forest's mean prediction (before any tree is known)."""
+    X = forest.cast(X)
+    members = [[j] for j in range(X.shape[1])] if players is None else [list(m) for m in players]
+    w = np.ones(X.shape[0]) if w is None else np.asarray(w, dtype=float)
+    sst = np.sum(w * (y - np.average(y, weights=w)) ** 2)
+    expected = [float(conditional_expectation(t, X[:1], frozenset())[0]) for t in forest.trees]
+    f = forest.base_offset + sum(expected) + np.zeros(X.shape[0])
+    return X, members, w, sst, expected, f
+
+
 def rsq_oracle(forest: Forest, X: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, players=None):
     """Feature R² ``(p,)`` and per-row contributions ``(n, p)`` by subset enumeration.
 
     ``players`` (a list of feature lists) makes each list one player: a coalition of players
     knows every feature of its members.  By default every feature is a player.
     """
-    X = forest.cast(X)
-    n = X.shape[0]
-    members = [[j] for j in range(X.shape[1])] if players is None else [list(m) for m in players]
-    p = len(members)
-    w = np.ones(n) if w is None else np.asarray(w, dtype=float)
-    sst = np.sum(w * (y - np.average(y, weights=w)) ** 2)
-    expected = [float(conditional_expectation(t, X[:1], frozenset())[0]) for t in forest.trees]
-    f = forest.base_offset + sum(expected) + np.zeros(n)
+    X, members, w, sst, expected, f = _games_setup(forest, X, y, w, players)
+    n, p = X.shape[0], len(members)
     local = np.zeros((p, n))
     for tree, c in zip(forest.trees, expected, strict=True):
         r = y - f
@@ -95,14 +101,8 @@ def interaction_oracle(forest: Forest, X: np.ndarray, y: np.ndarray, w: np.ndarr
     """Shapley interaction indices of the summed tree games ``(P, P)`` (zero diagonal) divided by
     SST, and per row ``(n, P, P)``, by subset enumeration:
     ``I_jk = sum_S |S|! (P - |S| - 2)! / (P - 1)! [v(S+jk) - v(S+j) - v(S+k) + v(S)]``."""
-    X = forest.cast(X)
-    n = X.shape[0]
-    members = [[j] for j in range(X.shape[1])] if players is None else [list(m) for m in players]
-    p = len(members)
-    w = np.ones(n) if w is None else np.asarray(w, dtype=float)
-    sst = np.sum(w * (y - np.average(y, weights=w)) ** 2)
-    expected = [float(conditional_expectation(t, X[:1], frozenset())[0]) for t in forest.trees]
-    f = forest.base_offset + sum(expected) + np.zeros(n)
+    X, members, w, sst, expected, f = _games_setup(forest, X, y, w, players)
+    n, p = X.shape[0], len(members)
     local = np.zeros((p, p, n))
     weight = {s: factorial(s) * factorial(p - s - 2) / factorial(p - 1) for s in range(p - 1)}
     for tree, c in zip(forest.trees, expected, strict=True):
