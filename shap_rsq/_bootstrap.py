@@ -17,7 +17,7 @@ from sklearn.utils import _safe_indexing, resample
 from ._screening import evaluate, screen_and_fit, subset_params
 from ._selector_groups import PlayerMap
 
-__all__ = ["bootstrap_shares", "check_replicates"]
+__all__ = ["bootstrap_shares", "check_replicates", "defined_replicates"]
 
 
 def bootstrap_shares(
@@ -77,9 +77,14 @@ def bootstrap_shares(
     )
 
 
+def defined_replicates(shares: np.ndarray) -> np.ndarray:
+    """``(n_bootstrap,)`` True for the replicates on which R² is defined (rows without NaN)."""
+    return ~np.isnan(shares).any(axis=1)
+
+
 def check_replicates(shares: np.ndarray, *, out_of_bag: bool) -> None:
     """Warn of bootstrap replicates on which R² is undefined (NaN rows); refuse fewer than two defined."""
-    defined = int((~np.isnan(shares).any(axis=1)).sum())
+    defined = int(defined_replicates(shares).sum())
     undefined = len(shares) - defined
     said = (
         f"{undefined} of {len(shares)} bootstrap replicates have one target value (one class) on their "

@@ -20,7 +20,7 @@ from sklearn.utils.metadata_routing import MetadataRouter
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names_in, _check_sample_weight, check_is_fitted, validate_data
 
-from ._bootstrap import bootstrap_shares, check_replicates
+from ._bootstrap import bootstrap_shares, check_replicates, defined_replicates
 from ._screening import evaluate, out_of_fold, screen_and_fit
 from ._selection_rule import check_max_features, support_mask, threshold_rule
 from ._selector_groups import PlayerMap, first_columns, player_support, resolve_players, summary_table
@@ -362,7 +362,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         if not hasattr(self, "bootstrap_rsq_"):
             raise AttributeError("selection_frequency_ is only available after fitting with uncertainty='bootstrap'.")
         rule, limit, players = threshold_rule(self.threshold), self._limit(), first_columns(self.player_of_feature_)
-        defined = self.bootstrap_rsq_[~np.isnan(self.bootstrap_rsq_).any(axis=1)]
+        defined = self.bootstrap_rsq_[defined_replicates(self.bootstrap_rsq_)]
         frequency = np.mean([support_mask(shares[players], rule, limit) for shares in defined], axis=0)
         return frequency[self.player_of_feature_]
 
