@@ -52,21 +52,23 @@ class Tuning:
     min_chunk_rows : int
         Smallest row chunk of a batch, so that NumPy calls stay long on wide batches.
     pattern_elements : int
-        Distinct patterns x items per LCA kernel call: index arrays of up to 2^24 entries (128 MB)
-        keep a tree's cell tables computed once for typical data sizes.
+        Distinct patterns x items per LCA kernel call, a cap beside the memory budget: each call
+        tabulates the tree's items again, so fewer, larger calls are faster as long as they fit.
     block_elements : int
         Float64 elements of one temporary array in the LCA kernel (4 MB): its passes are
         memory-bound products, and blocks that stay in cache ran 1.2-1.3x faster than 64 MB ones.
     chunk_cells : int
-        Cross cells whose value and cotangent tables every row block reads and writes at random:
-        2^13 cells x 8 nodes x 2 tables x 8 bytes stay within a core's L2 cache.
+        Table entries of one chunk of cross items (``kernels.lca_chunks``), whose value and
+        cotangent tables every row block reads and writes at random: 2^13 entries x 8 nodes x 2
+        tables x 8 bytes stay within a core's L2 cache.  On depth-10 forests 2^15 was 10% faster
+        and 2^17 10% slower.
     dense_ratio : float
-        A width of items is tabulated on all combinations of its bits when those tables are at most
-        this many times the cell-by-cell products (91-97% of combinations occur at depth 6-8).
+        A view's items are tabulated on all ``2^w`` combinations of its ``w`` bits when ``2^w`` is at
+        most this many times ``w x`` the combinations that occur (91-97% of them do at depth 6-8):
+        products by doubling cost about 2 per entry, cell-by-cell products ``w`` per cell.
     max_dense_width : int
-        ... and never wider than this many bits.
-    max_dense_elements : int
-        ... and never larger than this many floats (256 MB): deep trees take their cells one by one.
+        ... and never wider than this many bits: a chunk holds at least one item's table, and 2^16
+        entries x 11 nodes x 8 bytes (6 MB) still keep a chunk's tables small.
     root_elements : int
         Elements of one (trees, states, quadrature nodes, observed patterns) array at the root of
         the observed-pattern recursion (16 MB).
@@ -108,15 +110,15 @@ class Tuning:
         capped so that their kernels fit; and a call whose per-row arrays alone exceed half
         of it is refused before it starts.
     lca_global_bytes : int
-        Peak bytes per (pattern, item) pair of one LCA kernel call for global values: 80-110
-        measured on fully grown scikit-learn trees (6k-57k items, every pair its own cell), far
-        less where patterns share cells.  Sizing blocks at 110 made depth-10 forests 2.5x slower
-        (blocks re-tabulate their cells); at 48 a fully grown tree may take half the budget.
+        Peak bytes per (pattern, item) pair of one LCA kernel call for global values, measured with
+        ``tracemalloc``: 1.1 on depth-10 forests, 1.4 on XGBoost depth 12, 3.2 on a fully grown
+        tree.  Only a chunk's items are ever held per row; the rest is the cells of every view
+        (about 10-40 bytes per (pattern, view)).  Sizing the calls too small costs time: each call
+        tabulates the items again.
     lca_local_bytes : int
-        ... for per-row values (290-330 measured on fully grown trees).
+        ... for per-row values (0.4-1.2 measured; the ``(n, p)`` outputs are counted apart).
     lca_dense_global_bytes : int
-        ... for trees with pair nodes (``kernels.hybrid_tree``), whose items rarely share cells:
-        sized at 48, a fully grown tree (500 leaves, 500 rows) peaked at 2.37 GiB resident.
+        ... for trees with pair nodes (``kernels.hybrid_tree``), whose items rarely share cells.
     lca_dense_local_bytes : int
         ... for their per-row values.
     lca_item_bytes : int
@@ -151,12 +153,11 @@ class Tuning:
     batch_patterns: int = 1 << 20
     chunk_elements: int = 1 << 22
     min_chunk_rows: int = 256
-    pattern_elements: int = 1 << 24
+    pattern_elements: int = 1 << 28
     block_elements: int = 1 << 19
     chunk_cells: int = 1 << 13
     dense_ratio: float = 1.0
-    max_dense_width: int = 20
-    max_dense_elements: int = 1 << 25
+    max_dense_width: int = 16
     root_elements: int = 1 << 21
     route_elements: int = 1 << 20
     parallel_work: float = 1e8
@@ -167,10 +168,10 @@ class Tuning:
     pair_min_pairs: int = 16
     max_lca_items: int = 1 << 18
     memory_budget: int = 2 << 30
-    lca_global_bytes: int = 48
-    lca_local_bytes: int = 160
-    lca_dense_global_bytes: int = 110
-    lca_dense_local_bytes: int = 340
+    lca_global_bytes: int = 4
+    lca_local_bytes: int = 4
+    lca_dense_global_bytes: int = 8
+    lca_dense_local_bytes: int = 8
     lca_item_bytes: int = 2048
     lca_seconds: float = 1.5e-8
     lca_dense_seconds: float = 6e-8

@@ -186,22 +186,23 @@ def test_models_trained_without_nan_route_it_as_their_predict_does(fitted, famil
 @pytest.mark.parametrize("ratio", [0.0, np.inf])
 @pytest.mark.parametrize(("family", "nan"), [("DecisionTreeRegressor", True), ("LGBMRegressor", True)])
 def test_dense_and_cell_by_cell_tables_give_the_same_values(fitted, monkeypatch, family, nan, ratio):
-    # items are tabulated on every combination of their bits when most combinations occur, cell
-    # by cell otherwise; forcing either way everywhere must not change a value
-    from shap_rsq.kernels import lca_tables as _combos
+    # a view's items are tabulated on every combination of its bits when most combinations occur,
+    # cell by cell otherwise; forcing either way everywhere must not change a value, global or per row
+    from shap_rsq.kernels import lca_cells
 
-    widths = []
-    original = _combos.Layout.__init__
+    dense = []
+    original = lca_cells.Cells.__init__
 
-    def spy(self, *args):
-        original(self, *args)
-        widths.extend(group.dense for group in self.widths if group.width > 0)
+    def spy(self, plan, *args):
+        original(self, plan, *args)
+        dense.extend(self.dense[self.width > 0].tolist())
 
-    monkeypatch.setattr(_combos.Layout, "__init__", spy)
+    monkeypatch.setattr(lca_cells.Cells, "__init__", spy)
     # leaf-wise trees through the LCA kernel too
     tuning = replace(DEFAULT_TUNING, dense_ratio=ratio, junction_share=0.0)
     model, X, y, w = fitted(family, nan)
     explainer = RSquaredExplainer(model)._set_engine(tuning=tuning)
-    expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
+    expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
     np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
-    assert widths and set(widths) == {ratio > 0}
+    np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, atol=1e-9, rtol=0)
+    assert dense and set(dense) == {ratio > 0}

@@ -10,7 +10,6 @@ from conftest import make_data
 from oracle import rsq_oracle
 
 from shap_rsq import RSquaredExplainer
-from shap_rsq.kernels import lca, lca_cells
 from shap_rsq.kernels.lca_tree import LcaUnit
 from shap_rsq.tuning import DEFAULT_TUNING
 
@@ -62,17 +61,17 @@ def test_per_row_values_of_deeper_trees_match_subset_enumeration(cases, name, na
 
 
 @pytest.mark.parametrize("name", ["xgboost-depth-6", "forest-depth-6"])
-def test_per_row_values_do_not_depend_on_blocks_chunks_or_jobs(cases, monkeypatch, name):
+def test_per_row_values_do_not_depend_on_blocks_chunks_or_jobs(cases, name):
     model, X, y, w = cases(name, True)
     reference = RSquaredExplainer(model)(X, y, sample_weight=w).values
-    # patterns in blocks of a few rows, groups in chunks of a few cells, rows in blocks of one or two
-    monkeypatch.setattr(lca, "_CHUNK_CELLS", 16)
-    monkeypatch.setattr(lca, "BLOCK", 64)
-    monkeypatch.setattr(lca_cells, "BLOCK", 64)
+    # one pattern per kernel call, groups in chunks of a few entries, rows and items in blocks of one
+    # or two, and every view tabulated cell by cell (or densely)
+    tiny = replace(DEFAULT_TUNING, pattern_elements=1, parallel_work=0.0, chunk_cells=16, block_elements=64)
+    for ratio in (0.0, np.inf):
+        tuning = replace(tiny, dense_ratio=ratio)
+        small = RSquaredExplainer(model)._set_engine(tuning=tuning)(X, y, sample_weight=w).values
+        np.testing.assert_allclose(small, reference, rtol=0, atol=1e-12)
     tuning = replace(DEFAULT_TUNING, pattern_elements=1, parallel_work=0.0)
-    small = RSquaredExplainer(model)._set_engine(tuning=tuning)(X, y, sample_weight=w).values
-    np.testing.assert_allclose(small, reference, rtol=0, atol=1e-12)
-    monkeypatch.undo()
     parallel = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=tuning)(X, y, sample_weight=w).values
     np.testing.assert_allclose(parallel, reference, rtol=0, atol=1e-12)
 

@@ -27,20 +27,13 @@ import numpy as np
 
 from ..models.forest import goes_left
 from ..tuning import DEFAULT_TUNING, Tuning
-from .lca_cells import (
-    BLOCK,
-    Cells,
-    Factors,
-    rows_of,
-    scatter_features,
-)
+from .lca_blocks import ChunkBlocks, plan_blocks, slope_ratios
+from .lca_cells import Cells, scatter_features
+from .lca_chunks import Chunk
 from .lca_plan import LIN, TreePlan
-from .lca_tables import Layout
 from .sparse import OneHot
 
 __all__ = ["gauss_legendre", "leaf_codes", "weighted_gradient"]
-
-_CHUNK_CELLS = DEFAULT_TUNING.chunk_cells  # cross cells of one chunk (see Tuning.chunk_cells)
 
 
 @lru_cache(maxsize=64)
@@ -76,8 +69,8 @@ def reached_leaf(plan: TreePlan, left: np.ndarray) -> np.ndarray:
     return np.argmax(np.all(on_path, axis=2), axis=1)
 
 
-def _blocks(n: int, per_item: int):
-    step = max(1, BLOCK // max(1, per_item))
+def _blocks(n: int, per_item: int, block: int = DEFAULT_TUNING.block_elements):
+    step = max(1, block // max(1, per_item))
     for start in range(0, n, step):
         yield slice(start, min(n, start + step))
 
@@ -114,104 +107,79 @@ def weighted_gradient(
     """Shapley values of the tree game summed over rows, per local feature ``(K,)``.
 
     ``codes`` are leaf codes of distinct rows with their aggregated weights; ``tuning`` says
-    which widths of items are tabulated densely (results do not depend on it).
+    which views are tabulated densely and how large a chunk is (results do not depend on it).
     """
     q, gl = gauss_legendre(plan.n_q)
-    cells = Cells(plan, codes)
-    factors = Factors(plan, q)
+    cells = Cells(plan, codes, tuning)
+    blocks = plan_blocks(plan)
+    rho = slope_ratios(blocks, q)
 
-    single = slice(0, plan.n_single)
-    cell_item, cell_real, first = cells.item_cells(plan, single)
-    row_cell = cells.row_cells(plan, single, first[:-1])
+    # single items: every row adds its weight (w_lin or w_quad) to the entry it reads
+    single = np.arange(plan.n_single)
+    chunk = Chunk(plan, cells, single, q, tuning.block_elements)
+    entry = cells.row_entries(plan, plan.item_view[single], chunk.base)
     weight = np.where(plan.item_kind[single] == LIN, w_lin[:, None], w_quad[:, None])
-    per_cell = np.bincount(row_cell.ravel(), weights=weight.ravel(), minlength=len(cell_item))
-    layout = Layout(plan, np.arange(single.start, single.stop)[cell_item], cells.cell_code[cell_real], tuning)
-    out = layout.weighted_slopes(plan, factors, per_cell[:, None] * gl)
-
-    n_items = len(plan.item_leaf)
-    if n_items == plan.n_single:
+    per_entry = np.bincount(entry.ravel(), weights=weight.ravel(), minlength=chunk.n_entries)
+    z = per_entry[:, None] * gl * chunk.values
+    out = ChunkBlocks(plan, blocks, chunk, rho).global_slopes(chunk, cells, z, plan.n_features)
+    if len(plan.item_leaf) == plan.n_single:
         return out
-    cross = slice(plan.n_single, n_items)
-    cell_item, cell_real, first = cells.item_cells(plan, cross)
-    layout = Layout(plan, np.arange(cross.start, cross.stop)[cell_item], cells.cell_code[cell_real], tuning)
-    value = layout.values(plan, factors)
+
+    # cross items, chunk by chunk of groups: the cotangent of a left item is C_g sum_u w_u B_g (of a
+    # right item C_g sum_u w_u A_g); C_g multiplies the side sums, fewer than the entries they reach
     coef, dcoef = _group_coefficients(plan, q)
-    # the cotangent of a left item is C_g sum_u w_u B_g (of a right item C_g sum_u w_u A_g): the
-    # group's coefficient, the same for every row, multiplies the histograms once at the end
-    hist = np.zeros((len(cell_item), len(q)))
     both = np.zeros_like(coef)  # sum_u w_u A_g B_g
-    for groups, _, chunk, _, block, gather, sums in _side_sums(plan, cells, first, value, codes.shape[0], 1):
-        partner = sums[:, ::-1] * w_quad[block, None, None, None]
-        chunk_hist = np.zeros((gather.shape[1], len(q)))
-        gather.add_transposed(partner.reshape(-1, len(q)), chunk_hist)
-        _add_to_spans(hist, chunk, chunk_hist)
-        both[groups] += np.einsum("ugq,ugq->gq", sums[:, 0], partner[:, 0])
-    hist *= rows_of(coef * gl, plan.item_group[cell_item])
-    out += layout.weighted_slopes(plan, factors, hist)
+    for groups, chunk, entry, seg_starts in _chunks(plan, cells, q, tuning):
+        hist = np.zeros_like(chunk.values)
+        for rows, gather, sums in _side_sums(chunk, entry, seg_starts, groups, len(q), 1, tuning):
+            weighted = sums * w_quad[rows, None, None, None]
+            both[groups] += np.einsum("ugq,ugq->gq", sums[:, 0], weighted[:, 1])
+            gather.add_transposed((weighted[:, ::-1] * coef[groups]).reshape(-1, len(q)), hist)
+        z = hist * gl * chunk.values
+        out += ChunkBlocks(plan, blocks, chunk, rho).global_slopes(chunk, cells, z, plan.n_features)
     out += scatter_features(plan, plan.group_T, np.einsum("gq,gtq,q->gt", both, dcoef, gl))
     return out
 
 
-def _side_sums(plan: TreePlan, cells: Cells, first: np.ndarray, value: np.ndarray, n_rows: int, per_q: int):
-    """Each group's side sums for each row, chunk by chunk of groups (``_group_chunks``) and block
-    by block of rows: ``(groups, items, chunk, row_cell, rows, gather, sums)`` with ``chunk`` the
-    chunk's two spans of cells (``_group_chunks``), ``row_cell`` the rows' cells numbered within
-    it, ``gather`` their one-hot segment matrix and ``sums`` ``(rows, 2, groups, Q)``.  ``per_q``
-    scales the row blocks for callers with wider temporaries."""
-    cross = slice(plan.n_single, len(plan.item_leaf))
-    n_q = value.shape[1]
-    for groups, items, base, chunk, seg_starts in _group_chunks(plan, first):
-        # the chunk's cells renumbered from 0: its value and cotangent tables stay in cache
-        chunk_cell = cells.row_cells(plan, cross, base, items)
-        chunk_value = _rows_of_spans(value, chunk)
-        blocks = list(_blocks(n_rows, len(items) * n_q * per_q))
-        indptr = _segment_indptr(blocks[0].stop, len(items), seg_starts, chunk_cell.dtype)
-        for rows in blocks:
-            gather = _segment_matrix(chunk_cell[rows], indptr, len(seg_starts), len(chunk_value))
-            sums = gather.sums(chunk_value).reshape(-1, 2, groups.stop - groups.start, n_q)
-            yield groups, items, chunk, chunk_cell[rows], rows, gather, sums
+def _side_sums(
+    chunk: Chunk, entry: np.ndarray, seg_starts: np.ndarray, groups: slice, n_q: int, per_q: int, tuning: Tuning
+):
+    """Each group's side sums for each row of the chunk, block by block of rows: ``(rows, gather,
+    sums)`` with ``gather`` the rows' one-hot segment matrix over the chunk's table and ``sums``
+    ``(rows, 2, groups, Q)``.  ``per_q`` scales the row blocks for callers with wider temporaries."""
+    n_groups = groups.stop - groups.start
+    n_rows, n_items = entry.shape
+    blocks = list(_blocks(n_rows, n_items * n_q * per_q, tuning.block_elements))
+    indptr = _segment_indptr(blocks[0].stop, n_items, seg_starts, entry.dtype)
+    for rows in blocks:
+        gather = _segment_matrix(entry[rows], indptr, len(seg_starts), chunk.n_entries)
+        yield rows, gather, gather.sums(chunk.values).reshape(-1, 2, n_groups, n_q)
 
 
-def _group_chunks(plan: TreePlan, first: np.ndarray):
-    """Consecutive groups whose cross cells number about ``_CHUNK_CELLS``.
+def _chunks(plan: TreePlan, cells: Cells, q: np.ndarray, tuning: Tuning):
+    """Consecutive groups whose items' tables hold about ``tuning.chunk_cells`` entries.
 
-    Per chunk: its groups (a slice), its item columns (the left sides' items, then the right
-    sides'), where each of them starts in the chunk's own numbering of its cells, those cells
-    (two slices: the left sides' cells, then the right sides'), and the chunk's segment starts
-    within its columns.
+    Per chunk: its groups (a slice), its :class:`~shap_rsq.kernels.lca_chunks.Chunk` of items (the
+    left sides' items, then the right sides'), the entry every row reads in each of them, and the
+    chunk's segment starts within its items.
     """
     n_groups = len(plan.seg_starts) // 2
     bounds = np.append(plan.seg_starts, len(plan.item_leaf) - plan.n_single)  # item bounds of the segments
-    first_cell = first[bounds]  # cells are ordered by item
-    seg_cells = np.diff(first_cell)
-    cumulative = np.cumsum(seg_cells[:n_groups] + seg_cells[n_groups:])
-    cuts = np.searchsorted(cumulative, np.arange(_CHUNK_CELLS, cumulative[-1], _CHUNK_CELLS), side="right")
+    size = np.r_[0, np.cumsum(cells.size[plan.item_view[plan.n_single :]])]
+    seg_entries = np.diff(size[bounds])
+    cumulative = np.cumsum(seg_entries[:n_groups] + seg_entries[n_groups:])
+    cuts = np.searchsorted(cumulative, np.arange(tuning.chunk_cells, cumulative[-1], tuning.chunk_cells), side="right")
     edges = np.unique(np.concatenate([[0], cuts, [n_groups]]))
     for ga, gb in itertools.pairwise(edges):
         sides = ((ga, gb), (n_groups + ga, n_groups + gb))  # segment ranges of the left and right sides
-        n_items = [bounds[b] - bounds[a] for a, b in sides]
-        n_left_cells = first_cell[gb] - first_cell[ga]
+        n_left = bounds[gb] - bounds[ga]
         items = np.concatenate([np.arange(bounds[a], bounds[b]) for a, b in sides])
-        spans = tuple(slice(first_cell[a], first_cell[b]) for a, b in sides)
-        base = first[items] - np.repeat([first_cell[ga], first_cell[n_groups + ga] - n_left_cells], n_items)
         seg_starts = np.concatenate(
             [
                 plan.seg_starts[ga:gb] - bounds[ga],
-                plan.seg_starts[n_groups + ga : n_groups + gb] - bounds[n_groups + ga] + n_items[0],
+                plan.seg_starts[n_groups + ga : n_groups + gb] - bounds[n_groups + ga] + n_left,
             ]
         )
-        yield slice(ga, gb), items, base, spans, seg_starts
-
-
-# A chunk's cells are two ranges of the cell tables: slices, not index arrays (a fancy-indexed
-# ``+=`` of the cotangent histogram cost 9% of depth-8 XGBoost).
-def _rows_of_spans(table: np.ndarray, spans: tuple[slice, slice]) -> np.ndarray:
-    return np.concatenate([table[span] for span in spans])
-
-
-def _add_to_spans(table: np.ndarray, spans: tuple[slice, slice], part: np.ndarray) -> None:
-    start = 0
-    for span in spans:
-        stop = start + span.stop - span.start
-        table[span] += part[start:stop]
-        start = stop
+        chunk = Chunk(plan, cells, plan.n_single + items, q, tuning.block_elements)
+        entry = cells.row_entries(plan, plan.item_view[plan.n_single + items], chunk.base)
+        yield slice(ga, gb), chunk, entry, seg_starts

@@ -2,155 +2,156 @@
 
 Row ``u``'s Shapley values of the tree game are ``w_quad_u G_quad[u] + w_lin_u G_lin[u]``,
 so the kernel returns both gradients with unit weights.  The linear one is TreeSHAP's
-path-dependent SHAP value; the quadratic one needs every cross item's slope, weighted by
-the row's cotangent ``C_g(q) * (the other side's sum)``, which depends on the row through
-every item of the other side.  That is ``rows x items x factors x Q`` multiply-adds, the
-part of per-row values that global values never do (they sum the cotangents per cell
-first).
+path-dependent SHAP value; the quadratic one weights every cross item's slopes by the row's
+own cotangent ``C_g(q) * (the other side's sum)``.
 
-The items of one leaf share its factors' *slots* (the position of each feature on the
-leaf's path, ``fac_pos``), so each cell's slopes are kept in slot order and every row's
-contributions are summed per ``(row, leaf, slot)`` by one weighted sparse product over
-the cells (``kernels.sparse.weighted_sums``): no ``(rows, items, factors, Q)`` array is
-formed.  One more sparse product per tree maps the slots to the tree's features.
+Slopes come from the log-derivative (``kernels.lca_blocks``): per row, ``z = cotangent x value``
+of every item, summed over the items of each block, gives every factor's slope as
+``sum_q z rho(bit)`` with the row's own bit.  Per row that is one multiply-add per item and
+quadrature node, and one per (block, factor, node): no product of "all factors but one" and
+no ``(rows, items, factors)`` array is formed.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .lca import _group_coefficients, _side_sums, gauss_legendre
-from .lca_cells import Cells, Factors, cell_tables, rows_of
+from ..tuning import DEFAULT_TUNING, Tuning
+from .lca import _blocks, _chunks, _group_coefficients, gauss_legendre
+from .lca_blocks import ChunkBlocks, plan_blocks, slope_ratios
+from .lca_cells import Cells
+from .lca_chunks import Chunk
 from .lca_plan import LIN, TreePlan
 from .sparse import OneHot, weighted_sums
 
 __all__ = ["pattern_gradients"]
 
 
-def pattern_gradients(plan: TreePlan, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def pattern_gradients(
+    plan: TreePlan, codes: np.ndarray, tuning: Tuning = DEFAULT_TUNING
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-row gradients with unit weights: ``(G_quad, G_lin)``, each ``(n, K)``.
 
     ``codes`` are the leaf codes ``(n, L)`` of distinct rows; row ``i``'s Shapley values of the
     tree game are ``w_quad_i G_quad[i] + w_lin_i G_lin[i]``.
     """
     q, gl = gauss_legendre(plan.n_q)
-    cells = Cells(plan, codes)
-    factors = Factors(plan, q)
-    n, n_leaves = codes.shape
-    # every item's cell tables at once (single items first): fewer calls for small trees
-    first, value, slope = cell_tables(plan, slice(0, len(plan.item_leaf)), cells, factors)
-    slopes = _slot_slopes(plan, first, slope)
-    del slope
-    split = first[plan.n_single]  # the first cross cell
-    slot_quad, slot_lin = _single_slots(plan, cells, first[: plan.n_single + 1], slopes[:split], gl)
-    slot_feature = _slot_features(plan, n_leaves)
-    g_lin = _in_features(slot_lin, slot_feature, plan.n_features)
-    g_quad = np.zeros((n, plan.n_features))
+    cells = Cells(plan, codes, tuning)
+    blocks = plan_blocks(plan)
+    rho = slope_ratios(blocks, q)
+    n = codes.shape[0]
+    # accumulated transposed (features, rows): one sparse product per block of rows adds into it
+    g_quad = np.zeros((plan.n_features + 1, n))
+    g_lin = np.zeros_like(g_quad)
+    single = np.arange(plan.n_single)
+    for kind, out in ((LIN, g_lin), (1 - LIN, g_quad)):
+        items = single[(plan.item_kind[single] == LIN) == (kind == LIN)]
+        chunk = Chunk(plan, cells, items, q, tuning.block_elements)
+        chunk_blocks = ChunkBlocks(plan, blocks, chunk, rho)
+        row_slopes = _RowSlopes(chunk_blocks, len(q), plan.n_features)
+        entry = cells.row_entries(plan, plan.item_view[items], chunk.base)
+        for rows in _blocks(n, 3 * len(items) * len(q), tuning.block_elements):
+            z = np.take(chunk.values, entry[rows].T, axis=0) * gl
+            _add_slopes(row_slopes, chunk_blocks, chunk, z, codes[rows], out[:, rows])
     if len(plan.item_leaf) > plan.n_single:
-        cross = first[plan.n_single :] - split, value[split:], slopes[split:]
-        _cross_slots(plan, cells, cross, q, gl, slot_quad, g_quad)
-    g_quad += _in_features(slot_quad, slot_feature, plan.n_features)
-    return g_quad, g_lin
+        _cross(plan, cells, blocks, rho, codes, q, gl, g_quad, tuning)
+    return g_quad[:-1].T.copy(), g_lin[:-1].T.copy()
 
 
-def _slot_features(plan: TreePlan, n_leaves: int) -> np.ndarray:
-    """``(L * D,)`` the tree feature of each leaf's slot (``K`` for padding slots).
-
-    Read from the linear items, whose factors are the leaf's path features, none of them padding.
-    """
-    width = plan.fac_pos.shape[1]
-    linear = np.flatnonzero(plan.item_kind[: plan.n_single] == LIN)
-    feature = np.full((n_leaves, width), plan.n_features)
-    feature[plan.item_leaf[linear, None], plan.fac_pos[linear]] = plan.fac_feat[linear]
-    return feature.ravel()
-
-
-def _in_features(slots: np.ndarray, feature: np.ndarray, n_features: int) -> np.ndarray:
-    """``(n, K)`` per-row sums of ``slots (n, ...)`` by the feature of each slot (``K`` drops).
-
-    A sparse product, not a matmul with a one-hot matrix: BLAS on two threads took 1 ms for
-    a (759, 120) x (120, 13) product on the shared machine, ten times one thread.
-    """
-    n = slots.shape[0]
-    out = np.zeros((n_features + 1, n))
-    OneHot.picks(feature.astype(np.int64), n_features + 1).add_transposed(slots.reshape(n, -1).T, out)
-    return out[:n_features].T
-
-
-def _slot_slopes(plan: TreePlan, first: np.ndarray, slope: np.ndarray) -> np.ndarray:
-    """Cell slopes ``(C, F, Q)`` of all items reordered by slot: ``(C, D, Q)``, slot ``j`` the
-    leaf's ``j``-th path feature."""
-    factor_of_slot = np.argsort(plan.fac_pos, axis=1)
-    per_cell = np.repeat(factor_of_slot, np.diff(first), axis=0)
-    return np.take_along_axis(slope, per_cell[:, :, None], axis=1)
-
-
-def _single_slots(plan: TreePlan, cells: Cells, first: np.ndarray, slopes: np.ndarray, gl: np.ndarray):
-    """``(n, L, D)`` slot gradients of the diagonal items (of ``m_S^2``) and of the linear items,
-    from the single items' first cells and slot slopes."""
-    single = slice(0, plan.n_single)
-    integrated = np.einsum("cdq,q->cd", slopes, gl)
-    row_cell = cells.row_cells(plan, single, first[:-1])
-    linear = plan.item_kind[single] == LIN
-    # one linear and one diagonal item per leaf: each part's columns in leaf order are its leaves
-    slots = []
-    for part in (~linear, linear):
-        columns = np.flatnonzero(part)[np.argsort(plan.item_leaf[single][part])]
-        slots.append(rows_of(integrated, row_cell[:, columns]))
-    return slots[0], slots[1]
-
-
-def _cross_slots(plan, cells, tables, q, gl, slot_quad: np.ndarray, g_quad: np.ndarray) -> None:
-    """Add the cross items' slot gradients into ``slot_quad (n, L, D)``, and the gradients of the
-    group coefficients ``C_g`` (in their expanded features) into ``g_quad (n, K)``; ``tables`` are
-    the cross items' first cells, values ``(C, Q)`` and slot slopes ``(C, D, Q)``."""
-    n, n_leaves, width = slot_quad.shape
-    first, value, slopes = tables
-    slopes = np.ascontiguousarray(slopes.transpose(2, 0, 1))  # (Q, C, D): one table per node
+def _cross(plan, cells, blocks, rho, codes, q, gl, g_quad: np.ndarray, tuning: Tuning) -> None:
+    """Add the cross items' gradients into ``g_quad (K + 1, n)``: their slopes weighted by each row's
+    cotangents, and the slopes of the group coefficients ``C_g`` (in their expanded features)."""
     coef, dcoef = _group_coefficients(plan, q)
     coef = coef * gl
     dcoef = dcoef * gl
-    chunk = None
-    # row blocks a third of rsq's: each holds an index, a cotangent and an output array per item
-    # (1 and 8 were 5-35% slower on XGBoost depth 6 and 8)
-    for groups, items, spans, row_cell, rows, _, sums in _side_sums(plan, cells, first, value, n, 3):
-        if chunk is None or chunk.groups != groups:
-            chunk = _Chunk(plan, groups, items, spans, slopes, len(q), n_leaves)
-        n_rows = len(row_cell)
-        # one sparse product per quadrature node: rows (row, leaf) sum their leaf's items' slot
-        # slopes at the row's cells, each times the row's cotangent of the item
-        index = np.take(row_cell, chunk.by_leaf, axis=1).ravel()
-        indptr = chunk.indptr(n_rows, index.dtype)
-        # the coefficient multiplies the side sums, fewer than the items that take them
-        sides = (sums * coef[groups]).reshape(n_rows, -1)  # (rows, 2 groups x Q)
-        out = np.zeros((n_rows * n_leaves, width))
-        for k in range(len(q)):
-            weighted_sums(indptr, index, np.take(sides, chunk.partner + k, axis=1).ravel(), chunk.slopes[k], out)
-        slot_quad[rows] += out.reshape(n_rows, n_leaves, width)
-        both = sums[:, 0] * sums[:, 1]
-        expanded = np.empty((n_rows, groups.stop - groups.start, plan.group_T.shape[1]))
-        for t in range(expanded.shape[2]):
-            expanded[:, :, t] = np.einsum("ugq,gq->ug", both, dcoef[groups, t])
-        g_quad[rows] += _in_features(expanded, plan.group_T[groups].ravel(), plan.n_features)
+    n = codes.shape[0]
+    for groups, chunk, entry, seg_starts in _chunks(plan, cells, q, tuning):
+        chunk_blocks = ChunkBlocks(plan, blocks, chunk, rho)
+        row_slopes = _RowSlopes(chunk_blocks, len(q), plan.n_features)
+        n_groups = groups.stop - groups.start
+        segment = np.repeat(np.arange(len(seg_starts)), np.diff(np.r_[seg_starts, len(chunk.items)]))
+        side, group = np.divmod(segment, n_groups)
+        partner = (1 - side) * n_groups + group
+        # each row's expanded features of the group coefficients: one sparse product per block
+        expanded = OneHot.picks(plan.group_T[groups].ravel(), plan.n_features + 1)
+        for rows in _blocks(n, 4 * len(chunk.items) * len(q), tuning.block_elements):
+            value = np.take(chunk.values, entry[rows].T, axis=0)  # (items, rows, Q)
+            sums = np.add.reduceat(value, seg_starts, axis=0)  # (2 groups, rows, Q)
+            both = sums[:n_groups] * sums[n_groups:]  # (groups, rows, Q)
+            sums *= np.tile(coef[groups], (2, 1))[:, None, :]  # C_g on the sums, fewer than the items
+            value *= np.take(sums, partner, axis=0)
+            _add_slopes(row_slopes, chunk_blocks, chunk, value, codes[rows], g_quad[:, rows])
+            per_feature = np.einsum("grq,gtq->gtr", both, dcoef[groups]).reshape(-1, both.shape[1])
+            expanded.add_transposed(per_feature, g_quad[:, rows])
 
 
-class _Chunk:
-    """What the rows of one chunk of groups (``kernels.lca._side_sums``) share: its items in leaf
-    order, each item's partner side, and its cells' slot slopes ``(Q, cells, D)``."""
+class _RowSlopes:
+    """The slopes of one chunk's items for every row, as two sparse products per block of rows.
 
-    def __init__(self, plan, groups: slice, items, spans, slopes, n_q: int, n_leaves: int):
-        self.groups = groups
-        leaf = plan.item_leaf[plan.n_single + items]
-        self.by_leaf = np.argsort(leaf, kind="stable")
-        group = plan.item_group[items][self.by_leaf]
-        side = plan.item_side[items][self.by_leaf]
-        # each item's partner side sum at the first quadrature node, in the rows' (2 groups x Q) sums
-        self.partner = ((1 - side) * (groups.stop - groups.start) + group - groups.start) * n_q
-        self.leaf_start = np.concatenate([[0], np.cumsum(np.bincount(leaf, minlength=n_leaves))[:-1]])
-        self.n_items = len(items)
-        self.slopes = np.ascontiguousarray(np.concatenate([slopes[:, span] for span in spans], axis=1))
+    A factor's slope on a row is ``sum_q Z rho_0 + bit x sum_q Z (rho_1 - rho_0)``, with ``Z`` its
+    block's (or stream's) ``z`` summed over the items that carry it.  The first part adds up
+    over all factors of a feature: one product ``(features, sums x Q)``.  The second depends on
+    the row only through one pass bit of the block's leaf, so it is summed per (leaf, bit)
+    first, one product ``(leaf bits, sums x Q)``, and then multiplied by the rows' bits.
+    """
 
-    def indptr(self, n_rows: int, dtype) -> np.ndarray:
-        """Row pointers of the ``(row, leaf)`` rows over the chunk's items in leaf order."""
-        starts = (np.arange(n_rows)[:, None] * self.n_items + self.leaf_start).ravel()
-        return np.append(starts, n_rows * self.n_items).astype(dtype)
+    def __init__(self, chunk_blocks: ChunkBlocks, n_q: int, n_features: int):
+        cb = chunk_blocks
+        n_blocks = len(cb.feat)
+        c, f = np.nonzero(cb.uniform)
+        # every factor summed: the blocks' sums first (one per block), then the streams'
+        source = np.r_[c, n_blocks + np.arange(len(cb.stream_c))]
+        factor_c = np.r_[c, cb.stream_c]
+        factor_f = np.r_[f, cb.stream_f]
+        rho = cb.rho[factor_c, factor_f]  # (factors, 2, Q)
+        feat = cb.feat[factor_c, factor_f]
+        columns = (source[:, None] * n_q + np.arange(n_q)).ravel()
+        n_columns = (n_blocks + len(cb.stream_c)) * n_q
+        self.first = _csr(np.repeat(feat, n_q), columns, rho[:, 0].ravel(), n_features + 1, n_columns)
+        # the bit-dependent factors, summed per (leaf, bit) of the rows' codes
+        dependent = factor_f < cb.width[factor_c]
+        key = cb.leaf[factor_c] * 64 + cb.bit[factor_c, factor_f]
+        pairs, pair = np.unique(key[dependent], return_inverse=True)
+        self.leaf, self.bit = pairs // 64, pairs % 64
+        self.pair_feature = np.zeros(len(pairs), dtype=np.int64)
+        self.pair_feature[pair] = feat[dependent]
+        delta = (rho[dependent, 1] - rho[dependent, 0]).ravel()
+        dependent_columns = columns.reshape(-1, n_q)[dependent].ravel()
+        self.second = _csr(np.repeat(pair, n_q), dependent_columns, delta, len(pairs), n_columns)
+        self.n_features = n_features
+
+    def add(self, sums: np.ndarray, codes: np.ndarray, out: np.ndarray) -> None:
+        """Add the slopes per row to ``out (K + 1, rows)``; ``sums (sources x Q, rows)`` are the block and
+        stream sums of ``z``, ``codes (rows, L)`` the rows' leaf codes."""
+        n_rows = sums.shape[1]
+        result = np.zeros((self.n_features + 1, n_rows))
+        weighted_sums(*self.first, sums, result)
+        per_pair = np.zeros((len(self.leaf), n_rows))
+        weighted_sums(*self.second, sums, per_pair)
+        per_pair *= ((codes[:, self.leaf] >> self.bit) & 1).T
+        OneHot.picks(self.pair_feature, self.n_features + 1).add_transposed(per_pair, result)
+        out += result
+
+
+def _csr(rows: np.ndarray, columns: np.ndarray, data: np.ndarray, n_rows: int, n_columns: int):
+    """``(indptr, indices, data)`` of a CSR matrix from its entries (rows in any order)."""
+    order = np.argsort(rows, kind="stable")
+    indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=n_rows))].astype(np.int64)
+    return indptr, columns[order].astype(np.int64), data[order]
+
+
+def _add_slopes(
+    row_slopes: _RowSlopes, chunk_blocks: ChunkBlocks, chunk: Chunk, z: np.ndarray, codes: np.ndarray, out: np.ndarray
+) -> None:
+    """Add every factor's slope per row to ``out (K + 1, rows)`` (a view of the accumulator), from
+    ``z (items, rows, Q)`` in the chunk's item order and the rows' leaf codes."""
+    cb = chunk_blocks
+    n_items, n_rows, n_q = z.shape
+    flat = z.reshape(n_items, -1)
+    zall = OneHot(np.r_[0, np.cumsum(cb.count)], chunk.order, n_items).sums(flat)
+    if len(cb.stream_c):
+        carriers = chunk.order[cb.stream_positions()]
+        zall = np.concatenate([zall, OneHot(cb.stream_ptr, carriers, n_items).sums(flat)])
+    # (sources x Q, rows): each sum's nodes as rows of the products, the rows of the data as columns
+    sums = np.ascontiguousarray(zall.reshape(-1, n_rows, n_q).transpose(0, 2, 1)).reshape(-1, n_rows)
+    row_slopes.add(sums, codes, out)

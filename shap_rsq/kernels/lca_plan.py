@@ -52,7 +52,10 @@ class TreePlan:
 
     Items: items ``[0, n_single)`` are linear or diagonal; the rest are cross
     items ordered by ``(side, group)`` so each side of a group is a contiguous
-    segment.  Factor ``f`` of item ``i`` is
+    segment.  ``item_block`` numbers the *blocks*: each single item is one, and the
+    cross items of one leaf at one split (its coupled features expanded over
+    subsets ``T``) are one; a block's items read the same bits and differ only in
+    their coupled factors (``kernels.lca_blocks``).  Factor ``f`` of item ``i`` is
     ``fac_a{b}[i, f] + q * fac_b{b}[i, f]`` where ``b`` is bit ``fac_pos[i, f]``
     of the item's leaf code, and is attributed to local feature ``fac_feat[i, f]``
     (``K`` marks padding).  The first ``item_n_var[i]`` factors depend on their bit,
@@ -90,6 +93,7 @@ class TreePlan:
     n_single: int
     item_group: np.ndarray
     item_side: np.ndarray
+    item_block: np.ndarray
     seg_starts: np.ndarray
     group_T: np.ndarray
 
@@ -164,6 +168,7 @@ def compile_tree(tree: TreeTable, skip: np.ndarray | None = None) -> TreePlan | 
         **_factor_layout({name: np.concatenate([single[name], cross[name]]) for name in single}, len(feature_ids)),
         item_group=cross["group"],
         item_side=cross["side"],
+        item_block=np.concatenate([np.arange(2 * len(paths.leaf)), 2 * len(paths.leaf) + cross["block"]]),
         seg_starts=cross["seg_starts"],
         group_T=cross["group_T"],
     )
@@ -325,6 +330,7 @@ def _cross_items(tree: TreeTable, paths: Paths, feature_ids: np.ndarray, leaf_fe
     )
     arrays["group"] = group
     arrays["side"] = item_side
+    arrays["block"] = np.unique(row, return_inverse=True)[1].ravel()  # the (split, leaf) each item expands
     n_groups = int(keep.sum())
     arrays["seg_starts"] = np.searchsorted(item_side * n_groups + group, np.arange(2 * n_groups))
     arrays["group_T"] = _group_features(keys[keep], width, coupled_at, u, n_feat)

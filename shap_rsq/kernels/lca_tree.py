@@ -101,7 +101,7 @@ class LcaUnit:
             left = lca.split_decisions(self.plan, X, dtype, rows=first[block])
             codes = lca.leaf_codes(self.plan, left)
             if local:
-                g_quad[block], g_lin[block] = pattern_gradients(self.plan, codes)
+                g_quad[block], g_lin[block] = pattern_gradients(self.plan, codes, self.tuning)
             else:
                 weights = per_quad[block], per_lin[block]
                 out[self.plan.features] += lca.weighted_gradient(self.plan, codes, *weights, self.tuning)

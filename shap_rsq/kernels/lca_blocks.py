@@ -1,0 +1,235 @@
+"""Blocks of items and their slopes by the log-derivative.
+
+Every factor of an item (``kernels.lca_plan``) is affine in ``q`` given its pass bit,
+``phi = a_bit + q b_bit``, and an item's value is ``V = coef x prod phi``.  The slope of ``V``
+along the coin of factor ``f`` is ``b_f x prod_{f' != f} phi_f' = V x rho_f(bit)`` with
+``rho = b / phi``, so the weighted slopes of all of an item's factors come from one table
+``z = cotangent x V`` and, per factor, the sums of ``z`` over the cells where its bit is 0 and
+where it is 1.  A factor that is zero somewhere is zero for every ``q`` (a zero cover fraction,
+or ``d = p - r`` with ``r`` = 1): its slope ``b`` is zero as well, ``rho`` is set to 0 there,
+and every cell where it vanishes has ``z = 0``.  Nothing is ever divided by zero, and no
+product of "all factors but one" is formed.  Because ``rho`` stays between ``-1 / (1 - q)``
+and ``1 / q``, dividing costs no precision: ``V x rho`` is a product of the same numbers.
+
+A *block* is the items of one leaf at one split (``TreePlan.item_block``): its coupled
+features expanded over subsets ``T``.  They read the same bits (one view) and have the same
+factors except at the coupled ones, where an item has ``h`` (``T`` leaves the feature out: a
+slope) or ``d = p - r`` (``T`` holds it: no slope).  So ``z`` is summed over a block's items
+first, and each factor's bit sums are taken once per block: the sum over all its items for the
+factors they share (*uniform* factors), the sum over the items with a slope for the others.
+A single item (linear or diagonal) is a block of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .lca_plan import TreePlan
+from .sparse import OneHot
+
+__all__ = ["Blocks", "ChunkBlocks", "plan_blocks", "slope_ratios"]
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """Row-independent block tables of a plan (``B`` blocks, factor columns ``F`` as in the plan).
+
+    Attributes
+    ----------
+    carry : ndarray of bool, shape (I, F)
+        Whether factor ``f`` of item ``i`` has a slope (``b != 0`` at either bit).
+    uniform : ndarray of bool, shape (B, F)
+        Whether every item of the block carries factor ``f`` (or none does).
+    coef : ndarray, shape (B, F, 4)
+        ``(a0, b0, a1, b1)`` of factor ``f`` in the block's items that carry it.
+    width : ndarray of int, shape (B,)
+        Bit-dependent factors of the block's items (the first ``width`` columns).
+    feat : ndarray of int, shape (B, F)
+        Tree-local feature of each factor (``K``: no feature).
+    leaf : ndarray of int, shape (B,)
+        The block's leaf.
+    bit : ndarray of int, shape (B, F)
+        The leaf-code bit each factor reads.
+    view : ndarray of int, shape (B,)
+        The block's view (``TreePlan.view_leaf`` / ``view_mask``).
+    """
+
+    carry: np.ndarray
+    uniform: np.ndarray
+    coef: np.ndarray
+    width: np.ndarray
+    feat: np.ndarray
+    leaf: np.ndarray
+    bit: np.ndarray
+    view: np.ndarray
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.width)
+
+
+def plan_blocks(plan: TreePlan) -> Blocks:
+    """The block tables of ``plan``: every item of a block shares its view and factor layout."""
+    block = plan.item_block
+    n_blocks = int(block.max(initial=-1)) + 1
+    columns = np.arange(plan.fac_pos.shape[1])
+    has_factor = columns < plan.item_n_fac[:, None]
+    carry = has_factor & ((plan.fac_b0 != 0.0) | (plan.fac_b1 != 0.0))
+    # items of a block share their layout: any item gives it (the last one written wins, all agree)
+    width = np.zeros(n_blocks, dtype=np.int64)
+    width[block] = plan.item_n_var
+    view = np.zeros(n_blocks, dtype=np.int64)
+    view[block] = plan.item_view
+    leaf = np.zeros(n_blocks, dtype=np.int64)
+    leaf[block] = plan.item_leaf
+    feat = np.zeros((n_blocks, len(columns)), dtype=np.int64)
+    feat[block] = plan.fac_feat  # K marks the padding factors
+    bit = np.zeros((n_blocks, len(columns)), dtype=np.int64)
+    bit[block] = plan.fac_pos
+    coef = np.zeros((n_blocks, len(columns), 4))
+    i, f = np.nonzero(carry)
+    coef[block[i], f] = np.stack([plan.fac_a0[i, f], plan.fac_b0[i, f], plan.fac_a1[i, f], plan.fac_b1[i, f]], axis=1)
+    carriers = np.zeros((n_blocks, len(columns)), dtype=np.int64)
+    np.add.at(carriers, (block[i], f), 1)
+    items = np.bincount(block, minlength=n_blocks)
+    uniform = (carriers == 0) | (carriers == items[:, None])
+    return Blocks(carry, uniform, coef, width, feat, leaf, bit, view)
+
+
+def slope_ratios(blocks: Blocks, q: np.ndarray) -> np.ndarray:
+    """``rho (B, F, 2, Q)``: each block factor's ``b / phi`` at both bits (0 where ``phi`` is zero,
+    which makes ``b`` zero too)."""
+    a = blocks.coef[:, :, [0, 2], None]
+    b = blocks.coef[:, :, [1, 3], None]
+    phi = a + b * q
+    zero = phi == 0.0
+    return np.where(zero, 0.0, b / np.where(zero, 1.0, phi))
+
+
+def _strided_sums(base: np.ndarray, size: np.ndarray, jptr: np.ndarray, js: np.ndarray, n_columns: int) -> OneHot:
+    """Rows ``(r, k)``, ``k < size[r]``, each summing columns ``base[r] + k + j * size[r]`` for the
+    ``j`` in ``js[jptr[r]:jptr[r + 1]]``: the tables of some adjacent items of one size, summed
+    entry by entry."""
+    n_js = np.diff(jptr)
+    n_rows = int(size.sum())
+    row_r = np.repeat(np.arange(len(size)), size)
+    row_k = np.arange(n_rows) - np.repeat(np.cumsum(size) - size, size)
+    per_row = n_js[row_r]
+    indptr = np.r_[0, np.cumsum(per_row)]
+    at = np.repeat(np.arange(n_rows), per_row)
+    j = js[jptr[row_r[at]] + np.arange(len(at)) - indptr[at]]
+    index = base[row_r[at]] + row_k[at] + j * size[row_r[at]]
+    return OneHot(indptr.astype(np.int64), index.astype(np.int64), n_columns)
+
+
+class ChunkBlocks:
+    """The blocks of a chunk's items (``kernels.lca_chunks.Chunk``), and what their slopes need.
+
+    Block ``c`` holds the items at table-order positions ``first[c] .. first[c] + count[c]``.
+    Its factor ``f`` is summed over all those items where every one of them carries it
+    (``uniform``); where only some do (a coupled factor), the carriers make a *stream* of their
+    own (``stream_c``, ``stream_f``, carriers ``stream_items[stream_ptr[s]:stream_ptr[s + 1]]``,
+    positions within the block).  A factor no item of the chunk carries contributes nothing.
+    """
+
+    def __init__(self, plan: TreePlan, blocks: Blocks, chunk, rho: np.ndarray):
+        block, first, count = chunk.blocks(plan)
+        self.first, self.count = first, count
+        carry = blocks.carry[chunk.items[chunk.order]]
+        some = np.logical_or.reduceat(carry, first, axis=0)
+        self.uniform = np.logical_and.reduceat(carry, first, axis=0)
+        self.rho = rho[block]  # (C, F, 2, Q)
+        self.feat = blocks.feat[block]
+        self.width = blocks.width[block]
+        self.leaf = blocks.leaf[block]
+        self.bit = blocks.bit[block]
+        self.stream_c, self.stream_f = np.nonzero(some & ~self.uniform)
+        sc = self.stream_c
+        member = np.repeat(np.arange(len(sc)), count[sc])
+        j = np.arange(len(member)) - np.repeat(np.cumsum(count[sc]) - count[sc], count[sc])
+        keep = carry[first[sc[member]] + j, self.stream_f[member]]
+        self.stream_ptr = np.r_[0, np.cumsum(np.bincount(member[keep], minlength=len(sc)))]
+        self.stream_items = j[keep]
+
+    def stream_positions(self) -> np.ndarray:
+        """Table-order position of every stream's carriers, stream after stream."""
+        return np.repeat(self.first[self.stream_c], np.diff(self.stream_ptr)) + self.stream_items
+
+    def global_slopes(self, chunk, cells, z: np.ndarray, n_features: int) -> np.ndarray:
+        """``(K,)`` slopes of the chunk's items weighted by ``z = cotangent x value`` on its entries."""
+        out = np.zeros(n_features + 1)
+        for lo, hi, dense, w in chunk.classes:
+            cs = slice(*np.searchsorted(self.first, [lo, hi]))
+            ss = slice(*np.searchsorted(self.stream_c, [cs.start, cs.stop]))
+            if dense:
+                total, ones, s_total, s_ones = self._dense_sums(chunk, z, lo, hi, w, cs, ss)
+            else:
+                total, ones, s_total, s_ones = self._cell_sums(chunk, cells, z, w, cs, ss)
+            rho = self.rho[cs]
+            slope = np.einsum("bq,bfq->bf", total, rho[:, :, 0])
+            slope[:, :w] += np.einsum("bfq,bfq->bf", ones, rho[:, :w, 1] - rho[:, :w, 0])
+            uniform = self.uniform[cs]
+            out += np.bincount(self.feat[cs][uniform], weights=slope[uniform], minlength=n_features + 1)
+            if ss.start == ss.stop:
+                continue
+            f = self.stream_f[ss]
+            r = self.rho[self.stream_c[ss], f]
+            slope = np.einsum("sq,sq->s", s_total, r[:, 0])
+            bitwise = f < w
+            slope[bitwise] += np.einsum("sq,sq->s", s_ones[bitwise], r[bitwise, 1] - r[bitwise, 0])
+            out += np.bincount(self.feat[self.stream_c[ss], f], weights=slope, minlength=n_features + 1)
+        return out[:n_features]
+
+    def _dense_sums(self, chunk, z, lo, hi, w, cs, ss):
+        """Per block of a dense class: ``z`` summed over its items and entries ``(nb, Q)`` and over the
+        entries where bit ``f`` is 1 ``(nb, w, Q)``; the same for its streams (own bit only)."""
+        n_q = z.shape[1]
+        e0 = chunk.base[chunk.order[lo]]
+        region = z[e0 : e0 + ((hi - lo) << w)].reshape(hi - lo, 1 << w, n_q)
+        zall = np.add.reduceat(region, self.first[cs] - lo, axis=0)
+        bits = _bit_matrix(w)
+        ones = np.moveaxis(np.tensordot(bits, zall, axes=([0], [1])), 0, 1)  # (nb, w, Q)
+        if ss.start == ss.stop:
+            return zall.sum(axis=1), ones, None, None
+        positions = self.stream_positions()[self.stream_ptr[ss.start] : self.stream_ptr[ss.stop]]
+        zs = np.add.reduceat(region[positions - lo], self.stream_ptr[ss] - self.stream_ptr[ss.start], axis=0)
+        f = self.stream_f[ss]
+        s_ones = np.einsum("skq,sk->sq", zs, bits[:, np.minimum(f, max(w - 1, 0))].T) if w else zs.sum(axis=1)
+        return zall.sum(axis=1), ones, zs.sum(axis=1), s_ones
+
+    def _cell_sums(self, chunk, cells, z, w, cs, ss):
+        """:meth:`_dense_sums` for a class of per-cell tables (each block's view has its own cells)."""
+        lead = chunk.order[self.first[cs]]
+        base, size = chunk.base[lead], chunk.size[lead]
+        count = self.count[cs]
+        ptr = np.r_[0, np.cumsum(count)]
+        zall = _strided_sums(base, size, ptr, np.arange(ptr[-1]) - np.repeat(ptr[:-1], count), len(z)).sums(z)
+        starts = np.cumsum(size) - size
+        comb = cells.entry_combinations(chunk.view[lead])
+        total = np.add.reduceat(zall, starts, axis=0)
+        ones = np.zeros((len(base), w, z.shape[1]))
+        for f in range(w):
+            ones[:, f] = np.add.reduceat(zall * ((comb >> f) & 1)[:, None], starts, axis=0)
+        if ss.start == ss.stop:
+            return total, ones, None, None
+        c = self.stream_c[ss] - cs.start
+        sptr = self.stream_ptr[ss.start : ss.stop + 1] - self.stream_ptr[ss.start]
+        carriers = self.stream_items[self.stream_ptr[ss.start] : self.stream_ptr[ss.stop]]
+        zs = _strided_sums(base[c], size[c], sptr, carriers, len(z)).sums(z)
+        s_starts = np.cumsum(size[c]) - size[c]
+        s_comb = comb[np.repeat(starts[c], size[c]) + np.arange(len(zs)) - np.repeat(s_starts, size[c])]
+        f = self.stream_f[ss]
+        s_bit = (s_comb >> np.repeat(np.minimum(f, 62), size[c])) & 1
+        return (
+            total,
+            ones,
+            np.add.reduceat(zs, s_starts, axis=0),
+            np.add.reduceat(zs * s_bit[:, None], s_starts, axis=0),
+        )
+
+
+def _bit_matrix(w: int) -> np.ndarray:
+    """``(2^w, w)``: bit ``f`` of each combination, as floats."""
+    return ((np.arange(1 << w)[:, None] >> np.arange(w)) & 1).astype(float)
