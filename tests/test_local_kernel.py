@@ -64,11 +64,11 @@ def test_per_row_values_of_deeper_trees_match_subset_enumeration(cases, name, na
 def test_per_row_values_do_not_depend_on_blocks_chunks_or_jobs(cases, name):
     model, X, y, w = cases(name, True)
     reference = RSquaredExplainer(model)(X, y, sample_weight=w).values
-    # one pattern per kernel call, groups in chunks of a few entries, rows and items in blocks of one
-    # or two, and every view tabulated cell by cell (or densely)
+    # one pattern per kernel call, groups in parts of a few entries (many parts to a chunk, or one),
+    # rows and items in blocks of one or two, and every view tabulated cell by cell (or densely)
     tiny = replace(DEFAULT_TUNING, pattern_elements=1, parallel_work=0.0, chunk_cells=16, block_elements=64)
-    for ratio in (0.0, np.inf):
-        tuning = replace(tiny, dense_ratio=ratio)
+    for ratio, tabulate in ((0.0, 1 << 17), (np.inf, 1 << 17), (0.3, 16)):
+        tuning = replace(tiny, dense_ratio=ratio, tabulate_cells=tabulate)
         small = RSquaredExplainer(model)._set_engine(tuning=tuning)(X, y, sample_weight=w).values
         np.testing.assert_allclose(small, reference, rtol=0, atol=1e-12)
     tuning = replace(DEFAULT_TUNING, pattern_elements=1, parallel_work=0.0)

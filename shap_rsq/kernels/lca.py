@@ -129,12 +129,14 @@ def weighted_gradient(
     # right item C_g sum_u w_u A_g); C_g multiplies the side sums, fewer than the entries they reach
     coef, dcoef = _group_coefficients(plan, q)
     both = np.zeros_like(coef)  # sum_u w_u A_g B_g
-    for groups, chunk, entry, seg_starts in _chunks(plan, cells, q, tuning):
+    for chunk, parts in _chunks(plan, cells, q, tuning):
         hist = np.zeros_like(chunk.values)
-        for rows, gather, sums in _side_sums(chunk, entry, seg_starts, groups, len(q), 1, tuning):
-            weighted = sums * w_quad[rows, None, None, None]
-            both[groups] += np.einsum("ugq,ugq->gq", sums[:, 0], weighted[:, 1])
-            gather.add_transposed((weighted[:, ::-1] * coef[groups]).reshape(-1, len(q)), hist)
+        for groups, start, stop, seg_starts in parts:
+            entry = cells.row_entries(plan, plan.item_view[chunk.items[start:stop]], chunk.base[start:stop])
+            for rows, gather, sums in _side_sums(chunk, entry, seg_starts, groups, len(q), 1, tuning):
+                weighted = sums * w_quad[rows, None, None, None]
+                both[groups] += np.einsum("ugq,ugq->gq", sums[:, 0], weighted[:, 1])
+                gather.add_transposed((weighted[:, ::-1] * coef[groups]).reshape(-1, len(q)), hist)
         z = hist * gl * chunk.values
         out += ChunkBlocks(plan, blocks, chunk, rho).global_slopes(chunk, cells, z, plan.n_features)
     out += scatter_features(plan, plan.group_T, np.einsum("gq,gtq,q->gt", both, dcoef, gl))
@@ -157,29 +159,45 @@ def _side_sums(
 
 
 def _chunks(plan: TreePlan, cells: Cells, q: np.ndarray, tuning: Tuning):
-    """Consecutive groups whose items' tables hold about ``tuning.chunk_cells`` entries.
+    """The cross items in chunks of consecutive groups, each made of parts.
 
-    Per chunk: its groups (a slice), its :class:`~shap_rsq.kernels.lca_chunks.Chunk` of items (the
-    left sides' items, then the right sides'), the entry every row reads in each of them, and the
-    chunk's segment starts within its items.
+    A part's items' tables hold about ``tuning.chunk_cells`` entries (the tables rows walk at
+    random stay in cache), a chunk's about ``tuning.tabulate_cells`` (its values and slopes are
+    computed in one pass of NumPy calls).  Per chunk: its
+    :class:`~shap_rsq.kernels.lca_chunks.Chunk` of items, part after part (each the left sides'
+    items, then the right sides'), and per part ``(groups, start, stop, seg_starts)``: its groups,
+    its items' positions in the chunk and its segment starts within them.
     """
     n_groups = len(plan.seg_starts) // 2
     bounds = np.append(plan.seg_starts, len(plan.item_leaf) - plan.n_single)  # item bounds of the segments
     size = np.r_[0, np.cumsum(cells.size[plan.item_view[plan.n_single :]])]
     seg_entries = np.diff(size[bounds])
     cumulative = np.cumsum(seg_entries[:n_groups] + seg_entries[n_groups:])
-    cuts = np.searchsorted(cumulative, np.arange(tuning.chunk_cells, cumulative[-1], tuning.chunk_cells), side="right")
-    edges = np.unique(np.concatenate([[0], cuts, [n_groups]]))
-    for ga, gb in itertools.pairwise(edges):
-        sides = ((ga, gb), (n_groups + ga, n_groups + gb))  # segment ranges of the left and right sides
-        n_left = bounds[gb] - bounds[ga]
-        items = np.concatenate([np.arange(bounds[a], bounds[b]) for a, b in sides])
-        seg_starts = np.concatenate(
-            [
-                plan.seg_starts[ga:gb] - bounds[ga],
-                plan.seg_starts[n_groups + ga : n_groups + gb] - bounds[n_groups + ga] + n_left,
-            ]
-        )
-        chunk = Chunk(plan, cells, plan.n_single + items, q, tuning.block_elements)
-        entry = cells.row_entries(plan, plan.item_view[plan.n_single + items], chunk.base)
-        yield slice(ga, gb), chunk, entry, seg_starts
+    part_edges = _cuts(cumulative, tuning.chunk_cells)
+    chunk_edges = part_edges[np.unique(np.searchsorted(part_edges, _cuts(cumulative, tuning.tabulate_cells)))]
+    for ca, cb in itertools.pairwise(chunk_edges):
+        items, parts, part = [], [], []
+        start = 0
+        edges = part_edges[(part_edges >= ca) & (part_edges <= cb)]
+        for k, (ga, gb) in enumerate(itertools.pairwise(edges)):
+            sides = ((ga, gb), (n_groups + ga, n_groups + gb))  # segment ranges of the left and right sides
+            n_left = bounds[gb] - bounds[ga]
+            members = np.concatenate([np.arange(bounds[a], bounds[b]) for a, b in sides])
+            seg_starts = np.concatenate(
+                [
+                    plan.seg_starts[ga:gb] - bounds[ga],
+                    plan.seg_starts[n_groups + ga : n_groups + gb] - bounds[n_groups + ga] + n_left,
+                ]
+            )
+            items.append(members)
+            part.append(np.full(len(members), k))
+            parts.append((slice(int(ga), int(gb)), start, start + len(members), seg_starts))
+            start += len(members)
+        items = plan.n_single + np.concatenate(items)
+        yield Chunk(plan, cells, items, q, tuning.block_elements, np.concatenate(part)), parts
+
+
+def _cuts(cumulative: np.ndarray, step: int) -> np.ndarray:
+    """Group edges (0 and the last included) every ``step`` of ``cumulative`` entries."""
+    cuts = np.searchsorted(cumulative, np.arange(step, cumulative[-1], step), side="right")
+    return np.unique(np.concatenate([[0], cuts, [len(cumulative)]]))

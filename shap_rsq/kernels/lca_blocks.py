@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .lca_plan import TreePlan
-from .sparse import OneHot
+from .sparse import OneHot, segment_sums
 
 __all__ = ["Blocks", "ChunkBlocks", "plan_blocks", "slope_ratios"]
 
@@ -108,20 +108,24 @@ def slope_ratios(blocks: Blocks, q: np.ndarray) -> np.ndarray:
     return np.where(zero, 0.0, b / np.where(zero, 1.0, phi))
 
 
-def _strided_sums(base: np.ndarray, size: np.ndarray, jptr: np.ndarray, js: np.ndarray, n_columns: int) -> OneHot:
-    """Rows ``(r, k)``, ``k < size[r]``, each summing columns ``base[r] + k + j * size[r]`` for the
-    ``j`` in ``js[jptr[r]:jptr[r + 1]]``: the tables of some adjacent items of one size, summed
+def _table_sums(base: np.ndarray, size: np.ndarray, ptr: np.ndarray, n_columns: int) -> OneHot:
+    """Rows ``(r, k)``, ``k < size[r]``, each summing columns ``base[i] + k`` for the items
+    ``i`` in ``ptr[r] .. ptr[r + 1]``: the tables, of one size per ``r``, of some items summed
     entry by entry."""
-    n_js = np.diff(jptr)
+    n_items = np.diff(ptr)
     n_rows = int(size.sum())
     row_r = np.repeat(np.arange(len(size)), size)
     row_k = np.arange(n_rows) - np.repeat(np.cumsum(size) - size, size)
-    per_row = n_js[row_r]
+    per_row = n_items[row_r]
     indptr = np.r_[0, np.cumsum(per_row)]
     at = np.repeat(np.arange(n_rows), per_row)
-    j = js[jptr[row_r[at]] + np.arange(len(at)) - indptr[at]]
-    index = base[row_r[at]] + row_k[at] + j * size[row_r[at]]
-    return OneHot(indptr.astype(np.int64), index.astype(np.int64), n_columns)
+    item = ptr[row_r[at]] + np.arange(len(at)) - indptr[at]
+    return OneHot(indptr.astype(np.int64), (base[item] + row_k[at]).astype(np.int64), n_columns)
+
+
+def _ranges(first: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """``first[r] .. first[r] + count[r]`` for every ``r``, one range after another."""
+    return np.repeat(first, count) + np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
 
 
 class ChunkBlocks:
@@ -160,19 +164,22 @@ class ChunkBlocks:
     def global_slopes(self, chunk, cells, z: np.ndarray, n_features: int) -> np.ndarray:
         """``(K,)`` slopes of the chunk's items weighted by ``z = cotangent x value`` on its entries."""
         out = np.zeros(n_features + 1)
-        for lo, hi, dense, w in chunk.classes:
-            cs = slice(*np.searchsorted(self.first, [lo, hi]))
-            ss = slice(*np.searchsorted(self.stream_c, [cs.start, cs.stop]))
-            if dense:
-                total, ones, s_total, s_ones = self._dense_sums(chunk, z, lo, hi, w, cs, ss)
-            else:
-                total, ones, s_total, s_ones = self._cell_sums(chunk, cells, z, w, cs, ss)
+        position_class = np.empty(len(chunk.order), dtype=np.int64)
+        for k, (positions, _, _) in enumerate(chunk.classes):
+            position_class[positions] = k
+        block_class = position_class[self.first]
+        stream_class = block_class[self.stream_c]
+        for k, (_, dense, w) in enumerate(chunk.classes):
+            cs = np.flatnonzero(block_class == k)
+            ss = np.flatnonzero(stream_class == k)
+            sums = (self._dense_sums if dense else self._cell_sums)(chunk, cells, z, w, cs, ss)
+            total, ones, s_total, s_ones = sums
             rho = self.rho[cs]
             slope = np.einsum("bq,bfq->bf", total, rho[:, :, 0])
             slope[:, :w] += np.einsum("bfq,bfq->bf", ones, rho[:, :w, 1] - rho[:, :w, 0])
             uniform = self.uniform[cs]
             out += np.bincount(self.feat[cs][uniform], weights=slope[uniform], minlength=n_features + 1)
-            if ss.start == ss.stop:
+            if not len(ss):
                 continue
             f = self.stream_f[ss]
             r = self.rho[self.stream_c[ss], f]
@@ -182,19 +189,31 @@ class ChunkBlocks:
             out += np.bincount(self.feat[self.stream_c[ss], f], weights=slope, minlength=n_features + 1)
         return out[:n_features]
 
-    def _dense_sums(self, chunk, z, lo, hi, w, cs, ss):
+    def _item_bases(self, chunk, cs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The table bases of the items of blocks ``cs``, block after block, and their pointers."""
+        positions = _ranges(self.first[cs], self.count[cs])
+        return chunk.base[chunk.order[positions]], np.r_[0, np.cumsum(self.count[cs])]
+
+    def _stream_bases(self, chunk, ss: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The table bases of the carriers of streams ``ss``, stream after stream, and their pointers."""
+        count = np.diff(self.stream_ptr)[ss]
+        carriers = _ranges(self.stream_ptr[ss], count)
+        positions = np.repeat(self.first[self.stream_c[ss]], count) + self.stream_items[carriers]
+        return chunk.base[chunk.order[positions]], np.r_[0, np.cumsum(count)]
+
+    def _dense_sums(self, chunk, cells, z, w, cs, ss):
         """Per block of a dense class: ``z`` summed over its items and entries ``(nb, Q)`` and over the
         entries where bit ``f`` is 1 ``(nb, w, Q)``; the same for its streams (own bit only)."""
         n_q = z.shape[1]
-        e0 = chunk.base[chunk.order[lo]]
-        region = z[e0 : e0 + ((hi - lo) << w)].reshape(hi - lo, 1 << w, n_q)
-        zall = np.add.reduceat(region, self.first[cs] - lo, axis=0)
+        size = 1 << w
+        base, ptr = self._item_bases(chunk, cs)
+        zall = _table_sums(base, np.full(len(cs), size), ptr, len(z)).sums(z).reshape(len(cs), size, n_q)
         bits = _bit_matrix(w)
         ones = np.moveaxis(np.tensordot(bits, zall, axes=([0], [1])), 0, 1)  # (nb, w, Q)
-        if ss.start == ss.stop:
+        if not len(ss):
             return zall.sum(axis=1), ones, None, None
-        positions = self.stream_positions()[self.stream_ptr[ss.start] : self.stream_ptr[ss.stop]]
-        zs = np.add.reduceat(region[positions - lo], self.stream_ptr[ss] - self.stream_ptr[ss.start], axis=0)
+        base, ptr = self._stream_bases(chunk, ss)
+        zs = _table_sums(base, np.full(len(ss), size), ptr, len(z)).sums(z).reshape(len(ss), size, n_q)
         f = self.stream_f[ss]
         s_ones = np.einsum("skq,sk->sq", zs, bits[:, np.minimum(f, max(w - 1, 0))].T) if w else zs.sum(axis=1)
         return zall.sum(axis=1), ones, zs.sum(axis=1), s_ones
@@ -202,32 +221,25 @@ class ChunkBlocks:
     def _cell_sums(self, chunk, cells, z, w, cs, ss):
         """:meth:`_dense_sums` for a class of per-cell tables (each block's view has its own cells)."""
         lead = chunk.order[self.first[cs]]
-        base, size = chunk.base[lead], chunk.size[lead]
-        count = self.count[cs]
-        ptr = np.r_[0, np.cumsum(count)]
-        zall = _strided_sums(base, size, ptr, np.arange(ptr[-1]) - np.repeat(ptr[:-1], count), len(z)).sums(z)
+        size = chunk.size[lead]
+        base, ptr = self._item_bases(chunk, cs)
+        zall = _table_sums(base, size, ptr, len(z)).sums(z)
         starts = np.cumsum(size) - size
         comb = cells.entry_combinations(chunk.view[lead])
-        total = np.add.reduceat(zall, starts, axis=0)
-        ones = np.zeros((len(base), w, z.shape[1]))
+        total = segment_sums(zall, starts)
+        ones = np.zeros((len(cs), w, z.shape[1]))
         for f in range(w):
-            ones[:, f] = np.add.reduceat(zall * ((comb >> f) & 1)[:, None], starts, axis=0)
-        if ss.start == ss.stop:
+            ones[:, f] = segment_sums(zall * ((comb >> f) & 1)[:, None], starts)
+        if not len(ss):
             return total, ones, None, None
-        c = self.stream_c[ss] - cs.start
-        sptr = self.stream_ptr[ss.start : ss.stop + 1] - self.stream_ptr[ss.start]
-        carriers = self.stream_items[self.stream_ptr[ss.start] : self.stream_ptr[ss.stop]]
-        zs = _strided_sums(base[c], size[c], sptr, carriers, len(z)).sums(z)
+        c = np.searchsorted(cs, self.stream_c[ss])  # each stream's block among cs
+        base, ptr = self._stream_bases(chunk, ss)
+        zs = _table_sums(base, size[c], ptr, len(z)).sums(z)
         s_starts = np.cumsum(size[c]) - size[c]
-        s_comb = comb[np.repeat(starts[c], size[c]) + np.arange(len(zs)) - np.repeat(s_starts, size[c])]
+        s_comb = comb[_ranges(starts[c], size[c])]
         f = self.stream_f[ss]
         s_bit = (s_comb >> np.repeat(np.minimum(f, 62), size[c])) & 1
-        return (
-            total,
-            ones,
-            np.add.reduceat(zs, s_starts, axis=0),
-            np.add.reduceat(zs * s_bit[:, None], s_starts, axis=0),
-        )
+        return total, ones, segment_sums(zs, s_starts), segment_sums(zs * s_bit[:, None], s_starts)
 
 
 def _bit_matrix(w: int) -> np.ndarray:

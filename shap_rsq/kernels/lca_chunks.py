@@ -1,13 +1,12 @@
 """One chunk of items of a compiled tree: where each item's table sits, and its values.
 
-The kernel walks a tree's items chunk by chunk (consecutive groups, so that each side of a
-group stays inside one chunk), and every table of a chunk (values, cotangents) is small enough
-to stay in cache while all rows read and write it.  Inside a chunk the items are laid out by
-*class* (dense tables of one width, or tables per cell of one width) and, within a class, by
-block (``kernels.lca_blocks``): a class's values are computed together, straight into their
-place, and a block's items are adjacent with tables of one size, so that its slopes are summed
-without moving anything.  The caller keeps its own order of the items (the order its row sums
-need) and finds an item's table at ``base[item]``.
+The kernel walks a tree's items in chunks of consecutive groups (each side of a group stays
+inside one), and a chunk in *parts*: the rows read and write one part's tables at a time, small
+enough to stay in cache.  Inside a chunk the tables are laid out part by part, then by *class*
+(dense tables of one width, or tables per cell of one width), then by block
+(``kernels.lca_blocks``): a part's entries are contiguous for the rows, while a class's values
+and slopes are computed for all parts at once, with few NumPy calls.  The caller keeps its own
+order of the items (the order its row sums need) and finds an item's table at ``base[item]``.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import numpy as np
 from .lca_cells import BLOCK, Cells, rows_of
 from .lca_plan import TreePlan
 
-__all__ = ["Chunk", "factor_values"]
+__all__ = ["Chunk", "ChunkPart", "factor_values"]
 
 
 def factor_values(plan: TreePlan, items: np.ndarray, width: int, q: np.ndarray) -> np.ndarray:
@@ -49,9 +48,23 @@ class Chunk:
         The items' positions (caller's order) in table order.
     values : ndarray, shape (entries, Q)
         Every item's value on every entry of its table.
+    part : ndarray of int
+        Which *part* of the chunk each item belongs to (caller's order): rows walk a chunk part by
+        part (:meth:`part_of`), and a part's entries are consecutive.
+    classes : list of (ndarray, bool, int)
+        Per kind of table, the table-order positions of its items (all parts), whether the tables
+        are dense and their width.
     """
 
-    def __init__(self, plan: TreePlan, cells: Cells, items: np.ndarray, q: np.ndarray, block: int = BLOCK):
+    def __init__(
+        self,
+        plan: TreePlan,
+        cells: Cells,
+        items: np.ndarray,
+        q: np.ndarray,
+        block: int = BLOCK,
+        part: np.ndarray | None = None,
+    ):
         self.items = items
         self.block = block  # float64 elements of one temporary
         view = plan.item_view[items]
@@ -59,30 +72,33 @@ class Chunk:
         self.size = cells.size[view]
         dense = cells.dense[view]
         width = plan.item_n_var[items]
-        self.order = np.lexsort((plan.item_block[items], width, ~dense))
+        self.part = np.zeros(len(items), dtype=np.int64) if part is None else part
+        # part by part (rows walk a part's entries, contiguous), then by class, then by block
+        self.order = np.lexsort((plan.item_block[items], width, ~dense, self.part))
         placed = self.size[self.order]
         self.base = np.empty(len(items), dtype=np.int64)
         self.base[self.order] = np.cumsum(placed) - placed
         self.n_entries = int(placed.sum())
         self.values = np.empty((self.n_entries, len(q)))
+        # (positions, dense, width): the table-order positions of each kind of table, all parts
+        # together, so that its values (and later its slopes) take one pass of NumPy calls
         key = (width * 2 + dense)[self.order]
-        edges = np.flatnonzero(np.diff(key)) + 1
-        # (start, stop, dense, width): ranges of table-order positions with one kind of table
+        by_class = np.argsort(key, kind="stable")
+        edges = np.flatnonzero(np.diff(key[by_class])) + 1
         self.classes = []
-        for start, stop in zip(np.r_[0, edges], np.r_[edges, len(items)], strict=True):
-            members = self.order[start:stop]
+        for positions in np.split(by_class, edges):
+            members = self.order[positions]
             w = int(width[members[0]])
             if dense[members[0]]:
                 self._dense_values(plan, members, w, q)
             else:
                 self._cell_values(plan, cells, members, w, q)
-            self.classes.append((int(start), int(stop), bool(dense[members[0]]), w))
+            self.classes.append((positions, bool(dense[members[0]]), w))
 
     def _dense_values(self, plan: TreePlan, members: np.ndarray, w: int, q: np.ndarray) -> None:
         """Products by doubling on all ``2^w`` combinations (bit ``f`` is factor ``f``'s), written
-        into the members' consecutive tables."""
+        into the members' tables."""
         n_q = len(q)
-        start = self.base[members[0]]
         step = max(1, self.block // ((2 << w) * n_q))
         for first in range(0, len(members), step):
             block = members[first : first + step]
@@ -92,8 +108,8 @@ class Chunk:
                 value = factor_values(plan, items, w, q)
                 for f in range(w):
                     table = (value[:, f, :, None, :] * table[:, None]).reshape(len(items), -1, n_q)
-            offset = start + (first << w)
-            self.values[offset : offset + (len(block) << w)] = table.reshape(-1, n_q)
+            rows = (self.base[block][:, None] + np.arange(1 << w)).ravel()
+            self.values[rows] = table.reshape(-1, n_q)
 
     def _cell_values(self, plan: TreePlan, cells: Cells, members: np.ndarray, w: int, q: np.ndarray) -> None:
         """Products factor by factor on the cells each member's view has (gathered by bit)."""
@@ -101,9 +117,12 @@ class Chunk:
         items = self.items[members]
         constant = _constants(plan, items, q)
         value = factor_values(plan, items, w, q).reshape(-1, n_q)  # row (member * w + f) * 2 + bit
-        entry_member = np.repeat(np.arange(len(members)), self.size[members])
+        size = self.size[members]
+        entry_member = np.repeat(np.arange(len(members)), size)
+        entry = (
+            np.repeat(self.base[members], size) + np.arange(len(entry_member)) - np.repeat(np.cumsum(size) - size, size)
+        )
         comb = cells.entry_combinations(self.view[members])
-        start = self.base[members[0]]
         step = max(1, self.block // (2 * max(1, w) * n_q))
         for first in range(0, len(comb), step):
             member = entry_member[first : first + step]
@@ -111,11 +130,35 @@ class Chunk:
             product = rows_of(constant, member)
             for f in range(w):
                 product *= rows_of(value, (member * w + f) * 2 + ((code >> f) & 1))
-            self.values[start + first : start + first + len(code)] = product
+            self.values[entry[first : first + step]] = product
 
     def blocks(self, plan: TreePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chunk's blocks in table order: ``(block, first, count)``, each block's first position
-        in :attr:`order` and its number of items there (adjacent, with tables of one size)."""
-        block = plan.item_block[self.items[self.order]]
-        first = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
-        return block[first], first, np.diff(np.r_[first, len(block)])
+        in :attr:`order` and its number of items there (adjacent, with tables of one size).  A block
+        whose items fall in two parts counts as two."""
+        return _runs(plan.item_block[self.items[self.order]], self.part[self.order])
+
+    def part_of(self, start: int, stop: int) -> ChunkPart:
+        """The items at caller positions ``start .. stop`` (one part), for the per-row kernel."""
+        inside = (self.order >= start) & (self.order < stop)
+        return ChunkPart(self.items[start:stop], self.order[inside] - start)
+
+
+class ChunkPart:
+    """Some consecutive items of a :class:`Chunk` (one part): ``order`` are their positions in
+    table order, counted from the part's first item."""
+
+    def __init__(self, items: np.ndarray, order: np.ndarray):
+        self.items = items
+        self.order = order
+
+    def blocks(self, plan: TreePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """As :meth:`Chunk.blocks`."""
+        return _runs(plan.item_block[self.items[self.order]], np.zeros(len(self.order), dtype=np.int64))
+
+
+def _runs(block: np.ndarray, part: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of equal (part, block) in ``block``: each run's block, first position and length."""
+    new = np.r_[True, (block[1:] != block[:-1]) | (part[1:] != part[:-1])]
+    first = np.flatnonzero(new)
+    return block[first], first, np.diff(np.r_[first, len(block)])

@@ -20,9 +20,9 @@ from ..tuning import DEFAULT_TUNING, Tuning
 from .lca import _blocks, _chunks, _group_coefficients, gauss_legendre
 from .lca_blocks import ChunkBlocks, plan_blocks, slope_ratios
 from .lca_cells import Cells
-from .lca_chunks import Chunk
+from .lca_chunks import Chunk, ChunkPart
 from .lca_plan import LIN, TreePlan
-from .sparse import OneHot, weighted_sums
+from .sparse import OneHot, segment_sums, weighted_sums
 
 __all__ = ["pattern_gradients"]
 
@@ -65,24 +65,27 @@ def _cross(plan, cells, blocks, rho, codes, q, gl, g_quad: np.ndarray, tuning: T
     coef = coef * gl
     dcoef = dcoef * gl
     n = codes.shape[0]
-    for groups, chunk, entry, seg_starts in _chunks(plan, cells, q, tuning):
-        chunk_blocks = ChunkBlocks(plan, blocks, chunk, rho)
-        row_slopes = _RowSlopes(chunk_blocks, len(q), plan.n_features)
-        n_groups = groups.stop - groups.start
-        segment = np.repeat(np.arange(len(seg_starts)), np.diff(np.r_[seg_starts, len(chunk.items)]))
-        side, group = np.divmod(segment, n_groups)
-        partner = (1 - side) * n_groups + group
-        # each row's expanded features of the group coefficients: one sparse product per block
-        expanded = OneHot.picks(plan.group_T[groups].ravel(), plan.n_features + 1)
-        for rows in _blocks(n, 4 * len(chunk.items) * len(q), tuning.block_elements):
-            value = np.take(chunk.values, entry[rows].T, axis=0)  # (items, rows, Q)
-            sums = np.add.reduceat(value, seg_starts, axis=0)  # (2 groups, rows, Q)
-            both = sums[:n_groups] * sums[n_groups:]  # (groups, rows, Q)
-            sums *= np.tile(coef[groups], (2, 1))[:, None, :]  # C_g on the sums, fewer than the items
-            value *= np.take(sums, partner, axis=0)
-            _add_slopes(row_slopes, chunk_blocks, chunk, value, codes[rows], g_quad[:, rows])
-            per_feature = np.einsum("grq,gtq->gtr", both, dcoef[groups]).reshape(-1, both.shape[1])
-            expanded.add_transposed(per_feature, g_quad[:, rows])
+    for chunk, parts in _chunks(plan, cells, q, tuning):
+        for groups, start, stop, seg_starts in parts:
+            part = chunk.part_of(start, stop)
+            chunk_blocks = ChunkBlocks(plan, blocks, part, rho)
+            row_slopes = _RowSlopes(chunk_blocks, len(q), plan.n_features)
+            entry = cells.row_entries(plan, plan.item_view[part.items], chunk.base[start:stop])
+            n_groups = groups.stop - groups.start
+            segment = np.repeat(np.arange(len(seg_starts)), np.diff(np.r_[seg_starts, stop - start]))
+            side, group = np.divmod(segment, n_groups)
+            partner = (1 - side) * n_groups + group
+            # each row's expanded features of the group coefficients: one sparse product per block
+            expanded = OneHot.picks(plan.group_T[groups].ravel(), plan.n_features + 1)
+            for rows in _blocks(n, 4 * (stop - start) * len(q), tuning.block_elements):
+                value = np.take(chunk.values, entry[rows].T, axis=0)  # (items, rows, Q)
+                sums = segment_sums(value, seg_starts)  # (2 groups, rows, Q)
+                both = sums[:n_groups] * sums[n_groups:]  # (groups, rows, Q)
+                sums *= np.tile(coef[groups], (2, 1))[:, None, :]  # C_g on the sums, fewer than the items
+                value *= np.take(sums, partner, axis=0)
+                _add_slopes(row_slopes, chunk_blocks, part, value, codes[rows], g_quad[:, rows])
+                per_feature = np.einsum("grq,gtq->gtr", both, dcoef[groups]).reshape(-1, both.shape[1])
+                expanded.add_transposed(per_feature, g_quad[:, rows])
 
 
 class _RowSlopes:
@@ -141,7 +144,12 @@ def _csr(rows: np.ndarray, columns: np.ndarray, data: np.ndarray, n_rows: int, n
 
 
 def _add_slopes(
-    row_slopes: _RowSlopes, chunk_blocks: ChunkBlocks, chunk: Chunk, z: np.ndarray, codes: np.ndarray, out: np.ndarray
+    row_slopes: _RowSlopes,
+    chunk_blocks: ChunkBlocks,
+    chunk: Chunk | ChunkPart,
+    z: np.ndarray,
+    codes: np.ndarray,
+    out: np.ndarray,
 ) -> None:
     """Add every factor's slope per row to ``out (K + 1, rows)`` (a view of the accumulator), from
     ``z (items, rows, Q)`` in the chunk's item order and the rows' leaf codes."""
