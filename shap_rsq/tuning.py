@@ -68,10 +68,12 @@ class Tuning:
         1,900 chunks), while rows still walk them chunk by chunk.
     dense_ratio : float
         A view's items are tabulated on all ``2^w`` combinations of its ``w`` bits when ``2^w`` is at
-        most this many times ``w x`` the combinations that occur, otherwise cell by cell.  At 1, the
-        wide views of XGBoost depth-12 trees (w = 8-10, a quarter to 40% of combinations present)
-        went dense and each entry cost its passes for nothing; at 0.3 those trees took 16% less
-        time on 2,000 rows and 40% less on 500, depth-10 forests and depth-8 XGBoost the same.
+        most ``max(1, dense_ratio x w)`` times the combinations that occur, otherwise cell by cell
+        (a full table is never worse than its cells; 0 tabulates every view cell by cell).  At
+        ``w x 1``, the wide views of XGBoost depth-12 trees (w = 8-10, a quarter to 40% of their
+        combinations present) went dense and each entry cost its passes for nothing; at 0.3 those
+        trees took 16% less time on 2,000 rows and 40% less on 500, depth-10 forests and depth-8
+        XGBoost the same.
     max_dense_width : int
         ... and never wider than this many bits: a chunk holds at least one item's table, and 2^16
         entries x 11 nodes x 8 bytes (6 MB) still keep a chunk's tables small.

@@ -94,9 +94,10 @@ class Cells:
 
         # a dense table costs about 2^w per item, the cell-by-cell products w per cell
         width = _popcount(plan.view_mask)
-        self.dense = (width <= tuning.max_dense_width) & (
-            (np.int64(1) << np.minimum(width, 62)) <= tuning.dense_ratio * np.maximum(width, 1) * count
-        )
+        # a full table is never worse than its cells; a ratio of 0 tabulates every view cell by cell
+        ratio = tuning.dense_ratio
+        per_cell = np.maximum(1.0, ratio * np.maximum(width, 1)) if ratio > 0 else np.zeros(width.shape)
+        self.dense = (width <= tuning.max_dense_width) & ((np.int64(1) << np.minimum(width, 62)) <= per_cell * count)
         self.width = width
         self.size = np.where(self.dense, np.int64(1) << np.where(self.dense, width, 0), count)
         self.cell_first = first  # each sparse view's cells start here in cell_comb

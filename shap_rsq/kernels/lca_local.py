@@ -43,16 +43,19 @@ def pattern_gradients(
     # accumulated transposed (features, rows): one sparse product per block of rows adds into it
     g_quad = np.zeros((plan.n_features + 1, n))
     g_lin = np.zeros_like(g_quad)
+    # single items in one chunk: the linear ones write to rows K + 1 .. 2K + 1 of the slopes
     single = np.arange(plan.n_single)
-    for kind, out in ((LIN, g_lin), (1 - LIN, g_quad)):
-        items = single[(plan.item_kind[single] == LIN) == (kind == LIN)]
-        chunk = Chunk(plan, cells, items, q, tuning.block_elements)
-        chunk_blocks = ChunkBlocks(plan, blocks, chunk, rho)
-        row_slopes = _RowSlopes(chunk_blocks, len(q), plan.n_features)
-        entry = cells.row_entries(plan, plan.item_view[items], chunk.base)
-        for rows in _blocks(n, 3 * len(items) * len(q), tuning.block_elements):
-            z = np.take(chunk.values, entry[rows].T, axis=0) * gl
-            _add_slopes(row_slopes, chunk_blocks, chunk, z, codes[rows], out[:, rows])
+    chunk = Chunk(plan, cells, single, q, tuning.block_elements)
+    chunk_blocks = ChunkBlocks(plan, blocks, chunk, rho)
+    linear = plan.item_kind[chunk.items[chunk.order[chunk_blocks.first]]] == LIN  # per block
+    row_slopes = _RowSlopes(chunk_blocks, len(q), plan.n_features, np.where(linear, plan.n_features + 1, 0))
+    entry = cells.row_entries(plan, plan.item_view[single], chunk.base)
+    both = np.zeros((2 * (plan.n_features + 1), n))
+    for rows in _blocks(n, 3 * len(single) * len(q), tuning.block_elements):
+        z = np.take(chunk.values, entry[rows].T, axis=0) * gl
+        _add_slopes(row_slopes, chunk_blocks, chunk, z, codes[rows], both[:, rows])
+    g_quad += both[: plan.n_features + 1]
+    g_lin += both[plan.n_features + 1 :]
     if len(plan.item_leaf) > plan.n_single:
         _cross(plan, cells, blocks, rho, codes, q, gl, g_quad, tuning)
     return g_quad[:-1].T.copy(), g_lin[:-1].T.copy()
@@ -98,8 +101,10 @@ class _RowSlopes:
     first, one product ``(leaf bits, sums x Q)``, and then multiplied by the rows' bits.
     """
 
-    def __init__(self, chunk_blocks: ChunkBlocks, n_q: int, n_features: int):
+    def __init__(self, chunk_blocks: ChunkBlocks, n_q: int, n_features: int, offset: np.ndarray | None = None):
         cb = chunk_blocks
+        # each block's factors write to rows feature + offset of the output (K + 1 rows a kind)
+        offset = np.zeros(len(cb.feat), dtype=np.int64) if offset is None else offset
         n_blocks = len(cb.feat)
         c, f = np.nonzero(cb.uniform)
         # every factor summed: the blocks' sums first (one per block), then the streams'
@@ -107,32 +112,35 @@ class _RowSlopes:
         factor_c = np.r_[c, cb.stream_c]
         factor_f = np.r_[f, cb.stream_f]
         rho = cb.rho[factor_c, factor_f]  # (factors, 2, Q)
-        feat = cb.feat[factor_c, factor_f]
+        feat = cb.feat[factor_c, factor_f] + offset[factor_c]
+        n_out = n_features + 1 + int(offset.max(initial=0))
         columns = (source[:, None] * n_q + np.arange(n_q)).ravel()
         n_columns = (n_blocks + len(cb.stream_c)) * n_q
-        self.first = _csr(np.repeat(feat, n_q), columns, rho[:, 0].ravel(), n_features + 1, n_columns)
+        self.first = _csr(np.repeat(feat, n_q), columns, rho[:, 0].ravel(), n_out, n_columns)
         # the bit-dependent factors, summed per (leaf, bit) of the rows' codes
         dependent = factor_f < cb.width[factor_c]
-        key = cb.leaf[factor_c] * 64 + cb.bit[factor_c, factor_f]
+        # (output block, leaf, bit): a leaf's linear and diagonal singles write to different rows
+        n_leaves = int(cb.leaf.max(initial=0)) + 1
+        key = (offset[factor_c] * n_leaves + cb.leaf[factor_c]) * 64 + cb.bit[factor_c, factor_f]
         pairs, pair = np.unique(key[dependent], return_inverse=True)
-        self.leaf, self.bit = pairs // 64, pairs % 64
+        self.leaf, self.bit = (pairs // 64) % n_leaves, pairs % 64
         self.pair_feature = np.zeros(len(pairs), dtype=np.int64)
         self.pair_feature[pair] = feat[dependent]
         delta = (rho[dependent, 1] - rho[dependent, 0]).ravel()
         dependent_columns = columns.reshape(-1, n_q)[dependent].ravel()
         self.second = _csr(np.repeat(pair, n_q), dependent_columns, delta, len(pairs), n_columns)
-        self.n_features = n_features
+        self.n_out = n_out
 
     def add(self, sums: np.ndarray, codes: np.ndarray, out: np.ndarray) -> None:
         """Add the slopes per row to ``out (K + 1, rows)``; ``sums (sources x Q, rows)`` are the block and
         stream sums of ``z``, ``codes (rows, L)`` the rows' leaf codes."""
         n_rows = sums.shape[1]
-        result = np.zeros((self.n_features + 1, n_rows))
+        result = np.zeros((self.n_out, n_rows))
         weighted_sums(*self.first, sums, result)
         per_pair = np.zeros((len(self.leaf), n_rows))
         weighted_sums(*self.second, sums, per_pair)
         per_pair *= ((codes[:, self.leaf] >> self.bit) & 1).T
-        OneHot.picks(self.pair_feature, self.n_features + 1).add_transposed(per_pair, result)
+        OneHot.picks(self.pair_feature, self.n_out).add_transposed(per_pair, result)
         out += result
 
 
