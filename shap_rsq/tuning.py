@@ -98,11 +98,9 @@ class Tuning:
     pair_cost : float
         Time of one leaf pair x quadrature node (``kernels.pairs``) relative to one LCA item x
         quadrature node, per row pattern: a node takes the pairs when ``pair_cost x pairs x
-        ceil(width / 2)`` is below its items x the tree's quadrature nodes.  Measured about 2 on a
-        fully grown tree (500 leaves, 500 rows: all LCA 55 s, all pairs 53 s, this rule at 6:
-        55 s, at 3: 50 s, at 1.5: 48 s) and about 4 where rows share LCA cells (depth-10 forests).
-        Kept at 6: at 3, 19 of 20 depth-10 forest trees send a few bottom nodes (one or two
-        leaves a side) to the pairs, which saves nothing and sizes their LCA blocks as dense.
+        ceil(width / 2)`` is below its items x the tree's quadrature nodes.  Measured 9.7 on a
+        fully grown tree (500 leaves, 500 rows: all LCA 7.4 s, all pairs 27.8 s, per unit of each
+        cost) once LCA slopes came from the log-derivative; 2 before.
     pair_min_pairs : int
         Nodes with fewer leaf pairs keep their LCA items whatever the costs: near the leaves
         (one or two leaves a side) moving them saves nothing, and a tree with pair nodes sizes
@@ -110,7 +108,9 @@ class Tuning:
         trees had such nodes only.
     max_lca_items : int
         Most LCA items one tree's plan keeps: past it the nodes with the most items take the
-        pairs, which need no plan.  The memory budget lowers it further (``lca_item_bytes``).
+        pairs, which need no plan.  The memory budget lowers it further (``lca_item_bytes``), and
+        is what binds at the default budget; at 2^18 a fully grown tree on 500 rows (447k
+        estimated items) sent its root to the pairs and took 18.7 s instead of 7.3 s.
     memory_budget : int
         Bytes of working memory a call may use (set by ``RSquaredExplainer(memory_budget=)``).
         An LCA kernel call sizes its blocks of patterns to a quarter of it; the plan of a tree
@@ -126,23 +126,23 @@ class Tuning:
     lca_local_bytes : int
         ... for per-row values (0.4-1.2 measured; the ``(n, p)`` outputs are counted apart).
     lca_dense_global_bytes : int
-        ... for trees with pair nodes (``kernels.hybrid_tree``), whose items rarely share cells.
+        ... for trees with pair nodes (``kernels.hybrid_tree``): 3.2 measured on a fully grown tree.
     lca_dense_local_bytes : int
-        ... for their per-row values.
+        ... for their per-row values (1.2 measured).
     lca_item_bytes : int
         Bytes per *estimated* item (``kernels.pairs.node_costs`` counts 1.5-3x the compiled
-        items) of a compiled LCA plan (1.2 KB per estimated item on XGBoost depth 12, 1.7-3 KB per
-        compiled item): the budget's quarter divided by it caps ``max_lca_items``.  At 4 KB an
-        XGBoost depth-12 tree (164k estimated items, 1.5 GiB peak and 70 s through the LCA kernel)
-        sent its root to the pairs, estimated at 310 s.
+        items) while a plan is compiled: 1,190-1,260 measured with ``tracemalloc`` (XGBoost depth
+        12, a depth-12 forest, a fully grown tree), of which the plan keeps 270-310.  The budget's
+        quarter divided by it caps ``max_lca_items``.
     lca_seconds : float
         Seconds per unit of LCA work (``lca_work``) and row on one core, for the time estimate
-        shown with ``progress=True`` (10-18 ns on depth-10 XGBoost and forests, under load).
+        shown with ``progress=True`` (1.9-2.6 ns measured on depth-8 to depth-12 XGBoost and
+        forests, 1.3 on LightGBM with 255 leaves, 3.2 on a tree with ``min_samples_leaf=5``).
     lca_dense_seconds : float
-        ... for trees with pair nodes, whose items rarely share cells (66-77 ns measured on
-        fully grown trees).
+        ... for trees with pair nodes, per item x quadrature node (4.7 ns measured on a fully grown
+        tree, whose items rarely share cells).
     pair_seconds : float
-        ... per pair x feature x quadrature node and row of the per-pair kernel (4.4 ns measured
+        ... per pair x feature x quadrature node and row of the per-pair kernel (2.3 ns measured
         on a fully grown tree).
     interaction_code_bits : int
         Widest entry of the interaction kernel (``kernels.interactions``) whose rows are merged by
@@ -173,18 +173,18 @@ class Tuning:
     blocks_per_job: int = 2
     selector_block_entries: int = 1 << 22
     pair_min_work: float = 65536.0
-    pair_cost: float = 6.0
+    pair_cost: float = 10.0
     pair_min_pairs: int = 16
-    max_lca_items: int = 1 << 18
+    max_lca_items: int = 1 << 20
     memory_budget: int = 2 << 30
     lca_global_bytes: int = 4
     lca_local_bytes: int = 4
-    lca_dense_global_bytes: int = 8
-    lca_dense_local_bytes: int = 8
-    lca_item_bytes: int = 2048
-    lca_seconds: float = 1.5e-8
-    lca_dense_seconds: float = 6e-8
-    pair_seconds: float = 5e-9
+    lca_dense_global_bytes: int = 4
+    lca_dense_local_bytes: int = 4
+    lca_item_bytes: int = 1280
+    lca_seconds: float = 2.5e-9
+    lca_dense_seconds: float = 5e-9
+    pair_seconds: float = 2.5e-9
     interaction_code_bits: int = 40
 
 

@@ -7,7 +7,8 @@ Every strategy offers the engine one small interface, :class:`~.protocol.TreeKer
   their level patterns (``ObliviousUnit``).  Shared pieces: :mod:`.split_patterns` (heap layout,
   routing rows to patterns), :mod:`.pattern_recursion`.
 - :mod:`.lca_tree`: one deeper tree (``LcaUnit``) through the LCA kernel (:mod:`.leaf_paths`,
-  :mod:`.lca_plan`, :mod:`.lca_cells`, :mod:`.lca_tables`, :mod:`.lca`), or, for leaf-wise trees
+  :mod:`.lca_plan`, :mod:`.lca_cells`, :mod:`.lca_chunks`, :mod:`.lca_blocks`, :mod:`.lca`,
+  per-row values :mod:`.lca_local`), or, for leaf-wise trees
   when cheaper, the conditioned recursion (:mod:`.conditioned`).
 - :mod:`.sparse`: one-hot gathers and scatters through SciPy's compiled kernels.
 

@@ -128,6 +128,7 @@ def weighted_gradient(
     # cross items, chunk by chunk of groups: the cotangent of a left item is C_g sum_u w_u B_g (of a
     # right item C_g sum_u w_u A_g); C_g multiplies the side sums, fewer than the entries they reach
     coef, dcoef = _group_coefficients(plan, q)
+    weight = coef * gl  # the quadrature weights ride on the coefficients: one pass less per table
     both = np.zeros_like(coef)  # sum_u w_u A_g B_g
     for chunk, parts in _chunks(plan, cells, q, tuning):
         hist = np.zeros_like(chunk.values)
@@ -136,8 +137,8 @@ def weighted_gradient(
             for rows, gather, sums in _side_sums(chunk, entry, seg_starts, groups, len(q), 1, tuning):
                 weighted = sums * w_quad[rows, None, None, None]
                 both[groups] += np.einsum("ugq,ugq->gq", sums[:, 0], weighted[:, 1])
-                gather.add_transposed((weighted[:, ::-1] * coef[groups]).reshape(-1, len(q)), hist)
-        z = hist * gl * chunk.values
+                gather.add_transposed((weighted[:, ::-1] * weight[groups]).reshape(-1, len(q)), hist)
+        z = hist * chunk.values
         out += ChunkBlocks(plan, blocks, chunk, rho).global_slopes(chunk, cells, z, plan.n_features)
     out += scatter_features(plan, plan.group_T, np.einsum("gq,gtq,q->gt", both, dcoef, gl))
     return out
