@@ -66,6 +66,11 @@ class Tuning:
         Table entries whose values and slopes are computed together: consecutive chunks make one
         pass of NumPy calls (their per-call costs were a quarter of an XGBoost depth-12 tree with
         1,900 chunks), while rows still walk them chunk by chunk.
+    mixed_cells : int
+        A chunk whose tables hold at most this many entries computes them as one class of mixed
+        widths (products gathered factor by factor, slopes by one set of index sums), instead of
+        one pass of NumPy calls per width and kind of table: small trees otherwise spend most of
+        their time in those calls.
     dense_ratio : float
         A view's items are tabulated on all ``2^w`` combinations of its ``w`` bits when ``2^w`` is at
         most ``max(1, dense_ratio x w)`` times the combinations that occur, otherwise cell by cell
@@ -165,6 +170,7 @@ class Tuning:
     block_elements: int = 1 << 19
     chunk_cells: int = 1 << 13
     tabulate_cells: int = 1 << 17
+    mixed_cells: int = 1 << 14
     dense_ratio: float = 0.3
     max_dense_width: int = 16
     root_elements: int = 1 << 21

@@ -184,7 +184,9 @@ def test_models_trained_without_nan_route_it_as_their_predict_does(fitted, famil
 
 
 @pytest.mark.parametrize("ratio", [0.0, np.inf])
-@pytest.mark.parametrize(("family", "nan"), [("DecisionTreeRegressor", True), ("LGBMRegressor", True)])
+@pytest.mark.parametrize(
+    ("family", "nan"), [("DecisionTreeRegressor", True), ("LGBMRegressor", True), ("XGBRegressor", True)]
+)
 def test_dense_and_cell_by_cell_tables_give_the_same_values(fitted, monkeypatch, family, nan, ratio):
     # a view's items are tabulated on every combination of its bits when most combinations occur,
     # cell by cell otherwise; forcing either way everywhere must not change a value, global or per row
@@ -198,11 +200,26 @@ def test_dense_and_cell_by_cell_tables_give_the_same_values(fitted, monkeypatch,
         dense.extend(self.dense[self.width > 0].tolist())
 
     monkeypatch.setattr(lca_cells.Cells, "__init__", spy)
-    # leaf-wise trees through the LCA kernel too
-    tuning = replace(DEFAULT_TUNING, dense_ratio=ratio, junction_share=0.0)
+    # leaf-wise trees through the LCA kernel too; every chunk by classes of one width and kind
+    tuning = replace(DEFAULT_TUNING, dense_ratio=ratio, junction_share=0.0, mixed_cells=0)
     model, X, y, w = fitted(family, nan)
     explainer = RSquaredExplainer(model)._set_engine(tuning=tuning)
     expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
     np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
     np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, atol=1e-9, rtol=0)
     assert dense and set(dense) == {ratio > 0}
+
+
+def test_zero_cover_fractions_need_no_division_by_zero(fitted):
+    # slopes come from V x b / phi (kernels.lca_blocks): a factor that is zero (an empty child,
+    # as CatBoost leaves them) is zero for every q with b = 0, so b / phi is never evaluated there;
+    # NumPy is told to raise on any division by zero or invalid value along the way
+    model, X, y, w = fitted("CatBoost-SymmetricTree", True)
+    explainer = RSquaredExplainer(model)._set_engine(kernel="lca")
+    assert any(np.any(tree.cover <= 0) for tree in explainer.forest.trees)  # empty children are there
+    expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
+    with np.errstate(divide="raise", invalid="raise"):
+        shares = explainer.rsq(X, y, sample_weight=w)
+        values = explainer(X, y, sample_weight=w).values
+    np.testing.assert_allclose(shares, expected_global, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(values, expected_local, atol=1e-9, rtol=0)

@@ -31,7 +31,7 @@ from .lca_blocks import ChunkBlocks, plan_blocks, slope_ratios
 from .lca_cells import Cells, scatter_features
 from .lca_chunks import Chunk
 from .lca_plan import LIN, TreePlan
-from .sparse import OneHot
+from .sparse import OneHot, offsets
 
 __all__ = ["gauss_legendre", "leaf_codes", "weighted_gradient"]
 
@@ -116,7 +116,7 @@ def weighted_gradient(
 
     # single items: every row adds its weight (w_lin or w_quad) to the entry it reads
     single = np.arange(plan.n_single)
-    chunk = Chunk(plan, cells, single, q, tuning.block_elements)
+    chunk = Chunk(plan, cells, single, q, tuning.block_elements, mixed=tuning.mixed_cells)
     entry = cells.row_entries(plan, plan.item_view[single], chunk.base)
     weight = np.where(plan.item_kind[single] == LIN, w_lin[:, None], w_quad[:, None])
     per_entry = np.bincount(entry.ravel(), weights=weight.ravel(), minlength=chunk.n_entries)
@@ -171,7 +171,7 @@ def _chunks(plan: TreePlan, cells: Cells, q: np.ndarray, tuning: Tuning):
     """
     n_groups = len(plan.seg_starts) // 2
     bounds = np.append(plan.seg_starts, len(plan.item_leaf) - plan.n_single)  # item bounds of the segments
-    size = np.r_[0, np.cumsum(cells.size[plan.item_view[plan.n_single :]])]
+    size = offsets(cells.size[plan.item_view[plan.n_single :]])
     seg_entries = np.diff(size[bounds])
     cumulative = np.cumsum(seg_entries[:n_groups] + seg_entries[n_groups:])
     part_edges = _cuts(cumulative, tuning.chunk_cells)
@@ -195,7 +195,7 @@ def _chunks(plan: TreePlan, cells: Cells, q: np.ndarray, tuning: Tuning):
             parts.append((slice(int(ga), int(gb)), start, start + len(members), seg_starts))
             start += len(members)
         items = plan.n_single + np.concatenate(items)
-        yield Chunk(plan, cells, items, q, tuning.block_elements, np.concatenate(part)), parts
+        yield Chunk(plan, cells, items, q, tuning.block_elements, np.concatenate(part), tuning.mixed_cells), parts
 
 
 def _cuts(cumulative: np.ndarray, step: int) -> np.ndarray:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .lca_plan import TreePlan
-from .sparse import OneHot, segment_sums
+from .sparse import OneHot, offsets, segment_sums
 
 __all__ = ["Blocks", "ChunkBlocks", "plan_blocks", "slope_ratios"]
 
@@ -117,7 +117,7 @@ def _table_sums(base: np.ndarray, size: np.ndarray, ptr: np.ndarray, n_columns: 
     row_r = np.repeat(np.arange(len(size)), size)
     row_k = np.arange(n_rows) - np.repeat(np.cumsum(size) - size, size)
     per_row = n_items[row_r]
-    indptr = np.r_[0, np.cumsum(per_row)]
+    indptr = offsets(per_row)
     at = np.repeat(np.arange(n_rows), per_row)
     item = ptr[row_r[at]] + np.arange(len(at)) - indptr[at]
     return OneHot(indptr.astype(np.int64), (base[item] + row_k[at]).astype(np.int64), n_columns)
@@ -154,7 +154,7 @@ class ChunkBlocks:
         member = np.repeat(np.arange(len(sc)), count[sc])
         j = np.arange(len(member)) - np.repeat(np.cumsum(count[sc]) - count[sc], count[sc])
         keep = carry[first[sc[member]] + j, self.stream_f[member]]
-        self.stream_ptr = np.r_[0, np.cumsum(np.bincount(member[keep], minlength=len(sc)))]
+        self.stream_ptr = offsets(np.bincount(member[keep], minlength=len(sc)))
         self.stream_items = j[keep]
 
     def stream_positions(self) -> np.ndarray:
@@ -192,14 +192,14 @@ class ChunkBlocks:
     def _item_bases(self, chunk, cs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The table bases of the items of blocks ``cs``, block after block, and their pointers."""
         positions = _ranges(self.first[cs], self.count[cs])
-        return chunk.base[chunk.order[positions]], np.r_[0, np.cumsum(self.count[cs])]
+        return chunk.base[chunk.order[positions]], offsets(self.count[cs])
 
     def _stream_bases(self, chunk, ss: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The table bases of the carriers of streams ``ss``, stream after stream, and their pointers."""
         count = np.diff(self.stream_ptr)[ss]
         carriers = _ranges(self.stream_ptr[ss], count)
         positions = np.repeat(self.first[self.stream_c[ss]], count) + self.stream_items[carriers]
-        return chunk.base[chunk.order[positions]], np.r_[0, np.cumsum(count)]
+        return chunk.base[chunk.order[positions]], offsets(count)
 
     def _dense_sums(self, chunk, cells, z, w, cs, ss):
         """Per block of a dense class: ``z`` summed over its items and entries ``(nb, Q)`` and over the

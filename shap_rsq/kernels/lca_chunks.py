@@ -53,7 +53,8 @@ class Chunk:
         part (:meth:`part_of`), and a part's entries are consecutive.
     classes : list of (ndarray, bool, int)
         Per kind of table, the table-order positions of its items (all parts), whether the tables
-        are dense and their width.
+        are dense and their width; a chunk of at most ``mixed`` entries is one class of mixed
+        widths (``False``, the widest width).
     """
 
     def __init__(
@@ -64,6 +65,7 @@ class Chunk:
         q: np.ndarray,
         block: int = BLOCK,
         part: np.ndarray | None = None,
+        mixed: int = 0,
     ):
         self.items = items
         self.block = block  # float64 elements of one temporary
@@ -82,10 +84,17 @@ class Chunk:
         self.values = np.empty((self.n_entries, len(q)))
         # (positions, dense, width): the table-order positions of each kind of table, all parts
         # together, so that its values (and later its slopes) take one pass of NumPy calls
+        self.classes = []
+        if self.n_entries <= mixed:
+            # a small chunk is one class of mixed widths: fewer NumPy calls than exact work saved
+            positions = np.arange(len(items))
+            w = int(width.max(initial=0))
+            self._cell_values(plan, cells, self.order, w, q)
+            self.classes.append((positions, False, w))
+            return
         key = (width * 2 + dense)[self.order]
         by_class = np.argsort(key, kind="stable")
         edges = np.flatnonzero(np.diff(key[by_class])) + 1
-        self.classes = []
         for positions in np.split(by_class, edges):
             members = self.order[positions]
             w = int(width[members[0]])
@@ -112,11 +121,14 @@ class Chunk:
             self.values[rows] = table.reshape(-1, n_q)
 
     def _cell_values(self, plan: TreePlan, cells: Cells, members: np.ndarray, w: int, q: np.ndarray) -> None:
-        """Products factor by factor on the cells each member's view has (gathered by bit)."""
+        """Products factor by factor on the entries each member's view has (gathered by bit); ``w``
+        is the widest member's width, a narrower member's further factors count as 1."""
         n_q = len(q)
         items = self.items[members]
         constant = _constants(plan, items, q)
-        value = factor_values(plan, items, w, q).reshape(-1, n_q)  # row (member * w + f) * 2 + bit
+        value = factor_values(plan, items, w, q)
+        value[np.arange(w) >= plan.item_n_var[items, None]] = 1.0  # its bit-free factors are in the constant
+        value = value.reshape(-1, n_q)  # row (member * w + f) * 2 + bit
         size = self.size[members]
         entry_member = np.repeat(np.arange(len(members)), size)
         entry = (
@@ -159,6 +171,6 @@ class ChunkPart:
 
 def _runs(block: np.ndarray, part: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Runs of equal (part, block) in ``block``: each run's block, first position and length."""
-    new = np.r_[True, (block[1:] != block[:-1]) | (part[1:] != part[:-1])]
+    new = np.concatenate(([True], (block[1:] != block[:-1]) | (part[1:] != part[:-1])))
     first = np.flatnonzero(new)
-    return block[first], first, np.diff(np.r_[first, len(block)])
+    return block[first], first, np.diff(np.append(first, len(block)))

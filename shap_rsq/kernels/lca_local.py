@@ -22,7 +22,7 @@ from .lca_blocks import ChunkBlocks, plan_blocks, slope_ratios
 from .lca_cells import Cells
 from .lca_chunks import Chunk, ChunkPart
 from .lca_plan import LIN, TreePlan
-from .sparse import OneHot, segment_sums, weighted_sums
+from .sparse import OneHot, offsets, segment_sums, weighted_sums
 
 __all__ = ["pattern_gradients"]
 
@@ -45,7 +45,7 @@ def pattern_gradients(
     g_lin = np.zeros_like(g_quad)
     # single items in one chunk: the linear ones write to rows K + 1 .. 2K + 1 of the slopes
     single = np.arange(plan.n_single)
-    chunk = Chunk(plan, cells, single, q, tuning.block_elements)
+    chunk = Chunk(plan, cells, single, q, tuning.block_elements, mixed=tuning.mixed_cells)
     chunk_blocks = ChunkBlocks(plan, blocks, chunk, rho)
     linear = plan.item_kind[chunk.items[chunk.order[chunk_blocks.first]]] == LIN  # per block
     row_slopes = _RowSlopes(chunk_blocks, len(q), plan.n_features, np.where(linear, plan.n_features + 1, 0))
@@ -75,7 +75,7 @@ def _cross(plan, cells, blocks, rho, codes, q, gl, g_quad: np.ndarray, tuning: T
             row_slopes = _RowSlopes(chunk_blocks, len(q), plan.n_features)
             entry = cells.row_entries(plan, plan.item_view[part.items], chunk.base[start:stop])
             n_groups = groups.stop - groups.start
-            segment = np.repeat(np.arange(len(seg_starts)), np.diff(np.r_[seg_starts, stop - start]))
+            segment = np.repeat(np.arange(len(seg_starts)), np.diff(np.append(seg_starts, stop - start)))
             side, group = np.divmod(segment, n_groups)
             partner = (1 - side) * n_groups + group
             # each row's expanded features of the group coefficients: one sparse product per block
@@ -108,9 +108,9 @@ class _RowSlopes:
         n_blocks = len(cb.feat)
         c, f = np.nonzero(cb.uniform)
         # every factor summed: the blocks' sums first (one per block), then the streams'
-        source = np.r_[c, n_blocks + np.arange(len(cb.stream_c))]
-        factor_c = np.r_[c, cb.stream_c]
-        factor_f = np.r_[f, cb.stream_f]
+        source = np.concatenate((c, n_blocks + np.arange(len(cb.stream_c))))
+        factor_c = np.concatenate((c, cb.stream_c))
+        factor_f = np.concatenate((f, cb.stream_f))
         rho = cb.rho[factor_c, factor_f]  # (factors, 2, Q)
         feat = cb.feat[factor_c, factor_f] + offset[factor_c]
         n_out = n_features + 1 + int(offset.max(initial=0))
@@ -147,7 +147,7 @@ class _RowSlopes:
 def _csr(rows: np.ndarray, columns: np.ndarray, data: np.ndarray, n_rows: int, n_columns: int):
     """``(indptr, indices, data)`` of a CSR matrix from its entries (rows in any order)."""
     order = np.argsort(rows, kind="stable")
-    indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=n_rows))].astype(np.int64)
+    indptr = offsets(np.bincount(rows, minlength=n_rows))
     return indptr, columns[order].astype(np.int64), data[order]
 
 
@@ -164,7 +164,7 @@ def _add_slopes(
     cb = chunk_blocks
     n_items, n_rows, n_q = z.shape
     flat = z.reshape(n_items, -1)
-    zall = OneHot(np.r_[0, np.cumsum(cb.count)], chunk.order, n_items).sums(flat)
+    zall = OneHot(offsets(cb.count), chunk.order, n_items).sums(flat)
     if len(cb.stream_c):
         carriers = chunk.order[cb.stream_positions()]
         zall = np.concatenate([zall, OneHot(cb.stream_ptr, carriers, n_items).sums(flat)])

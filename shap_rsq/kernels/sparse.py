@@ -17,9 +17,16 @@ from functools import lru_cache
 import numpy as np
 from scipy import sparse
 
-__all__ = ["OneHot", "segment_sums", "weighted_sums"]
+__all__ = ["OneHot", "offsets", "segment_sums", "weighted_sums"]
 
 _ONES = np.ones(0)
+
+
+def offsets(counts: np.ndarray) -> np.ndarray:
+    """Start offsets of consecutive segments of the given lengths, with the total appended (int64)."""
+    out = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
 
 
 def _ones(n: int) -> np.ndarray:
@@ -74,7 +81,7 @@ def segment_sums(table: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """
     n = table.shape[0]
     starts = np.asarray(starts, dtype=np.int64)
-    matrix = OneHot(np.r_[starts, n], np.arange(n, dtype=np.int64), n)
+    matrix = OneHot(np.append(starts, n), np.arange(n, dtype=np.int64), n)
     return matrix.sums(table.reshape(n, -1)).reshape((len(starts), *table.shape[1:]))
 
 
