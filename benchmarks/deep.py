@@ -8,6 +8,7 @@ printed.  Data: ``n`` rows of ``p = 20`` standard normal features, a nonlinear t
     python benchmarks/deep.py                 # the depth sweep (slow: fully grown trees last)
     python benchmarks/deep.py rf-10 lgbm-255  # chosen workloads
     python benchmarks/deep.py --list
+    python benchmarks/deep.py --estimate rf-full-30   # the progress bar's time estimate only
 """
 
 from __future__ import annotations
@@ -116,6 +117,18 @@ def run_one(name: str, repeat: int) -> dict:
     }
 
 
+def estimate(name: str) -> str:
+    """The progress bar's time estimate for ``rsq`` on a workload, without running it."""
+    from shap_rsq import RSquaredExplainer
+    from shap_rsq.engine.budget import estimated_seconds
+
+    n, factory = WORKLOADS[name]
+    X, y = _data(n)
+    explainer = RSquaredExplainer(factory().fit(X, y))
+    seconds = estimated_seconds(explainer._units.units(), n, explainer._tuning)
+    return f"{name}: estimated {seconds:.1f} s ({seconds / 60:.1f} min) on one core"
+
+
 def versions() -> str:
     import importlib
 
@@ -130,9 +143,14 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per workload")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--estimate", action="store_true", help="print the time estimates only")
     args = parser.parse_args()
     if args.list:
         print("\n".join(WORKLOADS))
+        return
+    if args.estimate:
+        for name in args.workloads:
+            print(estimate(name), flush=True)
         return
     if args.one:
         print(json.dumps(run_one(args.one, args.repeat)))
