@@ -116,7 +116,7 @@ def weighted_gradient(
 
     # single items: every row adds its weight (w_lin or w_quad) to the entry it reads
     single = np.arange(plan.n_single)
-    chunk = Chunk(plan, cells, single, q, tuning.block_elements, mixed=tuning.mixed_cells)
+    chunk = Chunk(plan, cells, single, q, tuning)
     entry = cells.row_entries(plan, plan.item_view[single], chunk.base)
     weight = np.where(plan.item_kind[single] == LIN, w_lin[:, None], w_quad[:, None])
     per_entry = np.bincount(entry.ravel(), weights=weight.ravel(), minlength=chunk.n_entries)
@@ -195,7 +195,7 @@ def _chunks(plan: TreePlan, cells: Cells, q: np.ndarray, tuning: Tuning):
             parts.append((slice(int(ga), int(gb)), start, start + len(members), seg_starts))
             start += len(members)
         items = plan.n_single + np.concatenate(items)
-        yield Chunk(plan, cells, items, q, tuning.block_elements, np.concatenate(part), tuning.mixed_cells), parts
+        yield Chunk(plan, cells, items, q, tuning, np.concatenate(part)), parts
 
 
 def _cuts(cumulative: np.ndarray, step: int) -> np.ndarray:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .lca_plan import TreePlan
-from .sparse import OneHot, offsets, segment_sums
+from .sparse import OneHot, offsets, ranges, segment_sums
 
 __all__ = ["Blocks", "ChunkBlocks", "plan_blocks", "slope_ratios"]
 
@@ -115,17 +115,11 @@ def _table_sums(base: np.ndarray, size: np.ndarray, ptr: np.ndarray, n_columns: 
     n_items = np.diff(ptr)
     n_rows = int(size.sum())
     row_r = np.repeat(np.arange(len(size)), size)
-    row_k = np.arange(n_rows) - np.repeat(np.cumsum(size) - size, size)
+    row_k = ranges(0, size)
     per_row = n_items[row_r]
-    indptr = offsets(per_row)
+    item = ranges(ptr[row_r], per_row)
     at = np.repeat(np.arange(n_rows), per_row)
-    item = ptr[row_r[at]] + np.arange(len(at)) - indptr[at]
-    return OneHot(indptr.astype(np.int64), (base[item] + row_k[at]).astype(np.int64), n_columns)
-
-
-def _ranges(first: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """``first[r] .. first[r] + count[r]`` for every ``r``, one range after another."""
-    return np.repeat(first, count) + np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    return OneHot(offsets(per_row), (base[item] + row_k[at]).astype(np.int64), n_columns)
 
 
 class ChunkBlocks:
@@ -152,7 +146,7 @@ class ChunkBlocks:
         self.stream_c, self.stream_f = np.nonzero(some & ~self.uniform)
         sc = self.stream_c
         member = np.repeat(np.arange(len(sc)), count[sc])
-        j = np.arange(len(member)) - np.repeat(np.cumsum(count[sc]) - count[sc], count[sc])
+        j = ranges(0, count[sc])
         keep = carry[first[sc[member]] + j, self.stream_f[member]]
         self.stream_ptr = offsets(np.bincount(member[keep], minlength=len(sc)))
         self.stream_items = j[keep]
@@ -191,13 +185,13 @@ class ChunkBlocks:
 
     def _item_bases(self, chunk, cs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The table bases of the items of blocks ``cs``, block after block, and their pointers."""
-        positions = _ranges(self.first[cs], self.count[cs])
+        positions = ranges(self.first[cs], self.count[cs])
         return chunk.base[chunk.order[positions]], offsets(self.count[cs])
 
     def _stream_bases(self, chunk, ss: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The table bases of the carriers of streams ``ss``, stream after stream, and their pointers."""
         count = np.diff(self.stream_ptr)[ss]
-        carriers = _ranges(self.stream_ptr[ss], count)
+        carriers = ranges(self.stream_ptr[ss], count)
         positions = np.repeat(self.first[self.stream_c[ss]], count) + self.stream_items[carriers]
         return chunk.base[chunk.order[positions]], offsets(count)
 
@@ -236,7 +230,7 @@ class ChunkBlocks:
         base, ptr = self._stream_bases(chunk, ss)
         zs = _table_sums(base, size[c], ptr, len(z)).sums(z)
         s_starts = np.cumsum(size[c]) - size[c]
-        s_comb = comb[_ranges(starts[c], size[c])]
+        s_comb = comb[ranges(starts[c], size[c])]
         f = self.stream_f[ss]
         s_bit = (s_comb >> np.repeat(np.minimum(f, 62), size[c])) & 1
         return total, ones, segment_sums(zs, s_starts), segment_sums(zs * s_bit[:, None], s_starts)

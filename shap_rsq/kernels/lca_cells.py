@@ -20,9 +20,7 @@ import numpy as np
 from ..tuning import DEFAULT_TUNING, Tuning
 from .lca_plan import TreePlan
 
-__all__ = ["BLOCK", "Cells", "rows_of", "scatter_features"]
-
-BLOCK = DEFAULT_TUNING.block_elements  # float64 elements of one temporary (see Tuning.block_elements)
+__all__ = ["Cells", "rows_of", "scatter_features"]
 
 
 def rows_of(table: np.ndarray, index: np.ndarray) -> np.ndarray:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lca_cells import BLOCK, Cells, rows_of
+from ..tuning import DEFAULT_TUNING, Tuning
+from .lca_cells import Cells, rows_of
 from .lca_plan import TreePlan
+from .sparse import ranges
 
 __all__ = ["Chunk", "ChunkPart", "factor_values"]
 
@@ -53,8 +55,8 @@ class Chunk:
         part (:meth:`part_of`), and a part's entries are consecutive.
     classes : list of (ndarray, bool, int)
         Per kind of table, the table-order positions of its items (all parts), whether the tables
-        are dense and their width; a chunk of at most ``mixed`` entries is one class of mixed
-        widths (``False``, the widest width).
+        are dense and their width; a chunk of at most ``tuning.mixed_cells`` entries is one class
+        of mixed widths (``False``, the widest width).
     """
 
     def __init__(
@@ -63,12 +65,11 @@ class Chunk:
         cells: Cells,
         items: np.ndarray,
         q: np.ndarray,
-        block: int = BLOCK,
+        tuning: Tuning = DEFAULT_TUNING,
         part: np.ndarray | None = None,
-        mixed: int = 0,
     ):
         self.items = items
-        self.block = block  # float64 elements of one temporary
+        self.block = tuning.block_elements  # float64 elements of one temporary
         view = plan.item_view[items]
         self.view = view
         self.size = cells.size[view]
@@ -85,7 +86,7 @@ class Chunk:
         # (positions, dense, width): the table-order positions of each kind of table, all parts
         # together, so that its values (and later its slopes) take one pass of NumPy calls
         self.classes = []
-        if self.n_entries <= mixed:
+        if self.n_entries <= tuning.mixed_cells:
             # a small chunk is one class of mixed widths: fewer NumPy calls than exact work saved
             positions = np.arange(len(items))
             w = int(width.max(initial=0))
@@ -131,9 +132,7 @@ class Chunk:
         value = value.reshape(-1, n_q)  # row (member * w + f) * 2 + bit
         size = self.size[members]
         entry_member = np.repeat(np.arange(len(members)), size)
-        entry = (
-            np.repeat(self.base[members], size) + np.arange(len(entry_member)) - np.repeat(np.cumsum(size) - size, size)
-        )
+        entry = ranges(self.base[members], size)
         comb = cells.entry_combinations(self.view[members])
         step = max(1, self.block // (2 * max(1, w) * n_q))
         for first in range(0, len(comb), step):

@@ -40,22 +40,20 @@ def pattern_gradients(
     blocks = plan_blocks(plan)
     rho = slope_ratios(blocks, q)
     n = codes.shape[0]
-    # accumulated transposed (features, rows): one sparse product per block of rows adds into it
-    g_quad = np.zeros((plan.n_features + 1, n))
-    g_lin = np.zeros_like(g_quad)
-    # single items in one chunk: the linear ones write to rows K + 1 .. 2K + 1 of the slopes
+    # accumulated transposed (features, rows), one sparse product per block of rows adding into
+    # it: the quadratic gradients in rows 0 .. K, the linear ones in rows K + 1 .. 2K + 1
+    both = np.zeros((2 * (plan.n_features + 1), n))
+    g_quad, g_lin = both[: plan.n_features + 1], both[plan.n_features + 1 :]
+    # single items in one chunk: the linear ones write to the second half
     single = np.arange(plan.n_single)
-    chunk = Chunk(plan, cells, single, q, tuning.block_elements, mixed=tuning.mixed_cells)
+    chunk = Chunk(plan, cells, single, q, tuning)
     chunk_blocks = ChunkBlocks(plan, blocks, chunk, rho)
     linear = plan.item_kind[chunk.items[chunk.order[chunk_blocks.first]]] == LIN  # per block
     row_slopes = _RowSlopes(chunk_blocks, len(q), plan.n_features, np.where(linear, plan.n_features + 1, 0))
     entry = cells.row_entries(plan, plan.item_view[single], chunk.base)
-    both = np.zeros((2 * (plan.n_features + 1), n))
     for rows in _blocks(n, 3 * len(single) * len(q), tuning.block_elements):
         z = np.take(chunk.values, entry[rows].T, axis=0) * gl
         _add_slopes(row_slopes, chunk_blocks, chunk, z, codes[rows], both[:, rows])
-    g_quad += both[: plan.n_features + 1]
-    g_lin += both[plan.n_features + 1 :]
     if len(plan.item_leaf) > plan.n_single:
         _cross(plan, cells, blocks, rho, codes, q, gl, g_quad, tuning)
     return g_quad[:-1].T.copy(), g_lin[:-1].T.copy()

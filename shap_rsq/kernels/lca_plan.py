@@ -36,6 +36,7 @@ import numpy as np
 
 from ..models.forest import TreeTable
 from .leaf_paths import Paths, subtree_features, tree_paths
+from .sparse import ranges
 
 __all__ = ["CROSS", "DIAG", "LIN", "TreePlan", "compile_tree", "quadrature_nodes"]
 
@@ -293,7 +294,7 @@ def _cross_items(tree: TreeTable, paths: Paths, feature_ids: np.ndarray, leaf_fe
     n_free = coupled.sum(axis=1)
     copies = np.left_shift(1, n_free)
     row = np.repeat(np.arange(len(u)), copies)
-    subset = np.arange(len(row)) - np.repeat(np.cumsum(copies) - copies, copies)
+    subset = ranges(0, copies)
     free_rank = np.cumsum(coupled, axis=1) - 1
     chosen = coupled[row] & ((subset[:, None] >> np.maximum(free_rank[row], 0)) & 1 == 1)
     item_kind = np.where(kind[row] == _FREE, np.where(chosen, _DELTA, _H), kind[row])

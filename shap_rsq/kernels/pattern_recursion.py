@@ -27,6 +27,7 @@ from functools import lru_cache
 import numpy as np
 
 from .lca import gauss_legendre
+from .sparse import ranges
 from .split_patterns import HeapBatch
 
 __all__ = ["recursion_gradients", "repeated_players", "summed_recursion_gradients"]
@@ -253,7 +254,7 @@ def _observed_patterns(quad: np.ndarray, lin: np.ndarray) -> tuple[np.ndarray, n
     t, u = np.nonzero((quad != 0) | (lin != 0))
     count = np.bincount(t, minlength=quad.shape[0])
     patterns = np.zeros((quad.shape[0], max(1, int(count.max(initial=0)))), dtype=np.int64)
-    patterns[t, np.arange(len(t)) - np.repeat(np.cumsum(count) - count, count)] = u
+    patterns[t, ranges(0, count)] = u
     return patterns, np.arange(patterns.shape[1])[None, :] < count[:, None]
 
 

@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import sparse
 
-__all__ = ["OneHot", "offsets", "segment_sums", "weighted_sums"]
+__all__ = ["OneHot", "offsets", "ranges", "segment_sums", "weighted_sums"]
 
 _ONES = np.ones(0)
 
@@ -27,6 +27,13 @@ def offsets(counts: np.ndarray) -> np.ndarray:
     out = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=out[1:])
     return out
+
+
+def ranges(first: np.ndarray | int, counts: np.ndarray) -> np.ndarray:
+    """``first[r], first[r] + 1, .., first[r] + counts[r] - 1`` for every ``r``, one run after
+    another (``first`` may be one number for all runs)."""
+    starts = offsets(counts)
+    return np.repeat(np.asarray(first) - starts[:-1], counts) + np.arange(starts[-1])
 
 
 def _ones(n: int) -> np.ndarray:

@@ -19,6 +19,7 @@ from math import factorial
 import numpy as np
 
 from ..models.forest import NodeArrays, cover_fractions, goes_left
+from .sparse import ranges
 
 __all__ = ["HeapBatch", "heap_layout", "oblivious_trees"]
 
@@ -127,8 +128,7 @@ def heap_layout(nodes: NodeArrays, trees: np.ndarray, depth: int, oblivious: boo
     t, u = np.nonzero((sub.left < 0) & (sub.depth >= 0))
     span = np.int64(1) << (depth - sub.depth[t, u])  # bottom slots under a leaf at this depth
     first = (heap[t, u] + 1) * span - 1 - n_internal
-    within = np.arange(span.sum()) - np.repeat(np.cumsum(span) - span, span)
-    leaf_value[np.repeat(t, span), np.repeat(first, span) + within] = np.repeat(sub.value[t, u], span)
+    leaf_value[np.repeat(t, span), ranges(first, span)] = np.repeat(sub.value[t, u], span)
     return HeapBatch(
         depth,
         players.shape[1],
