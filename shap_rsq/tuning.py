@@ -71,6 +71,11 @@ class Tuning:
         widths (products gathered factor by factor, slopes by one set of index sums), instead of
         one pass of NumPy calls per width and kind of table: small trees otherwise spend most of
         their time in those calls.
+    level_work : float
+        A chunk of cross items is evaluated on the quadrature nodes of its first group, the most
+        its groups need (``TreePlan.group_q``: the root's pairs need about twice the nodes of
+        the last splits').  A new chunk starts where fewer nodes suffice when that saves at least
+        this many ``rows x items x nodes``: about the cost of building one more chunk.
     dense_ratio : float
         A view's items are tabulated on all ``2^w`` combinations of its ``w`` bits when ``2^w`` is at
         most ``max(1, dense_ratio x w)`` times the combinations that occur, otherwise cell by cell
@@ -171,6 +176,7 @@ class Tuning:
     chunk_cells: int = 1 << 13
     tabulate_cells: int = 1 << 17
     mixed_cells: int = 1 << 14
+    level_work: float = 3e5
     dense_ratio: float = 0.3
     max_dense_width: int = 16
     root_elements: int = 1 << 21

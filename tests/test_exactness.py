@@ -210,6 +210,38 @@ def test_dense_and_cell_by_cell_tables_give_the_same_values(fitted, monkeypatch,
     assert dense and set(dense) == {ratio > 0}
 
 
+@pytest.mark.parametrize("level_work", [0.0, np.inf])
+@pytest.mark.parametrize("family", ["DecisionTreeRegressor", "LGBMRegressor", "XGBRegressor"])
+def test_fewer_quadrature_nodes_below_the_root_stay_exact(fitted, family, level_work):
+    # a split's pairs need ceil(|U| / 2) Gauss-Legendre nodes (TreePlan.group_q), fewer than the
+    # root's; a chunk of groups takes its first group's, the most: a chunk per level (0) or
+    # chunks across levels (inf) must both match subset enumeration
+    from shap_rsq.kernels.lca_plan import compile_tree
+
+    tuning = replace(DEFAULT_TUNING, level_work=level_work, junction_share=0.0, chunk_cells=64)
+    model, X, y, w = fitted(family, True)
+    explainer = RSquaredExplainer(model)._set_engine(kernel="lca", tuning=tuning)
+    plans = [compile_tree(tree) for tree in explainer.forest.trees if tree.left[0] >= 0]
+    assert all(np.all(np.diff(plan.group_q) <= 0) and plan.group_q.max(initial=0) <= plan.n_q for plan in plans)
+    assert any(plan.group_q.min(initial=plan.n_q) < plan.n_q for plan in plans)
+    assert all(plan.single_q <= plan.n_q for plan in plans)
+    expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, atol=1e-9, rtol=0)
+
+
+def test_a_node_short_of_the_bound_is_not_exact(fitted, monkeypatch):
+    # the bound is not slack: one Gauss-Legendre node fewer for the single items misses the oracle
+    from shap_rsq.kernels import lca_plan
+
+    original = lca_plan.node_quadrature
+    monkeypatch.setattr(lca_plan, "node_quadrature", lambda *a: (lambda s, n: (max(1, s - 1), n))(*original(*a)))
+    model, X, y, w = fitted("DecisionTreeRegressor", True)
+    explainer = RSquaredExplainer(model)._set_engine(kernel="lca")
+    expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
+    assert np.abs(explainer.rsq(X, y, sample_weight=w) - expected_global).max() > 1e-6
+
+
 def test_zero_cover_fractions_need_no_division_by_zero(fitted):
     # slopes come from V x b / phi (kernels.lca_blocks): a factor that is zero (an empty child,
     # as CatBoost leaves them) is zero for every q with b = 0, so b / phi is never evaluated there;

@@ -67,9 +67,16 @@ def test_per_row_values_do_not_depend_on_blocks_chunks_or_jobs(cases, name):
     # one pattern per kernel call, groups in parts of a few entries (many parts to a chunk, or one),
     # rows and items in blocks of one or two, and every view tabulated cell by cell (or densely)
     tiny = replace(DEFAULT_TUNING, pattern_elements=1, parallel_work=0.0, chunk_cells=16, block_elements=64)
-    # (chunks of mixed widths below mixed_cells entries, classes of one width and kind above)
-    for ratio, tabulate, mixed in ((0.0, 1 << 17, 0), (np.inf, 1 << 17, 0), (0.3, 16, 0), (0.3, 1 << 17, 1 << 14)):
-        tuning = replace(tiny, dense_ratio=ratio, tabulate_cells=tabulate, mixed_cells=mixed)
+    # (chunks of mixed widths below mixed_cells entries, classes of one width and kind above; a
+    # chunk per number of quadrature nodes, or chunks across them)
+    variants = (
+        (0.0, 1 << 17, 0, 0.0),
+        (np.inf, 1 << 17, 0, np.inf),
+        (0.3, 16, 0, 0.0),
+        (0.3, 1 << 17, 1 << 14, np.inf),
+    )
+    for ratio, tabulate, mixed, level in variants:
+        tuning = replace(tiny, dense_ratio=ratio, tabulate_cells=tabulate, mixed_cells=mixed, level_work=level)
         small = RSquaredExplainer(model)._set_engine(tuning=tuning)(X, y, sample_weight=w).values
         np.testing.assert_allclose(small, reference, rtol=0, atol=1e-12)
     tuning = replace(DEFAULT_TUNING, pattern_elements=1, parallel_work=0.0)

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..models.forest import goes_left
 from ..tuning import DEFAULT_TUNING, Tuning
-from .lca_blocks import ChunkBlocks, plan_blocks, slope_ratios
+from .lca_blocks import ChunkBlocks, plan_blocks
 from .lca_cells import Cells, scatter_features
 from .lca_chunks import Chunk
 from .lca_plan import LIN, TreePlan
@@ -75,9 +75,9 @@ def _blocks(n: int, per_item: int, block: int = DEFAULT_TUNING.block_elements):
         yield slice(start, min(n, start + step))
 
 
-def _group_coefficients(plan: TreePlan, q: np.ndarray):
-    """``C_g(q) = 2 prod_{k in T_g} q(1-q)`` ``(G, Q)`` and dC/dq_k ``(G, T, Q)``."""
-    present = plan.group_T < plan.n_features
+def _group_coefficients(plan: TreePlan, q: np.ndarray, groups: slice = slice(None)):
+    """``C_g(q) = 2 prod_{k in T_g} q(1-q)`` ``(G, Q)`` and dC/dq_k ``(G, T, Q)`` of ``groups``."""
+    present = plan.group_T[groups] < plan.n_features
     c = (q * (1.0 - q))[None, None, :]
     factor = np.where(present[:, :, None], c, 1.0)
     before = np.ones_like(factor)
@@ -109,38 +109,39 @@ def weighted_gradient(
     ``codes`` are leaf codes of distinct rows with their aggregated weights; ``tuning`` says
     which views are tabulated densely and how large a chunk is (results do not depend on it).
     """
-    q, gl = gauss_legendre(plan.n_q)
     cells = Cells(plan, codes, tuning)
     blocks = plan_blocks(plan)
-    rho = slope_ratios(blocks, q)
 
     # single items: every row adds its weight (w_lin or w_quad) to the entry it reads
+    q, gl = gauss_legendre(plan.single_q)
     single = np.arange(plan.n_single)
     chunk = Chunk(plan, cells, single, q, tuning)
     entry = cells.row_entries(plan, plan.item_view[single], chunk.base)
     weight = np.where(plan.item_kind[single] == LIN, w_lin[:, None], w_quad[:, None])
     per_entry = np.bincount(entry.ravel(), weights=weight.ravel(), minlength=chunk.n_entries)
     z = per_entry[:, None] * gl * chunk.values
-    out = ChunkBlocks(plan, blocks, chunk, rho).global_slopes(chunk, cells, z, plan.n_features)
+    out = ChunkBlocks(plan, blocks, chunk, q).global_slopes(chunk, cells, z, plan.n_features)
     if len(plan.item_leaf) == plan.n_single:
         return out
 
     # cross items, chunk by chunk of groups: the cotangent of a left item is C_g sum_u w_u B_g (of a
     # right item C_g sum_u w_u A_g); C_g multiplies the side sums, fewer than the entries they reach
-    coef, dcoef = _group_coefficients(plan, q)
-    weight = coef * gl  # the quadrature weights ride on the coefficients: one pass less per table
-    both = np.zeros_like(coef)  # sum_u w_u A_g B_g
-    for chunk, parts in _chunks(plan, cells, q, tuning):
+    per_group = np.zeros(plan.group_T.shape)  # sum_u w_u A_g B_g integrated against dC_g/dq_k
+    for chunk, parts in _chunks(plan, cells, tuning):
+        q, gl = chunk.q, gauss_legendre(len(chunk.q))[1]
         hist = np.zeros_like(chunk.values)
         for groups, start, stop, seg_starts in parts:
+            coef, dcoef = _group_coefficients(plan, q, groups)
+            weight = coef * gl  # the quadrature weights ride on the coefficients: one pass less per table
             entry = cells.row_entries(plan, plan.item_view[chunk.items[start:stop]], chunk.base[start:stop])
             for rows, gather, sums in _side_sums(chunk, entry, seg_starts, groups, len(q), 1, tuning):
                 weighted = sums * w_quad[rows, None, None, None]
-                both[groups] += np.einsum("ugq,ugq->gq", sums[:, 0], weighted[:, 1])
-                gather.add_transposed((weighted[:, ::-1] * weight[groups]).reshape(-1, len(q)), hist)
+                both = np.einsum("ugq,ugq->gq", sums[:, 0], weighted[:, 1])
+                per_group[groups] += np.einsum("gq,gtq,q->gt", both, dcoef, gl)
+                gather.add_transposed((weighted[:, ::-1] * weight).reshape(-1, len(q)), hist)
         z = hist * chunk.values
-        out += ChunkBlocks(plan, blocks, chunk, rho).global_slopes(chunk, cells, z, plan.n_features)
-    out += scatter_features(plan, plan.group_T, np.einsum("gq,gtq,q->gt", both, dcoef, gl))
+        out += ChunkBlocks(plan, blocks, chunk, q).global_slopes(chunk, cells, z, plan.n_features)
+    out += scatter_features(plan, plan.group_T, per_group)
     return out
 
 
@@ -159,15 +160,17 @@ def _side_sums(
         yield rows, gather, gather.sums(chunk.values).reshape(-1, 2, n_groups, n_q)
 
 
-def _chunks(plan: TreePlan, cells: Cells, q: np.ndarray, tuning: Tuning):
+def _chunks(plan: TreePlan, cells: Cells, tuning: Tuning):
     """The cross items in chunks of consecutive groups, each made of parts.
 
     A part's items' tables hold about ``tuning.chunk_cells`` entries (the tables rows walk at
     random stay in cache), a chunk's about ``tuning.tabulate_cells`` (its values and slopes are
-    computed in one pass of NumPy calls).  Per chunk: its
-    :class:`~shap_rsq.kernels.lca_chunks.Chunk` of items, part after part (each the left sides'
-    items, then the right sides'), and per part ``(groups, start, stop, seg_starts)``: its groups,
-    its items' positions in the chunk and its segment starts within them.
+    computed in one pass of NumPy calls).  A chunk's groups need the same quadrature nodes
+    (``TreePlan.group_q``, decreasing from group to group): its tables are evaluated on them.
+    Per chunk: its :class:`~shap_rsq.kernels.lca_chunks.Chunk` of items, part after part (each
+    the left sides' items, then the right sides'), and per part ``(groups, start, stop,
+    seg_starts)``: its groups, its items' positions in the chunk and its segment starts within
+    them.
     """
     n_groups = len(plan.seg_starts) // 2
     bounds = np.append(plan.seg_starts, len(plan.item_leaf) - plan.n_single)  # item bounds of the segments
@@ -176,6 +179,9 @@ def _chunks(plan: TreePlan, cells: Cells, q: np.ndarray, tuning: Tuning):
     cumulative = np.cumsum(seg_entries[:n_groups] + seg_entries[n_groups:])
     part_edges = _cuts(cumulative, tuning.chunk_cells)
     chunk_edges = part_edges[np.unique(np.searchsorted(part_edges, _cuts(cumulative, tuning.tabulate_cells)))]
+    group_items = np.diff(bounds[: n_groups + 1]) + np.diff(bounds[n_groups:])
+    levels = _level_cuts(plan.group_q, group_items, chunk_edges, cells.row_leaf_cell.shape[0], tuning)
+    part_edges, chunk_edges = np.union1d(part_edges, levels), np.union1d(chunk_edges, levels)
     for ca, cb in itertools.pairwise(chunk_edges):
         items, parts, part = [], [], []
         start = 0
@@ -195,7 +201,30 @@ def _chunks(plan: TreePlan, cells: Cells, q: np.ndarray, tuning: Tuning):
             parts.append((slice(int(ga), int(gb)), start, start + len(members), seg_starts))
             start += len(members)
         items = plan.n_single + np.concatenate(items)
+        q = gauss_legendre(int(plan.group_q[ca]))[0]
         yield Chunk(plan, cells, items, q, tuning, np.concatenate(part)), parts
+
+
+def _level_cuts(
+    group_q: np.ndarray, group_items: np.ndarray, edges: np.ndarray, n_rows: int, tuning: Tuning
+) -> np.ndarray:
+    """Group edges where a new chunk starts on fewer quadrature nodes, beside the chunk ``edges``.
+
+    A chunk is evaluated on the nodes of its first group, the most of its groups.  Cutting
+    where fewer suffice saves ``rows x items x nodes`` of work; it pays when that saving
+    exceeds ``tuning.level_work``, the cost of one more chunk (its tables, blocks and sparse
+    maps are built again).
+    """
+    changes = np.flatnonzero(np.diff(group_q)) + 1
+    chosen: list[int] = []
+    for b in changes:
+        k = np.searchsorted(edges, b, side="right")
+        start = max(int(edges[k - 1]), chosen[-1] if chosen else 0)  # the chunk ``b`` falls in
+        stop = int(edges[k]) if k < len(edges) else len(group_q)
+        saved = n_rows * int(group_items[b:stop].sum()) * int(group_q[start] - group_q[b])
+        if saved >= tuning.level_work and b not in edges:
+            chosen.append(int(b))
+    return np.array(chosen, dtype=np.int64)
 
 
 def _cuts(cumulative: np.ndarray, step: int) -> np.ndarray:

@@ -98,11 +98,12 @@ def plan_blocks(plan: TreePlan) -> Blocks:
     return Blocks(carry, uniform, coef, width, feat, leaf, bit, view)
 
 
-def slope_ratios(blocks: Blocks, q: np.ndarray) -> np.ndarray:
+def slope_ratios(blocks: Blocks, q: np.ndarray, block: np.ndarray | None = None) -> np.ndarray:
     """``rho (B, F, 2, Q)``: each block factor's ``b / phi`` at both bits (0 where ``phi`` is zero,
-    which makes ``b`` zero too)."""
-    a = blocks.coef[:, :, [0, 2], None]
-    b = blocks.coef[:, :, [1, 3], None]
+    which makes ``b`` zero too); only for the blocks ``block``, in its order, when given."""
+    coef = blocks.coef if block is None else blocks.coef[block]
+    a = coef[:, :, [0, 2], None]
+    b = coef[:, :, [1, 3], None]
     phi = a + b * q
     zero = phi == 0.0
     return np.where(zero, 0.0, b / np.where(zero, 1.0, phi))
@@ -132,13 +133,13 @@ class ChunkBlocks:
     positions within the block).  A factor no item of the chunk carries contributes nothing.
     """
 
-    def __init__(self, plan: TreePlan, blocks: Blocks, chunk, rho: np.ndarray):
+    def __init__(self, plan: TreePlan, blocks: Blocks, chunk, q: np.ndarray):
         block, first, count = chunk.blocks(plan)
         self.first, self.count = first, count
         carry = blocks.carry[chunk.items[chunk.order]]
         some = np.logical_or.reduceat(carry, first, axis=0)
         self.uniform = np.logical_and.reduceat(carry, first, axis=0)
-        self.rho = rho[block]  # (C, F, 2, Q)
+        self.rho = slope_ratios(blocks, q, block)  # (C, F, 2, Q) at the chunk's quadrature nodes
         self.feat = blocks.feat[block]
         self.width = blocks.width[block]
         self.leaf = blocks.leaf[block]

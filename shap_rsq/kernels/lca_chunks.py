@@ -48,6 +48,8 @@ class Chunk:
         Entries of each item's table.
     order : ndarray of int
         The items' positions (caller's order) in table order.
+    q : ndarray, shape (Q,)
+        The quadrature nodes the tables are evaluated at.
     values : ndarray, shape (entries, Q)
         Every item's value on every entry of its table.
     part : ndarray of int
@@ -69,6 +71,7 @@ class Chunk:
         part: np.ndarray | None = None,
     ):
         self.items = items
+        self.q = q
         self.block = tuning.block_elements  # float64 elements of one temporary
         view = plan.item_view[items]
         self.view = view

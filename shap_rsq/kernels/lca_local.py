@@ -18,7 +18,7 @@ import numpy as np
 
 from ..tuning import DEFAULT_TUNING, Tuning
 from .lca import _blocks, _chunks, _group_coefficients, gauss_legendre
-from .lca_blocks import ChunkBlocks, plan_blocks, slope_ratios
+from .lca_blocks import ChunkBlocks, plan_blocks
 from .lca_cells import Cells
 from .lca_chunks import Chunk, ChunkPart
 from .lca_plan import LIN, TreePlan
@@ -35,41 +35,43 @@ def pattern_gradients(
     ``codes`` are the leaf codes ``(n, L)`` of distinct rows; row ``i``'s Shapley values of the
     tree game are ``w_quad_i G_quad[i] + w_lin_i G_lin[i]``.
     """
-    q, gl = gauss_legendre(plan.n_q)
     cells = Cells(plan, codes, tuning)
     blocks = plan_blocks(plan)
-    rho = slope_ratios(blocks, q)
     n = codes.shape[0]
+    codes = np.ascontiguousarray(codes.T)  # (L, n): a block of rows reads each leaf's codes in one run
     # accumulated transposed (features, rows), one sparse product per block of rows adding into
     # it: the quadratic gradients in rows 0 .. K, the linear ones in rows K + 1 .. 2K + 1
     both = np.zeros((2 * (plan.n_features + 1), n))
     g_quad, g_lin = both[: plan.n_features + 1], both[plan.n_features + 1 :]
     # single items in one chunk: the linear ones write to the second half
+    q, gl = gauss_legendre(plan.single_q)
     single = np.arange(plan.n_single)
     chunk = Chunk(plan, cells, single, q, tuning)
-    chunk_blocks = ChunkBlocks(plan, blocks, chunk, rho)
+    chunk_blocks = ChunkBlocks(plan, blocks, chunk, q)
     linear = plan.item_kind[chunk.items[chunk.order[chunk_blocks.first]]] == LIN  # per block
     row_slopes = _RowSlopes(chunk_blocks, len(q), plan.n_features, np.where(linear, plan.n_features + 1, 0))
     entry = cells.row_entries(plan, plan.item_view[single], chunk.base)
     for rows in _blocks(n, 3 * len(single) * len(q), tuning.block_elements):
         z = np.take(chunk.values, entry[rows].T, axis=0) * gl
-        _add_slopes(row_slopes, chunk_blocks, chunk, z, codes[rows], both[:, rows])
+        _add_slopes(row_slopes, chunk_blocks, chunk, z, codes[:, rows], both[:, rows])
     if len(plan.item_leaf) > plan.n_single:
-        _cross(plan, cells, blocks, rho, codes, q, gl, g_quad, tuning)
+        _cross(plan, cells, blocks, codes, g_quad, tuning)
     return g_quad[:-1].T.copy(), g_lin[:-1].T.copy()
 
 
-def _cross(plan, cells, blocks, rho, codes, q, gl, g_quad: np.ndarray, tuning: Tuning) -> None:
+def _cross(plan, cells, blocks, codes, g_quad: np.ndarray, tuning: Tuning) -> None:
     """Add the cross items' gradients into ``g_quad (K + 1, n)``: their slopes weighted by each row's
-    cotangents, and the slopes of the group coefficients ``C_g`` (in their expanded features)."""
-    coef, dcoef = _group_coefficients(plan, q)
-    coef = coef * gl
-    dcoef = dcoef * gl
-    n = codes.shape[0]
-    for chunk, parts in _chunks(plan, cells, q, tuning):
+    cotangents, and the slopes of the group coefficients ``C_g`` (in their expanded features);
+    ``codes (L, n)`` are the rows' leaf codes, leaf by leaf."""
+    n = codes.shape[1]
+    for chunk, parts in _chunks(plan, cells, tuning):
+        q, gl = chunk.q, gauss_legendre(len(chunk.q))[1]
         for groups, start, stop, seg_starts in parts:
+            coef, dcoef = _group_coefficients(plan, q, groups)
+            coef *= gl
+            dcoef *= gl
             part = chunk.part_of(start, stop)
-            chunk_blocks = ChunkBlocks(plan, blocks, part, rho)
+            chunk_blocks = ChunkBlocks(plan, blocks, part, q)
             row_slopes = _RowSlopes(chunk_blocks, len(q), plan.n_features)
             entry = cells.row_entries(plan, plan.item_view[part.items], chunk.base[start:stop])
             n_groups = groups.stop - groups.start
@@ -82,10 +84,10 @@ def _cross(plan, cells, blocks, rho, codes, q, gl, g_quad: np.ndarray, tuning: T
                 value = np.take(chunk.values, entry[rows].T, axis=0)  # (items, rows, Q)
                 sums = segment_sums(value, seg_starts)  # (2 groups, rows, Q)
                 both = sums[:n_groups] * sums[n_groups:]  # (groups, rows, Q)
-                sums *= np.tile(coef[groups], (2, 1))[:, None, :]  # C_g on the sums, fewer than the items
+                sums *= np.tile(coef, (2, 1))[:, None, :]  # C_g on the sums, fewer than the items
                 value *= np.take(sums, partner, axis=0)
-                _add_slopes(row_slopes, chunk_blocks, part, value, codes[rows], g_quad[:, rows])
-                per_feature = np.einsum("grq,gtq->gtr", both, dcoef[groups]).reshape(-1, both.shape[1])
+                _add_slopes(row_slopes, chunk_blocks, part, value, codes[:, rows], g_quad[:, rows])
+                per_feature = np.einsum("grq,gtq->gtr", both, dcoef).reshape(-1, both.shape[1])
                 expanded.add_transposed(per_feature, g_quad[:, rows])
 
 
@@ -131,13 +133,16 @@ class _RowSlopes:
 
     def add(self, sums: np.ndarray, codes: np.ndarray, out: np.ndarray) -> None:
         """Add the slopes per row to ``out (K + 1, rows)``; ``sums (sources x Q, rows)`` are the block and
-        stream sums of ``z``, ``codes (rows, L)`` the rows' leaf codes."""
+        stream sums of ``z``, ``codes (L, rows)`` the rows' leaf codes, leaf by leaf."""
         n_rows = sums.shape[1]
         result = np.zeros((self.n_out, n_rows))
         weighted_sums(*self.first, sums, result)
         per_pair = np.zeros((len(self.leaf), n_rows))
         weighted_sums(*self.second, sums, per_pair)
-        per_pair *= ((codes[:, self.leaf] >> self.bit) & 1).T
+        bits = np.take(codes, self.leaf, axis=0)  # (pairs, rows), contiguous
+        np.right_shift(bits, self.bit[:, None], out=bits)
+        np.bitwise_and(bits, 1, out=bits)
+        per_pair *= bits
         OneHot.picks(self.pair_feature, self.n_out).add_transposed(per_pair, result)
         out += result
 
@@ -158,7 +163,7 @@ def _add_slopes(
     out: np.ndarray,
 ) -> None:
     """Add every factor's slope per row to ``out (K + 1, rows)`` (a view of the accumulator), from
-    ``z (items, rows, Q)`` in the chunk's item order and the rows' leaf codes."""
+    ``z (items, rows, Q)`` in the chunk's item order and the rows' leaf codes ``(L, rows)``."""
     cb = chunk_blocks
     n_items, n_rows, n_q = z.shape
     flat = z.reshape(n_items, -1)

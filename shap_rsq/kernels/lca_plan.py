@@ -38,7 +38,7 @@ from ..models.forest import TreeTable
 from .leaf_paths import Paths, subtree_features, tree_paths
 from .sparse import ranges
 
-__all__ = ["CROSS", "DIAG", "LIN", "TreePlan", "compile_tree", "quadrature_nodes"]
+__all__ = ["CROSS", "DIAG", "LIN", "TreePlan", "compile_tree", "node_quadrature", "quadrature_nodes"]
 
 LIN, DIAG, CROSS = 0, 1, 2
 
@@ -63,6 +63,11 @@ class TreePlan:
     the next ones up to ``item_n_fac[i]`` do not, and the rest are ones.  Items on
     the same leaf whose bit-dependent factors read the same bits share a *view*
     (``view_leaf``, ``view_mask``).
+
+    Quadrature: ``n_q`` Gauss-Legendre nodes integrate every item of the tree exactly;
+    ``single_q`` suffice for the single items and ``group_q[g]`` for group ``g`` (its
+    split's pairs, :func:`node_quadrature`).  Groups are numbered by decreasing ``group_q``,
+    so that consecutive groups need the same nodes.
     """
 
     features: np.ndarray
@@ -97,6 +102,8 @@ class TreePlan:
     item_block: np.ndarray
     seg_starts: np.ndarray
     group_T: np.ndarray
+    single_q: int
+    group_q: np.ndarray
 
     @property
     def n_features(self) -> int:
@@ -148,7 +155,8 @@ def compile_tree(tree: TreeTable, skip: np.ndarray | None = None) -> TreePlan | 
     split_index[splits] = np.arange(len(splits))
     leaf_feature = np.where(paths.features >= 0, np.searchsorted(feature_ids, paths.features), len(feature_ids))
     single = _single_items(tree, paths, leaf_feature)
-    cross = _cross_items(tree, paths, feature_ids, leaf_feature, skip)
+    single_q, split_q = node_quadrature(tree, paths)
+    cross = _cross_items(tree, paths, feature_ids, leaf_feature, split_q, skip)
     on_path = paths.node >= 0
     n_local = paths.n_local
     value = tree.value[paths.leaf]
@@ -164,7 +172,7 @@ def compile_tree(tree: TreeTable, skip: np.ndarray | None = None) -> TreePlan | 
         code_size=n_local,
         leaf_value=value,
         expected_value=float(np.sum(value * np.prod(paths.ratio, axis=1))),
-        n_q=quadrature_nodes(tree, paths),
+        n_q=max(single_q, int(split_q.max(initial=0))),
         n_single=2 * len(paths.leaf),
         **_factor_layout({name: np.concatenate([single[name], cross[name]]) for name in single}, len(feature_ids)),
         item_group=cross["group"],
@@ -172,6 +180,8 @@ def compile_tree(tree: TreeTable, skip: np.ndarray | None = None) -> TreePlan | 
         item_block=np.concatenate([np.arange(2 * len(paths.leaf)), 2 * len(paths.leaf) + cross["block"]]),
         seg_starts=cross["seg_starts"],
         group_T=cross["group_T"],
+        single_q=single_q,
+        group_q=cross["group_q"],
     )
 
 
@@ -212,13 +222,27 @@ def _distinct_pairs(high: np.ndarray, low: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def quadrature_nodes(tree: TreeTable, paths: Paths) -> int:
-    """Gauss-Legendre nodes that integrate every leaf pair's gradient exactly.
+    """Gauss-Legendre nodes that integrate every item of the tree exactly (see :func:`node_quadrature`)."""
+    single_q, split_q = node_quadrature(tree, paths)
+    return max(single_q, int(split_q.max(initial=0)))
 
-    A pair's integrand is a polynomial of degree ``|U| - 1`` in ``q``, with ``U``
-    the union of the two paths' features, so ``ceil(|U| / 2)`` nodes suffice.
-    Two leaves meeting at split ``u`` share the features of the path down to
-    ``u``, which bounds ``|U|`` by the widest leaf on each side minus those.
-    Deep leaf-wise trees share long prefixes: this nearly halves their nodes.
+
+def node_quadrature(tree: TreeTable, paths: Paths) -> tuple[int, np.ndarray]:
+    """Gauss-Legendre nodes that integrate exactly the single items and, per node, its leaf pairs.
+
+    A single item's integrand (linear or diagonal) is a polynomial of degree below the
+    leaf's number of features, and a pair's of degree ``|U| - 1`` in ``q``, with ``U`` the
+    union of the two paths' features, so ``ceil(|U| / 2)`` nodes suffice.  The expansion over
+    coupled features raises each group's degree, but the groups of a pair sum back to its
+    product, and a quadrature rule is linear: what must be exact is the pair's sum, so a
+    node's groups take its pairs' bound.  Two leaves meeting at split ``u`` share the
+    features of the path down to ``u``, which bounds ``|U|`` by the widest leaf on each side
+    minus those.  Deep leaf-wise trees share long prefixes, and every tree's lower splits
+    need fewer nodes than its root: a complete tree of depth ``D`` with distinct features
+    needs ``D`` at the root, about ``D / 2`` at its last splits and for its single items.
+
+    Returns ``(single_q, split_q)``: the single items' nodes and ``(n_nodes,)`` nodes per
+    split (0 at leaves).
     """
     leaf, depth = np.nonzero(paths.node >= 0)
     u = paths.node[leaf, depth]
@@ -226,8 +250,10 @@ def quadrature_nodes(tree: TreeTable, paths: Paths) -> int:
     widest = np.zeros((tree.n_nodes, 2), dtype=np.int64)
     np.maximum.at(widest, (u, side), paths.n_local[leaf])
     shared = np.maximum.accumulate(paths.local, axis=1)[leaf, depth] + 1
-    union = widest[u].sum(axis=1) - shared
-    return max(1, -(-int(max(paths.n_local.max(), union.max(initial=0))) // 2))
+    split_q = np.zeros(tree.n_nodes, dtype=np.int64)
+    # every leaf under u gives the same shared count: the features of the path down to u
+    split_q[u] = np.maximum(1, -(-(widest[u].sum(axis=1) - shared) // 2))
+    return max(1, -(-int(paths.n_local.max()) // 2)), split_q
 
 
 def _single_items(tree: TreeTable, paths: Paths, leaf_feature: np.ndarray) -> dict:
@@ -264,8 +290,11 @@ def _item_arrays(leaf, kind, coef, factor_kind, r, prefix, feat) -> dict:
     }
 
 
-def _cross_items(tree: TreeTable, paths: Paths, feature_ids: np.ndarray, leaf_feature: np.ndarray, skip=None) -> dict:
-    """Half-items of every leaf pair meeting at each split, expanded over coupled-feature subsets."""
+def _cross_items(
+    tree: TreeTable, paths: Paths, feature_ids: np.ndarray, leaf_feature: np.ndarray, split_q: np.ndarray, skip=None
+) -> dict:
+    """Half-items of every leaf pair meeting at each split, expanded over coupled-feature subsets;
+    groups numbered by decreasing quadrature nodes ``split_q`` of their split, then by key."""
     n_feat = len(feature_ids)
     inside = subtree_features(tree, feature_ids)  # (nodes, K)
     # one row per (split u on the path to leaf l): the leaf's half of the pairs meeting at u
@@ -312,7 +341,10 @@ def _cross_items(tree: TreeTable, paths: Paths, feature_ids: np.ndarray, leaf_fe
     sides = np.zeros((len(keys), 2), dtype=bool)
     sides[group, item_side] = True
     keep = sides.all(axis=1)
-    renumber = np.cumsum(keep) - 1
+    kept_keys = np.flatnonzero(keep)
+    by_nodes = kept_keys[np.argsort(-split_q[keys[kept_keys] >> width], kind="stable")]
+    renumber = np.full(len(keys), -1, dtype=np.int64)
+    renumber[by_nodes] = np.arange(len(by_nodes))
     kept = keep[group]
     # side-major order: the kernel's per-row side sums then come out as two contiguous (group, q) blocks
     order = np.lexsort((renumber[group[kept]], item_side[kept]))
@@ -332,9 +364,10 @@ def _cross_items(tree: TreeTable, paths: Paths, feature_ids: np.ndarray, leaf_fe
     arrays["group"] = group
     arrays["side"] = item_side
     arrays["block"] = np.unique(row, return_inverse=True)[1].ravel()  # the (split, leaf) each item expands
-    n_groups = int(keep.sum())
+    n_groups = len(by_nodes)
     arrays["seg_starts"] = np.searchsorted(item_side * n_groups + group, np.arange(2 * n_groups))
-    arrays["group_T"] = _group_features(keys[keep], width, coupled_at, u, n_feat)
+    arrays["group_T"] = _group_features(keys[by_nodes], width, coupled_at, u, n_feat)
+    arrays["group_q"] = split_q[keys[by_nodes] >> width]
     return arrays
 
 
