@@ -20,7 +20,7 @@ from ..tuning import DEFAULT_TUNING, Tuning
 from .lca import _blocks, _chunks, _group_coefficients, gauss_legendre
 from .lca_blocks import ChunkBlocks, plan_blocks
 from .lca_cells import Cells
-from .lca_chunks import Chunk, ChunkPart
+from .lca_chunks import Chunk
 from .lca_plan import LIN, TreePlan
 from .sparse import OneHot, offsets, segment_sums, weighted_sums
 
@@ -49,11 +49,11 @@ def pattern_gradients(
     chunk = Chunk(plan, cells, single, q, tuning)
     chunk_blocks = ChunkBlocks(plan, blocks, chunk, q)
     linear = plan.item_kind[chunk.items[chunk.order[chunk_blocks.first]]] == LIN  # per block
-    row_slopes = _RowSlopes(chunk_blocks, len(q), plan.n_features, np.where(linear, plan.n_features + 1, 0))
+    row_slopes = _RowSlopes(chunk_blocks, chunk, len(q), plan.n_features, np.where(linear, plan.n_features + 1, 0))
     entry = cells.row_entries(plan, plan.item_view[single], chunk.base)
     for rows in _blocks(n, 3 * len(single) * len(q), tuning.block_elements):
         z = np.take(chunk.values, entry[rows].T, axis=0) * gl
-        _add_slopes(row_slopes, chunk_blocks, chunk, z, codes[:, rows], both[:, rows])
+        _add_slopes(row_slopes, z, codes[:, rows], both[:, rows])
     if len(plan.item_leaf) > plan.n_single:
         _cross(plan, cells, blocks, codes, g_quad, tuning)
     return g_quad[:-1].T.copy(), g_lin[:-1].T.copy()
@@ -72,23 +72,27 @@ def _cross(plan, cells, blocks, codes, g_quad: np.ndarray, tuning: Tuning) -> No
             dcoef *= gl
             part = chunk.part_of(start, stop)
             chunk_blocks = ChunkBlocks(plan, blocks, part, q)
-            row_slopes = _RowSlopes(chunk_blocks, len(q), plan.n_features)
+            row_slopes = _RowSlopes(chunk_blocks, part, len(q), plan.n_features)
             entry = cells.row_entries(plan, plan.item_view[part.items], chunk.base[start:stop])
             n_groups = groups.stop - groups.start
             segment = np.repeat(np.arange(len(seg_starts)), np.diff(np.append(seg_starts, stop - start)))
             side, group = np.divmod(segment, n_groups)
             partner = (1 - side) * n_groups + group
-            # each row's expanded features of the group coefficients: one sparse product per block
-            expanded = OneHot.picks(plan.group_T[groups].ravel(), plan.n_features + 1)
+            # the slopes of C_g, in the features T_g expands (most groups expand none): per (group,
+            # feature) of T_g one matrix-vector product per block of rows, and one sparse product
+            active_g, active_t = np.nonzero(plan.group_T[groups] < plan.n_features)
+            expanded = OneHot.picks(plan.group_T[groups][active_g, active_t], plan.n_features + 1)
+            d_active = dcoef[active_g, active_t][:, :, None]  # (pairs, Q, 1)
             for rows in _blocks(n, 4 * (stop - start) * len(q), tuning.block_elements):
                 value = np.take(chunk.values, entry[rows].T, axis=0)  # (items, rows, Q)
                 sums = segment_sums(value, seg_starts)  # (2 groups, rows, Q)
                 both = sums[:n_groups] * sums[n_groups:]  # (groups, rows, Q)
                 sums *= np.tile(coef, (2, 1))[:, None, :]  # C_g on the sums, fewer than the items
                 value *= np.take(sums, partner, axis=0)
-                _add_slopes(row_slopes, chunk_blocks, part, value, codes[:, rows], g_quad[:, rows])
-                per_feature = np.einsum("grq,gtq->gtr", both, dcoef).reshape(-1, both.shape[1])
-                expanded.add_transposed(per_feature, g_quad[:, rows])
+                _add_slopes(row_slopes, value, codes[:, rows], g_quad[:, rows])
+                if len(active_g):
+                    per_feature = np.matmul(np.take(both, active_g, axis=0), d_active)[..., 0]  # (pairs, rows)
+                    expanded.add_transposed(per_feature, g_quad[:, rows])
 
 
 class _RowSlopes:
@@ -101,8 +105,12 @@ class _RowSlopes:
     first, one product ``(leaf bits, sums x Q)``, and then multiplied by the rows' bits.
     """
 
-    def __init__(self, chunk_blocks: ChunkBlocks, n_q: int, n_features: int, offset: np.ndarray | None = None):
+    def __init__(self, chunk_blocks: ChunkBlocks, chunk, n_q: int, n_features: int, offset: np.ndarray | None = None):
         cb = chunk_blocks
+        # z summed per block (over all its items), then per stream (over its carriers): one product
+        carriers = chunk.order[cb.stream_positions()]
+        indptr = np.concatenate([offsets(cb.count), len(chunk.order) + cb.stream_ptr[1:]])
+        self.sources = OneHot(indptr, np.concatenate([chunk.order, carriers]), len(chunk.order))
         # each block's factors write to rows feature + offset of the output (K + 1 rows a kind)
         offset = np.zeros(len(cb.feat), dtype=np.int64) if offset is None else offset
         n_blocks = len(cb.feat)
@@ -154,23 +162,11 @@ def _csr(rows: np.ndarray, columns: np.ndarray, data: np.ndarray, n_rows: int, n
     return indptr, columns[order].astype(np.int64), data[order]
 
 
-def _add_slopes(
-    row_slopes: _RowSlopes,
-    chunk_blocks: ChunkBlocks,
-    chunk: Chunk | ChunkPart,
-    z: np.ndarray,
-    codes: np.ndarray,
-    out: np.ndarray,
-) -> None:
+def _add_slopes(row_slopes: _RowSlopes, z: np.ndarray, codes: np.ndarray, out: np.ndarray) -> None:
     """Add every factor's slope per row to ``out (K + 1, rows)`` (a view of the accumulator), from
     ``z (items, rows, Q)`` in the chunk's item order and the rows' leaf codes ``(L, rows)``."""
-    cb = chunk_blocks
     n_items, n_rows, n_q = z.shape
-    flat = z.reshape(n_items, -1)
-    zall = OneHot(offsets(cb.count), chunk.order, n_items).sums(flat)
-    if len(cb.stream_c):
-        carriers = chunk.order[cb.stream_positions()]
-        zall = np.concatenate([zall, OneHot(cb.stream_ptr, carriers, n_items).sums(flat)])
+    zall = row_slopes.sources.sums(z.reshape(n_items, -1))
     # (sources x Q, rows): each sum's nodes as rows of the products, the rows of the data as columns
     sums = np.ascontiguousarray(zall.reshape(-1, n_rows, n_q).transpose(0, 2, 1)).reshape(-1, n_rows)
     row_slopes.add(sums, codes, out)
