@@ -64,3 +64,19 @@ def test_weighted_sums_add_the_weighted_rows_as_scipy_does(path, index_type):
     expected = out + sparse.csr_matrix((data, indices, indptr), shape=(30, 20)) @ table
     _sparse.weighted_sums(indptr, indices, data, table, out)
     np.testing.assert_allclose(out, expected, rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_tiled_one_hot_is_the_block_diagonal_of_its_copies(path, index_type):
+    # the per-row kernel sums a (Q x items, rows) stack node by node with one product
+    rng = np.random.default_rng(4)
+    counts = rng.integers(0, 4, size=12)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_type)
+    indices = rng.integers(0, 9, size=int(indptr[-1])).astype(index_type)
+    public = sparse.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(12, 9))
+    tiled = _sparse.OneHot(indptr, indices, 9).tiled(3)
+    assert tiled.shape == (36, 27)
+    stack = rng.normal(size=(27, 5))
+    expected = sparse.block_diag([public] * 3) @ stack
+    np.testing.assert_allclose(tiled.sums(stack), expected, rtol=1e-14, atol=1e-14)
+    assert not np.allclose(tiled.sums(stack[::-1]), expected)  # each copy reads its own table

@@ -22,7 +22,7 @@ from .lca_blocks import ChunkBlocks, plan_blocks
 from .lca_cells import Cells
 from .lca_chunks import Chunk
 from .lca_plan import LIN, TreePlan
-from .sparse import OneHot, offsets, segment_sums, weighted_sums
+from .sparse import OneHot, offsets, weighted_sums
 
 __all__ = ["pattern_gradients"]
 
@@ -51,8 +51,9 @@ def pattern_gradients(
     linear = plan.item_kind[chunk.items[chunk.order[chunk_blocks.first]]] == LIN  # per block
     row_slopes = _RowSlopes(chunk_blocks, chunk, len(q), plan.n_features, np.where(linear, plan.n_features + 1, 0))
     entry = cells.row_entries(plan, plan.item_view[single], chunk.base)
+    values = np.ascontiguousarray(chunk.values.T) * gl[:, None]  # (Q, entries), quadrature weights in
     for rows in _blocks(n, 3 * len(single) * len(q), tuning.block_elements):
-        z = np.take(chunk.values, entry[rows].T, axis=0) * gl
+        z = np.take(values, entry[rows].T, axis=1)  # (Q, items, rows)
         _add_slopes(row_slopes, z, codes[:, rows], both[:, rows])
     if len(plan.item_leaf) > plan.n_single:
         _cross(plan, cells, blocks, codes, g_quad, tuning)
@@ -66,33 +67,37 @@ def _cross(plan, cells, blocks, codes, g_quad: np.ndarray, tuning: Tuning) -> No
     n = codes.shape[1]
     for chunk, parts in _chunks(plan, cells, tuning):
         q, gl = chunk.q, gauss_legendre(len(chunk.q))[1]
+        values = np.ascontiguousarray(chunk.values.T)  # (Q, entries): rows gather node-major stacks
         for groups, start, stop, seg_starts in parts:
             coef, dcoef = _group_coefficients(plan, q, groups)
-            coef *= gl
-            dcoef *= gl
             part = chunk.part_of(start, stop)
             chunk_blocks = ChunkBlocks(plan, blocks, part, q)
             row_slopes = _RowSlopes(chunk_blocks, part, len(q), plan.n_features)
             entry = cells.row_entries(plan, plan.item_view[part.items], chunk.base[start:stop])
             n_groups = groups.stop - groups.start
-            segment = np.repeat(np.arange(len(seg_starts)), np.diff(np.append(seg_starts, stop - start)))
+            n_items = stop - start
+            segment = np.repeat(np.arange(len(seg_starts)), np.diff(np.append(seg_starts, n_items)))
             side, group = np.divmod(segment, n_groups)
             partner = (1 - side) * n_groups + group
+            # each side of each group summed, node by node: one product on the (Q x items) stack
+            sides = OneHot(np.append(seg_starts, n_items), np.arange(n_items), n_items).tiled(len(q))
+            side_coef = np.tile(coef * gl, (2, 1)).T[:, :, None]  # (Q, 2 groups, 1)
             # the slopes of C_g, in the features T_g expands (most groups expand none): per (group,
             # feature) of T_g one matrix-vector product per block of rows, and one sparse product
             active_g, active_t = np.nonzero(plan.group_T[groups] < plan.n_features)
             expanded = OneHot.picks(plan.group_T[groups][active_g, active_t], plan.n_features + 1)
-            d_active = dcoef[active_g, active_t][:, :, None]  # (pairs, Q, 1)
-            for rows in _blocks(n, 4 * (stop - start) * len(q), tuning.block_elements):
-                value = np.take(chunk.values, entry[rows].T, axis=0)  # (items, rows, Q)
-                sums = segment_sums(value, seg_starts)  # (2 groups, rows, Q)
-                both = sums[:n_groups] * sums[n_groups:]  # (groups, rows, Q)
-                sums *= np.tile(coef, (2, 1))[:, None, :]  # C_g on the sums, fewer than the items
-                value *= np.take(sums, partner, axis=0)
+            d_active = (dcoef[active_g, active_t] * gl)[:, None, :]  # (pairs, 1, Q)
+            for rows in _blocks(n, 4 * n_items * len(q), tuning.block_elements):
+                value = np.take(values, entry[rows].T, axis=1)  # (Q, items, rows)
+                n_rows = value.shape[2]
+                sums = sides.sums(value.reshape(-1, n_rows)).reshape(len(q), -1, n_rows)  # (Q, 2 groups, rows)
+                both = sums[:, :n_groups] * sums[:, n_groups:]  # (Q, groups, rows)
+                sums *= side_coef  # C_g on the sums, fewer than the items
+                value *= np.take(sums, partner, axis=1)
                 _add_slopes(row_slopes, value, codes[:, rows], g_quad[:, rows])
                 if len(active_g):
-                    per_feature = np.matmul(np.take(both, active_g, axis=0), d_active)[..., 0]  # (pairs, rows)
-                    expanded.add_transposed(per_feature, g_quad[:, rows])
+                    per_pair = np.take(both, active_g, axis=1).transpose(1, 0, 2)  # (pairs, Q, rows)
+                    expanded.add_transposed(np.matmul(d_active, per_pair)[:, 0], g_quad[:, rows])
 
 
 class _RowSlopes:
@@ -110,7 +115,7 @@ class _RowSlopes:
         # z summed per block (over all its items), then per stream (over its carriers): one product
         carriers = chunk.order[cb.stream_positions()]
         indptr = np.concatenate([offsets(cb.count), len(chunk.order) + cb.stream_ptr[1:]])
-        self.sources = OneHot(indptr, np.concatenate([chunk.order, carriers]), len(chunk.order))
+        self.sources = OneHot(indptr, np.concatenate([chunk.order, carriers]), len(chunk.order)).tiled(n_q)
         # each block's factors write to rows feature + offset of the output (K + 1 rows a kind)
         offset = np.zeros(len(cb.feat), dtype=np.int64) if offset is None else offset
         n_blocks = len(cb.feat)
@@ -122,8 +127,9 @@ class _RowSlopes:
         rho = cb.rho[factor_c, factor_f]  # (factors, 2, Q)
         feat = cb.feat[factor_c, factor_f] + offset[factor_c]
         n_out = n_features + 1 + int(offset.max(initial=0))
-        columns = (source[:, None] * n_q + np.arange(n_q)).ravel()
-        n_columns = (n_blocks + len(cb.stream_c)) * n_q
+        n_sources = n_blocks + len(cb.stream_c)
+        columns = (source[:, None] + np.arange(n_q) * n_sources).ravel()  # node-major, as the sums
+        n_columns = n_sources * n_q
         self.first = _csr(np.repeat(feat, n_q), columns, rho[:, 0].ravel(), n_out, n_columns)
         # the bit-dependent factors, summed per (leaf, bit) of the rows' codes
         dependent = factor_f < cb.width[factor_c]
@@ -140,7 +146,7 @@ class _RowSlopes:
         self.n_out = n_out
 
     def add(self, sums: np.ndarray, codes: np.ndarray, out: np.ndarray) -> None:
-        """Add the slopes per row to ``out (K + 1, rows)``; ``sums (sources x Q, rows)`` are the block and
+        """Add the slopes per row to ``out (K + 1, rows)``; ``sums (Q x sources, rows)`` are the block and
         stream sums of ``z``, ``codes (L, rows)`` the rows' leaf codes, leaf by leaf."""
         n_rows = sums.shape[1]
         result = np.zeros((self.n_out, n_rows))
@@ -164,9 +170,6 @@ def _csr(rows: np.ndarray, columns: np.ndarray, data: np.ndarray, n_rows: int, n
 
 def _add_slopes(row_slopes: _RowSlopes, z: np.ndarray, codes: np.ndarray, out: np.ndarray) -> None:
     """Add every factor's slope per row to ``out (K + 1, rows)`` (a view of the accumulator), from
-    ``z (items, rows, Q)`` in the chunk's item order and the rows' leaf codes ``(L, rows)``."""
-    n_items, n_rows, n_q = z.shape
-    zall = row_slopes.sources.sums(z.reshape(n_items, -1))
-    # (sources x Q, rows): each sum's nodes as rows of the products, the rows of the data as columns
-    sums = np.ascontiguousarray(zall.reshape(-1, n_rows, n_q).transpose(0, 2, 1)).reshape(-1, n_rows)
-    row_slopes.add(sums, codes, out)
+    ``z (Q, items, rows)`` in the chunk's item order and the rows' leaf codes ``(L, rows)``."""
+    n_q, n_items, n_rows = z.shape
+    row_slopes.add(row_slopes.sources.sums(z.reshape(n_q * n_items, n_rows)), codes, out)

@@ -61,6 +61,15 @@ class OneHot:
         """One one per row, at column ``index[r]``: ``picks(t, n).T @ g`` sums the rows of ``g`` by ``t``."""
         return cls(np.arange(len(index) + 1, dtype=index.dtype), index, n_columns)
 
+    def tiled(self, copies: int) -> OneHot:
+        """``copies`` copies of the matrix along the diagonal: on a stack of ``copies`` tables,
+        one above the other, it acts on each table apart (one product for all of them)."""
+        nnz = int(self.indptr[-1])
+        shift = np.arange(copies, dtype=np.int64)[:, None]
+        indptr = np.append((self.indptr[:-1] + shift * nnz).ravel(), copies * nnz)
+        indices = (self.indices + shift * self.shape[1]).ravel()
+        return OneHot(indptr.astype(np.int64), indices.astype(np.int64), copies * self.shape[1])
+
     def sums(self, table: np.ndarray) -> np.ndarray:
         """``self @ table``: ``(rows, Q)``, each row the sum of the table rows it picks."""
         out = np.zeros((self.shape[0], table.shape[1]))
