@@ -68,6 +68,7 @@ class Cells:
     def __init__(self, plan: TreePlan, codes: np.ndarray, tuning: Tuning = DEFAULT_TUNING):
         offset = np.concatenate([[0], np.cumsum(np.int64(1) << plan.code_size)])
         leaf_cells, self.row_leaf_cell = _dedupe(codes + offset[:-1], int(offset[-1]))
+        self._leaf_cell_rows = None  # row_leaf_cell leaf-major, made by the first item_entries call
         cell_leaf = np.searchsorted(offset, leaf_cells, side="right") - 1
         cell_code = leaf_cells - offset[cell_leaf]
         leaf_count = np.bincount(cell_leaf, minlength=len(plan.code_size))
@@ -127,6 +128,19 @@ class Cells:
         entry += (self.pair_first[distinct] - self.leaf_first[leaf]).astype(self.index)
         entry = self.pair_index[entry][:, column]
         entry += base.astype(self.index)
+        return entry
+
+    def item_entries(self, plan: TreePlan, views: np.ndarray, base: np.ndarray) -> np.ndarray:
+        """:meth:`row_entries` transposed, ``(len(views), n)``: per-row kernels gather a block of rows
+        item by item, and contiguous index runs gather a third faster than a transposed view."""
+        if self._leaf_cell_rows is None:
+            self._leaf_cell_rows = np.ascontiguousarray(self.row_leaf_cell.T)  # (L, n)
+        distinct, column = np.unique(views, return_inverse=True)
+        leaf = plan.view_leaf[distinct]
+        entry = self._leaf_cell_rows[leaf]
+        entry += (self.pair_first[distinct] - self.leaf_first[leaf]).astype(self.index)[:, None]
+        entry = self.pair_index[entry][column]
+        entry += base.astype(self.index)[:, None]
         return entry
 
 

@@ -50,10 +50,10 @@ def pattern_gradients(
     chunk_blocks = ChunkBlocks(plan, blocks, chunk, q)
     linear = plan.item_kind[chunk.items[chunk.order[chunk_blocks.first]]] == LIN  # per block
     row_slopes = _RowSlopes(chunk_blocks, chunk, len(q), plan.n_features, np.where(linear, plan.n_features + 1, 0))
-    entry = cells.row_entries(plan, plan.item_view[single], chunk.base)
+    entry = cells.item_entries(plan, plan.item_view[single], chunk.base)
     values = np.ascontiguousarray(chunk.values.T) * gl[:, None]  # (Q, entries), quadrature weights in
     for rows in _blocks(n, 3 * len(single) * len(q), tuning.block_elements):
-        z = np.take(values, entry[rows].T, axis=1)  # (Q, items, rows)
+        z = np.take(values, entry[:, rows], axis=1)  # (Q, items, rows)
         _add_slopes(row_slopes, z, codes[:, rows], both[:, rows])
     if len(plan.item_leaf) > plan.n_single:
         _cross(plan, cells, blocks, codes, g_quad, tuning)
@@ -73,7 +73,7 @@ def _cross(plan, cells, blocks, codes, g_quad: np.ndarray, tuning: Tuning) -> No
             part = chunk.part_of(start, stop)
             chunk_blocks = ChunkBlocks(plan, blocks, part, q)
             row_slopes = _RowSlopes(chunk_blocks, part, len(q), plan.n_features)
-            entry = cells.row_entries(plan, plan.item_view[part.items], chunk.base[start:stop])
+            entry = cells.item_entries(plan, plan.item_view[part.items], chunk.base[start:stop])
             n_groups = groups.stop - groups.start
             n_items = stop - start
             segment = np.repeat(np.arange(len(seg_starts)), np.diff(np.append(seg_starts, n_items)))
@@ -88,7 +88,7 @@ def _cross(plan, cells, blocks, codes, g_quad: np.ndarray, tuning: Tuning) -> No
             expanded = OneHot.picks(plan.group_T[groups][active_g, active_t], plan.n_features + 1)
             d_active = (dcoef[active_g, active_t] * gl)[:, None, :]  # (pairs, 1, Q)
             for rows in _blocks(n, 4 * n_items * len(q), tuning.block_elements):
-                value = np.take(values, entry[rows].T, axis=1)  # (Q, items, rows)
+                value = np.take(values, entry[:, rows], axis=1)  # (Q, items, rows)
                 n_rows = value.shape[2]
                 sums = sides.sums(value.reshape(-1, n_rows)).reshape(len(q), -1, n_rows)  # (Q, 2 groups, rows)
                 both = sums[:, :n_groups] * sums[:, n_groups:]  # (Q, groups, rows)
