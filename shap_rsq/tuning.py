@@ -75,7 +75,10 @@ class Tuning:
         A chunk of cross items is evaluated on the quadrature nodes of its first group, the most
         its groups need (``TreePlan.group_q``: the root's pairs need about twice the nodes of
         the last splits').  A new chunk starts where fewer nodes suffice when that saves at least
-        this many ``rows x items x nodes``: about the cost of building one more chunk.
+        this many ``rows x items x nodes``: about the cost of building one more chunk.  Cutting at
+        every change (0) made per-row values on depth-8 XGBoost and forests (1,000 rows) 8-11%
+        faster, but depth-4 and depth-6 XGBoost up to 20% slower (three or four chunks where one
+        sufficed); at 3e5 depth 6 keeps one chunk on 1,000 rows and depth 8 cuts.
     dense_ratio : float
         A view's items are tabulated on all ``2^w`` combinations of its ``w`` bits when ``2^w`` is at
         most ``max(1, dense_ratio x w)`` times the combinations that occur, otherwise cell by cell
