@@ -58,8 +58,11 @@ def split_decisions(plan: TreePlan, X: np.ndarray, dtype: np.dtype | None = None
 def leaf_codes(plan: TreePlan, left: np.ndarray) -> np.ndarray:
     """``(n, L)`` pass-bit codes: bit ``j`` of leaf ``l`` is 1 when the row passes every split
     on feature ``j`` of that leaf's path."""
-    fails = left[:, plan.path_split] != plan.path_left
-    failed = np.bitwise_or.reduce(np.where(fails, plan.path_pow, 0), axis=2)
+    # depth by depth on (n, L) arrays: a reduction along a short last axis of an (n, L, D) array
+    # ran 3.5x slower (its inner loop is D long)
+    failed = np.zeros((left.shape[0], plan.path_split.shape[0]), dtype=np.int64)
+    for d in range(plan.path_split.shape[1]):
+        failed |= (left[:, plan.path_split[:, d]] != plan.path_left[:, d]) * plan.path_pow[:, d]
     return plan.full_code & ~failed
 
 
