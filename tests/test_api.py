@@ -114,6 +114,11 @@ def test_worker_processes_send_back_the_trees_they_compiled(frame_model):
     # compiled in the workers, kept by the explainer: the next call ships them instead
     assert all(plan is not None for plan in _lca_unit.compiled_plans(explainer._units.units()))
     np.testing.assert_allclose(explainer.rsq(frame, y), first, atol=1e-12)
+    # ... and a worker sends back only the plans it compiled, not those it received
+    units = explainer._units.units()
+    present = _lca_unit.plans_present(units)
+    assert not any(_lca_unit.compiled_plans(units, present))
+    assert any(_lca_unit.compiled_plans(units, [(False, False)] * len(units)))
 
 
 def test_progress_bar_can_be_switched_on(frame_model, capsys):

@@ -20,7 +20,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from ..kernels import lca
 from ..kernels.lca_local import pattern_gradients
 from ..kernels.lca_plan import TreePlan
-from ..kernels.lca_tree import adopt_plans, compiled_plans, distinct_rows
+from ..kernels.lca_tree import adopt_plans, compiled_plans, distinct_rows, plans_present
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import MemoryBudgetError, fit_jobs, out_of_memory, progress_label
@@ -205,6 +205,7 @@ def _row_chunks(unit, n_rows: int):
 
 def _run_block(units, X, y, w, f, forest, local, progress):
     f = f.copy()
+    present = plans_present(units)
     out = np.zeros((X.shape[0], forest.n_players) if local else forest.n_players)
     bar = None
     if progress:
@@ -231,7 +232,7 @@ def _run_block(units, X, y, w, f, forest, local, progress):
             bar.update(len(unit.trees))
     if bar is not None:
         bar.close()
-    return out, f, compiled_plans(units)
+    return out, f, compiled_plans(units, present)
 
 
 def tree_shap_values(plan: TreePlan | None, X: np.ndarray, n_features: int, dtype=None) -> np.ndarray:
