@@ -99,8 +99,9 @@ class Tuning:
         Estimated LCA work (items x quadrature nodes x rows) from which blocks of trees go to worker
         processes: about half a second on one core, against ~25 ms to hand blocks to a warm pool.
     blocks_per_job : int
-        Blocks of trees per worker for global values: a worker that drew cheap trees takes another
-        block, but each block costs 10-20 ms of hand-over.
+        Blocks of trees per worker: a worker that drew cheap trees takes another block, but each
+        block costs 10-20 ms of hand-over.  Per-row values keep one block per worker when the
+        blocks' ``(n, p)`` results would pass an eighth of the memory budget.
     selector_block_entries : int
         Largest number of per-row contributions the selector holds at once (32 MB).
     pair_min_work : float

@@ -98,6 +98,14 @@ def test_parallel_jobs_give_identical_results(frame_model, depth):
     eager = replace(DEFAULT_TUNING, parallel_work=0.0)
     blocks = _unit_blocks(units, 2, local=False, n_rows=len(y), tuning=eager)
     assert len(blocks) == (1 if depth == 3 else 2 * eager.blocks_per_job)
+    # per-row shares too, unless the blocks' (n, p) results would take a real part of the budget
+    p = frame.shape[1]
+    local_blocks = _unit_blocks(units, 2, local=True, n_rows=len(y), tuning=eager, n_features=p)
+    assert len(local_blocks) == (1 if depth == 3 else 2 * eager.blocks_per_job)
+    tight = replace(eager, memory_budget=8 * 8 * len(y) * p * 2 * eager.blocks_per_job - 1)
+    assert len(_unit_blocks(units, 2, local=True, n_rows=len(y), tuning=tight, n_features=p)) == (
+        1 if depth == 3 else 2
+    )
     serial = RSquaredExplainer(model).rsq(frame, y, sample_weight=w)
     parallel = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=eager).rsq(frame, y, sample_weight=w)
     np.testing.assert_allclose(serial, parallel, atol=1e-12)
