@@ -129,7 +129,7 @@ def weighted_gradient(
 
     # cross items, chunk by chunk of groups: the cotangent of a left item is C_g sum_u w_u B_g (of a
     # right item C_g sum_u w_u A_g); C_g multiplies the side sums, fewer than the entries they reach
-    per_group = np.zeros(plan.group_T.shape)  # sum_u w_u A_g B_g integrated against dC_g/dq_k
+    per_group = np.zeros(plan.group_T.shape)  # the slopes of C_g in the features it expands
     for chunk, parts in _chunks(plan, cells, tuning):
         q, gl = chunk.q, gauss_legendre(len(chunk.q))[1]
         hist = np.zeros_like(chunk.values)
@@ -137,11 +137,12 @@ def weighted_gradient(
             coef, dcoef = _group_coefficients(plan, q, groups)
             weight = coef * gl  # the quadrature weights ride on the coefficients: one pass less per table
             entry = cells.row_entries(plan, plan.item_view[chunk.items[start:stop]], chunk.base[start:stop])
+            both = np.zeros_like(coef)  # sum_u w_u A_g B_g
             for rows, gather, sums in _side_sums(chunk, entry, seg_starts, groups, len(q), 1, tuning):
                 weighted = sums * w_quad[rows, None, None, None]
-                both = np.einsum("ugq,ugq->gq", sums[:, 0], weighted[:, 1])
-                per_group[groups] += np.einsum("gq,gtq,q->gt", both, dcoef, gl)
+                both += np.einsum("ugq,ugq->gq", sums[:, 0], weighted[:, 1])
                 gather.add_transposed((weighted[:, ::-1] * weight).reshape(-1, len(q)), hist)
+            per_group[groups] = np.einsum("gq,gtq,q->gt", both, dcoef, gl)
         z = hist * chunk.values
         out += ChunkBlocks(plan, blocks, chunk, q).global_slopes(chunk, cells, z, plan.n_features)
     out += scatter_features(plan, plan.group_T, per_group)

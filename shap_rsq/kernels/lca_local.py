@@ -54,7 +54,7 @@ def pattern_gradients(
     values = np.ascontiguousarray(chunk.values.T) * gl[:, None]  # (Q, entries), quadrature weights in
     for rows in _blocks(n, 3 * len(single) * len(q), tuning.block_elements):
         z = np.take(values, entry[:, rows], axis=1)  # (Q, items, rows)
-        _add_slopes(row_slopes, z, codes[:, rows], both[:, rows])
+        row_slopes.add(z, codes[:, rows], both[:, rows])
     if len(plan.item_leaf) > plan.n_single:
         _cross(plan, cells, blocks, codes, g_quad, tuning)
     return g_quad[:-1].T.copy(), g_lin[:-1].T.copy()
@@ -94,16 +94,17 @@ def _cross(plan, cells, blocks, codes, g_quad: np.ndarray, tuning: Tuning) -> No
                 both = sums[:, :n_groups] * sums[:, n_groups:]  # (Q, groups, rows)
                 sums *= side_coef  # C_g on the sums, fewer than the items
                 value *= np.take(sums, partner, axis=1)
-                _add_slopes(row_slopes, value, codes[:, rows], g_quad[:, rows])
+                row_slopes.add(value, codes[:, rows], g_quad[:, rows])
                 if len(active_g):
                     per_pair = np.take(both, active_g, axis=1).transpose(1, 0, 2)  # (pairs, Q, rows)
                     expanded.add_transposed(np.matmul(d_active, per_pair)[:, 0], g_quad[:, rows])
 
 
 class _RowSlopes:
-    """The slopes of one chunk's items for every row, as two sparse products per block of rows.
+    """The slopes of one chunk's items for every row, as three sparse products per block of rows.
 
-    A factor's slope on a row is ``sum_q Z rho_0 + bit x sum_q Z (rho_1 - rho_0)``, with ``Z`` its
+    ``z`` is first summed per block (over its items) and per stream (over its carriers), node
+    by node: one product on the ``(Q x items, rows)`` stack.  A factor's slope on a row is ``sum_q Z rho_0 + bit x sum_q Z (rho_1 - rho_0)``, with ``Z`` its
     block's (or stream's) ``z`` summed over the items that carry it.  The first part adds up
     over all factors of a feature: one product ``(features, sums x Q)``.  The second depends on
     the row only through one pass bit of the block's leaf, so it is summed per (leaf, bit)
@@ -145,10 +146,11 @@ class _RowSlopes:
         self.second = _csr(np.repeat(pair, n_q), dependent_columns, delta, len(pairs), n_columns)
         self.n_out = n_out
 
-    def add(self, sums: np.ndarray, codes: np.ndarray, out: np.ndarray) -> None:
-        """Add the slopes per row to ``out (K + 1, rows)``; ``sums (Q x sources, rows)`` are the block and
-        stream sums of ``z``, ``codes (L, rows)`` the rows' leaf codes, leaf by leaf."""
-        n_rows = sums.shape[1]
+    def add(self, z: np.ndarray, codes: np.ndarray, out: np.ndarray) -> None:
+        """Add every factor's slope per row to ``out (K + 1, rows)`` (a view of the accumulator), from
+        ``z (Q, items, rows)`` in the chunk's item order and the rows' leaf codes ``(L, rows)``."""
+        n_q, n_items, n_rows = z.shape
+        sums = self.sources.sums(z.reshape(n_q * n_items, n_rows))  # (Q x sources, rows)
         result = np.zeros((self.n_out, n_rows))
         weighted_sums(*self.first, sums, result)
         per_pair = np.zeros((len(self.leaf), n_rows))
@@ -166,10 +168,3 @@ def _csr(rows: np.ndarray, columns: np.ndarray, data: np.ndarray, n_rows: int, n
     order = np.argsort(rows, kind="stable")
     indptr = offsets(np.bincount(rows, minlength=n_rows))
     return indptr, columns[order].astype(np.int64), data[order]
-
-
-def _add_slopes(row_slopes: _RowSlopes, z: np.ndarray, codes: np.ndarray, out: np.ndarray) -> None:
-    """Add every factor's slope per row to ``out (K + 1, rows)`` (a view of the accumulator), from
-    ``z (Q, items, rows)`` in the chunk's item order and the rows' leaf codes ``(L, rows)``."""
-    n_q, n_items, n_rows = z.shape
-    row_slopes.add(row_slopes.sources.sums(z.reshape(n_q * n_items, n_rows)), codes, out)
