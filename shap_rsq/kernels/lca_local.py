@@ -104,11 +104,12 @@ class _RowSlopes:
     """The slopes of one chunk's items for every row, as three sparse products per block of rows.
 
     ``z`` is first summed per block (over its items) and per stream (over its carriers), node
-    by node: one product on the ``(Q x items, rows)`` stack.  A factor's slope on a row is ``sum_q Z rho_0 + bit x sum_q Z (rho_1 - rho_0)``, with ``Z`` its
-    block's (or stream's) ``z`` summed over the items that carry it.  The first part adds up
-    over all factors of a feature: one product ``(features, sums x Q)``.  The second depends on
-    the row only through one pass bit of the block's leaf, so it is summed per (leaf, bit)
-    first, one product ``(leaf bits, sums x Q)``, and then multiplied by the rows' bits.
+    by node: one product on the ``(Q x items, rows)`` stack.  A factor's slope on a row is
+    ``sum_q Z rho_0 + bit x sum_q Z (rho_1 - rho_0)``, with ``Z`` its block's (or stream's) ``z``
+    summed over the items that carry it.  The first part adds up over all factors of a feature:
+    one product ``(features, sums x Q)``.  The second depends on the row only through one pass
+    bit of the block's leaf, so it is summed per (leaf, bit) first, one product ``(leaf bits,
+    sums x Q)``, and then multiplied by the rows' bits.
     """
 
     def __init__(self, chunk_blocks: ChunkBlocks, chunk, n_q: int, n_features: int, offset: np.ndarray | None = None):
