@@ -20,12 +20,17 @@ def path(request, monkeypatch):
     return request.param
 
 
+def _random_indices(rng, n_rows: int, n_columns: int, most: int, index_type):
+    """CSR ``(indptr, indices)`` with 0 .. ``most - 1`` random columns a row."""
+    counts = rng.integers(0, most, size=n_rows)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_type)
+    return indptr, rng.integers(0, n_columns, size=int(indptr[-1])).astype(index_type)
+
+
 @pytest.mark.parametrize("index_type", [np.int32, np.int64])
 def test_one_hot_sums_and_transposed_sums_match_scipy(path, index_type):
     rng = np.random.default_rng(3)
-    counts = rng.integers(0, 5, size=40)
-    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_type)
-    indices = rng.integers(0, 25, size=int(indptr[-1])).astype(index_type)
+    indptr, indices = _random_indices(rng, 40, 25, 5, index_type)
     public = sparse.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(40, 25))
     matrix = _sparse.OneHot(indptr, indices, 25)
 
@@ -55,9 +60,7 @@ def test_picks_sum_rows_by_target(path):
 def test_weighted_sums_add_the_weighted_rows_as_scipy_does(path, index_type):
     # per-row values weight each picked cell's slopes by the row's cotangent
     rng = np.random.default_rng(4)
-    counts = rng.integers(0, 6, size=30)
-    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_type)
-    indices = rng.integers(0, 20, size=int(indptr[-1])).astype(index_type)
+    indptr, indices = _random_indices(rng, 30, 20, 6, index_type)
     data = rng.normal(size=len(indices))
     table = rng.normal(size=(20, 5))
     out = rng.normal(size=(30, 5))
@@ -70,9 +73,7 @@ def test_weighted_sums_add_the_weighted_rows_as_scipy_does(path, index_type):
 def test_tiled_one_hot_is_the_block_diagonal_of_its_copies(path, index_type):
     # the per-row kernel sums a (Q x items, rows) stack node by node with one product
     rng = np.random.default_rng(4)
-    counts = rng.integers(0, 4, size=12)
-    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index_type)
-    indices = rng.integers(0, 9, size=int(indptr[-1])).astype(index_type)
+    indptr, indices = _random_indices(rng, 12, 9, 4, index_type)
     public = sparse.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(12, 9))
     tiled = _sparse.OneHot(indptr, indices, 9).tiled(3)
     assert tiled.shape == (36, 27)
