@@ -140,6 +140,11 @@ class ChunkBlocks:
         some = np.logical_or.reduceat(carry, first, axis=0)
         self.uniform = np.logical_and.reduceat(carry, first, axis=0)
         self.rho = slope_ratios(blocks, q, block)  # (C, F, 2, Q) at the chunk's quadrature nodes
+        self.q = q
+        # a factor q p + (1 - q) R (every factor with a slope, unless R = 0) has rho = -1 / (1 - q)
+        # where its bit is 0, whatever R: per-row kernels contract those with one weight vector
+        a0, b0 = blocks.coef[block, :, 0], blocks.coef[block, :, 1]
+        self.unit_rho0 = (a0 == -b0) & (a0 != 0.0)
         self.feat = blocks.feat[block]
         self.width = blocks.width[block]
         self.leaf = blocks.leaf[block]

@@ -38,7 +38,7 @@ def pattern_gradients(
     cells = Cells(plan, codes, tuning)
     blocks = plan_blocks(plan)
     n = codes.shape[0]
-    codes = np.ascontiguousarray(codes.T)  # (L, n): a block of rows reads each leaf's codes in one run
+    bits = _PassBits(plan, codes)
     # accumulated transposed (features, rows), one sparse product per block of rows adding into
     # it: the quadratic gradients in rows 0 .. K, the linear ones in rows K + 1 .. 2K + 1
     both = np.zeros((2 * (plan.n_features + 1), n))
@@ -49,22 +49,20 @@ def pattern_gradients(
     chunk = Chunk(plan, cells, single, q, tuning)
     chunk_blocks = ChunkBlocks(plan, blocks, chunk, q)
     linear = plan.item_kind[chunk.items[chunk.order[chunk_blocks.first]]] == LIN  # per block
-    row_slopes = _RowSlopes(chunk_blocks, chunk, len(q), plan.n_features, np.where(linear, plan.n_features + 1, 0))
+    row_slopes = _RowSlopes(chunk_blocks, chunk, plan.n_features, bits, np.where(linear, plan.n_features + 1, 0))
     entry = cells.item_entries(plan, plan.item_view[single], chunk.base)
     values = np.ascontiguousarray(chunk.values.T) * gl[:, None]  # (Q, entries), quadrature weights in
     for rows in _blocks(n, 3 * len(single) * len(q), tuning.block_elements):
         z = np.take(values, entry[:, rows], axis=1)  # (Q, items, rows)
-        row_slopes.add(z, codes[:, rows], both[:, rows])
+        row_slopes.add(z, rows, both[:, rows])
     if len(plan.item_leaf) > plan.n_single:
-        _cross(plan, cells, blocks, codes, g_quad, tuning)
+        _cross(plan, cells, blocks, bits, n, g_quad, tuning)
     return g_quad[:-1].T.copy(), g_lin[:-1].T.copy()
 
 
-def _cross(plan, cells, blocks, codes, g_quad: np.ndarray, tuning: Tuning) -> None:
+def _cross(plan, cells, blocks, bits: _PassBits, n: int, g_quad: np.ndarray, tuning: Tuning) -> None:
     """Add the cross items' gradients into ``g_quad (K + 1, n)``: their slopes weighted by each row's
-    cotangents, and the slopes of the group coefficients ``C_g`` (in their expanded features);
-    ``codes (L, n)`` are the rows' leaf codes, leaf by leaf."""
-    n = codes.shape[1]
+    cotangents, and the slopes of the group coefficients ``C_g`` (in their expanded features)."""
     for chunk, parts in _chunks(plan, cells, tuning):
         q, gl = chunk.q, gauss_legendre(len(chunk.q))[1]
         values = np.ascontiguousarray(chunk.values.T)  # (Q, entries): rows gather node-major stacks
@@ -72,7 +70,7 @@ def _cross(plan, cells, blocks, codes, g_quad: np.ndarray, tuning: Tuning) -> No
             coef, dcoef = _group_coefficients(plan, q, groups)
             part = chunk.part_of(start, stop)
             chunk_blocks = ChunkBlocks(plan, blocks, part, q)
-            row_slopes = _RowSlopes(chunk_blocks, part, len(q), plan.n_features)
+            row_slopes = _RowSlopes(chunk_blocks, part, plan.n_features, bits)
             entry = cells.item_entries(plan, plan.item_view[part.items], chunk.base[start:stop])
             n_groups = groups.stop - groups.start
             n_items = stop - start
@@ -94,26 +92,31 @@ def _cross(plan, cells, blocks, codes, g_quad: np.ndarray, tuning: Tuning) -> No
                 both = sums[:, :n_groups] * sums[:, n_groups:]  # (Q, groups, rows)
                 sums *= side_coef  # C_g on the sums, fewer than the items
                 value *= np.take(sums, partner, axis=1)
-                row_slopes.add(value, codes[:, rows], g_quad[:, rows])
+                row_slopes.add(value, rows, g_quad[:, rows])
                 if len(active_g):
                     per_pair = np.take(both, active_g, axis=1).transpose(1, 0, 2)  # (pairs, Q, rows)
                     expanded.add_transposed(np.matmul(d_active, per_pair)[:, 0], g_quad[:, rows])
 
 
 class _RowSlopes:
-    """The slopes of one chunk's items for every row, as three sparse products per block of rows.
+    """The slopes of one chunk's items for every row, as sparse products per block of rows.
 
     ``z`` is first summed per block (over its items) and per stream (over its carriers), node
     by node: one product on the ``(Q x items, rows)`` stack.  A factor's slope on a row is
     ``sum_q Z rho_0 + bit x sum_q Z (rho_1 - rho_0)``, with ``Z`` its block's (or stream's) ``z``
-    summed over the items that carry it.  The first part adds up over all factors of a feature:
-    one product ``(features, sums x Q)``.  The second depends on the row only through one pass
-    bit of the block's leaf, so it is summed per (leaf, bit) first, one product ``(leaf bits,
-    sums x Q)``, and then multiplied by the rows' bits.
+    summed over the items that carry it.  The first part adds up over all factors of a feature.
+    Nearly every factor has ``rho_0 = -1 / (1 - q)`` (``ChunkBlocks.unit_rho0``), so each sum
+    ``Z`` is contracted with it once, and the factors add those up: one product ``(features,
+    sums)``; the others take one product ``(features, sums x Q)``.  The second part depends on
+    the row only through one pass bit of the block's leaf, so it is summed per (leaf, bit)
+    first, one product ``(leaf bits, sums x Q)``, and then multiplied by the rows' bits.
     """
 
-    def __init__(self, chunk_blocks: ChunkBlocks, chunk, n_q: int, n_features: int, offset: np.ndarray | None = None):
+    def __init__(
+        self, chunk_blocks: ChunkBlocks, chunk, n_features: int, bits: _PassBits, offset: np.ndarray | None = None
+    ):
         cb = chunk_blocks
+        n_q = len(cb.q)
         # z summed per block (over all its items), then per stream (over its carriers): one product
         carriers = chunk.order[cb.stream_positions()]
         indptr = np.concatenate([offsets(cb.count), len(chunk.order) + cb.stream_ptr[1:]])
@@ -127,41 +130,66 @@ class _RowSlopes:
         factor_c = np.concatenate((c, cb.stream_c))
         factor_f = np.concatenate((f, cb.stream_f))
         rho = cb.rho[factor_c, factor_f]  # (factors, 2, Q)
+        unit = cb.unit_rho0[factor_c, factor_f]
+        self.rho0 = -1.0 / (1.0 - cb.q)
+        rho[unit, 0] = self.rho0  # b / phi, without the rounding of phi
         feat = cb.feat[factor_c, factor_f] + offset[factor_c]
-        n_out = n_features + 1 + int(offset.max(initial=0))
-        n_sources = n_blocks + len(cb.stream_c)
-        columns = (source[:, None] + np.arange(n_q) * n_sources).ravel()  # node-major, as the sums
-        n_columns = n_sources * n_q
-        self.first = _csr(np.repeat(feat, n_q), columns, rho[:, 0].ravel(), n_out, n_columns)
+        self.n_out = n_features + 1 + int(offset.max(initial=0))
+        self.n_sources = n_blocks + len(cb.stream_c)
+        columns = (source[:, None] + np.arange(n_q) * self.n_sources).ravel()  # node-major, as the sums
+        n_columns = self.n_sources * n_q
+        self.first_unit = _csr(feat[unit], source[unit], np.ones(int(unit.sum())), self.n_out, self.n_sources)
+        other = np.repeat(~unit, n_q)
+        self.first = _csr(np.repeat(feat[~unit], n_q), columns[other], rho[~unit, 0].ravel(), self.n_out, n_columns)
         # the bit-dependent factors, summed per (leaf, bit) of the rows' codes
         dependent = factor_f < cb.width[factor_c]
         # (output block, leaf, bit): a leaf's linear and diagonal singles write to different rows
         n_leaves = int(cb.leaf.max(initial=0)) + 1
         key = (offset[factor_c] * n_leaves + cb.leaf[factor_c]) * 64 + cb.bit[factor_c, factor_f]
         pairs, pair = np.unique(key[dependent], return_inverse=True)
-        self.leaf, self.bit = (pairs // 64) % n_leaves, pairs % 64
+        self.bit_rows = bits.row(pairs // 64 % n_leaves, pairs % 64)
         self.pair_feature = np.zeros(len(pairs), dtype=np.int64)
         self.pair_feature[pair] = feat[dependent]
         delta = (rho[dependent, 1] - rho[dependent, 0]).ravel()
         dependent_columns = columns.reshape(-1, n_q)[dependent].ravel()
         self.second = _csr(np.repeat(pair, n_q), dependent_columns, delta, len(pairs), n_columns)
-        self.n_out = n_out
+        self.bits = bits
 
-    def add(self, z: np.ndarray, codes: np.ndarray, out: np.ndarray) -> None:
-        """Add every factor's slope per row to ``out (K + 1, rows)`` (a view of the accumulator), from
-        ``z (Q, items, rows)`` in the chunk's item order and the rows' leaf codes ``(L, rows)``."""
+    def add(self, z: np.ndarray, rows: slice, out: np.ndarray) -> None:
+        """Add every factor's slope on ``rows`` to ``out (K + 1, rows)`` (a view of the accumulator),
+        from ``z (Q, items, rows)`` in the chunk's item order."""
         n_q, n_items, n_rows = z.shape
         sums = self.sources.sums(z.reshape(n_q * n_items, n_rows))  # (Q x sources, rows)
         result = np.zeros((self.n_out, n_rows))
-        weighted_sums(*self.first, sums, result)
-        per_pair = np.zeros((len(self.leaf), n_rows))
+        contracted = (self.rho0 @ sums.reshape(n_q, -1)).reshape(self.n_sources, n_rows)
+        weighted_sums(*self.first_unit, contracted, result)
+        if len(self.first[1]):
+            weighted_sums(*self.first, sums, result)
+        per_pair = np.zeros((len(self.bit_rows), n_rows))
         weighted_sums(*self.second, sums, per_pair)
-        bits = np.take(codes, self.leaf, axis=0)  # (pairs, rows), contiguous
-        np.right_shift(bits, self.bit[:, None], out=bits)
-        np.bitwise_and(bits, 1, out=bits)
-        per_pair *= bits
+        per_pair *= self.bits.table[self.bit_rows, rows]
         OneHot.picks(self.pair_feature, self.n_out).add_transposed(per_pair, result)
         out += result
+
+
+class _PassBits:
+    """Every row's pass bits, one row of the table per (leaf, bit of its code): a block of rows
+    reads its factors' bits as one gather, not as shifts of the codes per chunk."""
+
+    def __init__(self, plan: TreePlan, codes: np.ndarray):
+        size = plan.code_size
+        self.first = offsets(size)
+        self.table = np.empty((int(self.first[-1]), codes.shape[0]), dtype=bool)  # (leaf bits, n)
+        widest = int(size.max(initial=0))
+        # each leaf's codes in one run, in the narrowest type that holds them (fewer bytes to shift)
+        by_leaf = codes.T.astype(np.min_scalar_type((1 << widest) - 1))
+        for bit in range(widest):
+            leaves = np.flatnonzero(size > bit)
+            self.table[self.first[leaves] + bit] = (by_leaf[leaves] >> bit) & 1
+
+    def row(self, leaf: np.ndarray, bit: np.ndarray) -> np.ndarray:
+        """Table rows of the given (leaf, bit) pairs."""
+        return self.first[leaf] + bit
 
 
 def _csr(rows: np.ndarray, columns: np.ndarray, data: np.ndarray, n_rows: int, n_columns: int):
