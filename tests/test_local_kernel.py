@@ -99,3 +99,45 @@ def test_slot_gradients_equal_tree_shap_on_the_linear_part(cases):
     )
     theirs = shap.TreeExplainer(model).shap_values(X)
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("family", ["RandomForestRegressor", "XGBRegressor", "LGBMRegressor", "CatBoost-SymmetricTree"])
+def test_every_factor_with_a_slope_has_one_log_derivative_at_bit_zero(fitted, family):
+    # the per-row kernel contracts every factor's bit-0 part with one vector, -1 / (1 - q): that
+    # holds because each factor with a slope is q p + (1 - q) R, (a0, b0) = (R, -R); R = 0 (a
+    # zero cover, as CatBoost's empty children) gives no bit-0 slope at all
+    from shap_rsq.kernels.lca_blocks import plan_blocks
+    from shap_rsq.kernels.lca_plan import compile_tree
+
+    model = fitted(family, True)[0]
+    plans = [compile_tree(tree) for tree in RSquaredExplainer(model).forest.trees if tree.left[0] >= 0]
+    unit = zero = 0
+    for plan in plans:
+        carried = plan_blocks(plan).carry  # (items, factors): the factors with a slope
+        a0, b0 = plan.fac_a0[carried], plan.fac_b0[carried]
+        is_unit = (a0 == -b0) & (a0 != 0.0)
+        is_zero = (a0 == 0.0) & (b0 == 0.0)
+        assert np.all(is_unit | is_zero)
+        unit += int(is_unit.sum())
+        zero += int(is_zero.sum())
+    assert unit > 0
+    if family.startswith("CatBoost"):
+        assert zero > 0  # the zero-cover factors are there, and slope only where their bit is 1
+
+
+def test_pass_bit_table_reads_the_leaf_codes(cases):
+    # one table row per (leaf, bit of its code), built once per tree, stands for shifting the codes
+    from shap_rsq.kernels.lca import leaf_codes, split_decisions
+    from shap_rsq.kernels.lca_local import _PassBits
+    from shap_rsq.kernels.lca_plan import compile_tree
+
+    model, X, _, _ = cases("xgboost-depth-6", True)
+    explainer = RSquaredExplainer(model)
+    plan = compile_tree(explainer.forest.trees[0])
+    codes = leaf_codes(plan, split_decisions(plan, X, explainer.forest.input_dtype))
+    bits = _PassBits(plan, codes)
+    assert plan.code_size.max() > 1 and 0 < bits.table.mean() < 1
+    for leaf in range(len(plan.code_size)):
+        for bit in range(int(plan.code_size[leaf])):
+            row = bits.row(np.array([leaf]), np.array([bit]))[0]
+            np.testing.assert_array_equal(bits.table[row], (codes[:, leaf] >> bit) & 1 == 1)

@@ -105,11 +105,12 @@ class _RowSlopes:
     by node: one product on the ``(Q x items, rows)`` stack.  A factor's slope on a row is
     ``sum_q Z rho_0 + bit x sum_q Z (rho_1 - rho_0)``, with ``Z`` its block's (or stream's) ``z``
     summed over the items that carry it.  The first part adds up over all factors of a feature.
-    Nearly every factor has ``rho_0 = -1 / (1 - q)`` (``ChunkBlocks.unit_rho0``), so each sum
-    ``Z`` is contracted with it once, and the factors add those up: one product ``(features,
-    sums)``; the others take one product ``(features, sums x Q)``.  The second part depends on
-    the row only through one pass bit of the block's leaf, so it is summed per (leaf, bit)
-    first, one product ``(leaf bits, sums x Q)``, and then multiplied by the rows' bits.
+    A factor with a slope is ``q p + (1 - q) R``: ``rho_0`` is ``-1 / (1 - q)`` whatever ``R``
+    (``ChunkBlocks.unit_rho0``), or 0 where ``R`` is 0.  So each sum ``Z`` is contracted with
+    ``-1 / (1 - q)`` once, and the factors add those up: one product ``(features, sums)``.  The
+    second part depends on the row only through one pass bit of the block's leaf, so it is summed
+    per (leaf, bit) first, one product ``(leaf bits, sums x Q)``, and then multiplied by the rows'
+    bits.
     """
 
     def __init__(
@@ -130,6 +131,7 @@ class _RowSlopes:
         factor_c = np.concatenate((c, cb.stream_c))
         factor_f = np.concatenate((f, cb.stream_f))
         rho = cb.rho[factor_c, factor_f]  # (factors, 2, Q)
+        # the factors without unit_rho0 have R = 0: rho_0 = 0, nothing in the first part
         unit = cb.unit_rho0[factor_c, factor_f]
         self.rho0 = -1.0 / (1.0 - cb.q)
         rho[unit, 0] = self.rho0  # b / phi, without the rounding of phi
@@ -138,9 +140,7 @@ class _RowSlopes:
         self.n_sources = n_blocks + len(cb.stream_c)
         columns = (source[:, None] + np.arange(n_q) * self.n_sources).ravel()  # node-major, as the sums
         n_columns = self.n_sources * n_q
-        self.first_unit = _csr(feat[unit], source[unit], np.ones(int(unit.sum())), self.n_out, self.n_sources)
-        other = np.repeat(~unit, n_q)
-        self.first = _csr(np.repeat(feat[~unit], n_q), columns[other], rho[~unit, 0].ravel(), self.n_out, n_columns)
+        self.first = _csr(feat[unit], source[unit], np.ones(int(unit.sum())), self.n_out, self.n_sources)
         # the bit-dependent factors, summed per (leaf, bit) of the rows' codes
         dependent = factor_f < cb.width[factor_c]
         # (output block, leaf, bit): a leaf's linear and diagonal singles write to different rows
@@ -162,9 +162,7 @@ class _RowSlopes:
         sums = self.sources.sums(z.reshape(n_q * n_items, n_rows))  # (Q x sources, rows)
         result = np.zeros((self.n_out, n_rows))
         contracted = (self.rho0 @ sums.reshape(n_q, -1)).reshape(self.n_sources, n_rows)
-        weighted_sums(*self.first_unit, contracted, result)
-        if len(self.first[1]):
-            weighted_sums(*self.first, sums, result)
+        weighted_sums(*self.first, contracted, result)
         per_pair = np.zeros((len(self.bit_rows), n_rows))
         weighted_sums(*self.second, sums, per_pair)
         per_pair *= self.bits.table[self.bit_rows, rows]
