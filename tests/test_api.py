@@ -129,6 +129,37 @@ def test_worker_processes_send_back_the_trees_they_compiled(frame_model):
     assert any(_lca_unit.compiled_plans(units, [(False, False)] * len(units)))
 
 
+def test_blocks_of_compiled_trees_are_balanced_by_their_counted_work(frame_model):
+    # before compiling, blocks split the estimated work (off by up to 3x per tree); once the plans
+    # exist they split what the plans count, each block within one tree of an equal share
+    _, frame, y, _ = frame_model
+    model = xgboost.XGBRegressor(n_estimators=40, max_depth=6, random_state=0).fit(frame, y)
+    explainer = RSquaredExplainer(model)
+    units = explainer._units.units(local=True)
+    assert all(unit.compiled_work is None for unit in units)
+    eager = replace(DEFAULT_TUNING, parallel_work=0.0)
+    before = _unit_blocks(units, 2, local=True, n_rows=len(y), tuning=eager, n_features=frame.shape[1])
+    explainer(frame, y)
+    counted = np.array([unit.compiled_work for unit in units])
+    estimated = np.array([unit.work for unit in units])
+    assert np.all(counted > 0) and np.ptp(counted / estimated) > 0.2  # the estimate's error varies by tree
+    after = _unit_blocks(units, 2, local=True, n_rows=len(y), tuning=eager, n_features=frame.shape[1])
+    share = counted.sum() / len(after)
+    assert all(abs(counted[block].sum() - share) <= counted.max() for block in after)
+    spread = [np.ptp([counted[block].sum() for block in blocks]) for blocks in (before, after)]
+    assert spread[1] < spread[0]
+    # what a plan counts: each cross item on its group's quadrature nodes, each single on single_q
+    from shap_rsq.kernels.lca import _chunks
+    from shap_rsq.kernels.lca_cells import Cells
+
+    plan = units[0].plan
+    codes = np.zeros((1, len(plan.code_size)), dtype=np.int64)
+    cells = Cells(plan, codes)
+    cut_everywhere = replace(DEFAULT_TUNING, level_work=0.0)
+    cross = sum(len(chunk.items) * len(chunk.q) for chunk, _ in _chunks(plan, cells, cut_everywhere))
+    assert plan.node_evaluations == cross + plan.n_single * plan.single_q
+
+
 def test_progress_bar_can_be_switched_on(frame_model, capsys):
     model, frame, y, _ = frame_model
     RSquaredExplainer(model, progress=True).rsq(frame, y)

@@ -175,7 +175,9 @@ def _unit_blocks(
     they do not depend on which worker finished first): local values take one block a job
     when those arrays would pass an eighth of the memory budget.  Forests with little kernel
     work run one block in this process: shallow and symmetric trees take milliseconds, less
-    than handing rows to another process.
+    than handing rows to another process.  Units weigh what their compiled plans count, once
+    they have them: the estimates are off by up to 3x from tree to tree, and four blocks of
+    equal estimates of depth-8 XGBoost took 0.49-0.79 s (0.62-0.68 s by the counts).
     """
     parallel_work = n_rows * sum(unit.parallel_work for unit in units)
     jobs = max(1, effective_n_jobs(n_jobs)) if parallel_work >= tuning.parallel_work else 1
@@ -183,7 +185,7 @@ def _unit_blocks(
     if local and 8 * n_rows * n_features * per_job * jobs > tuning.memory_budget // 8:
         per_job = 1
     n_blocks = min(len(units), per_job * jobs if jobs > 1 else 1)
-    work = np.array([unit.work for unit in units], dtype=float)
+    work = np.array([unit.work if unit.compiled_work is None else unit.compiled_work for unit in units])
     if n_blocks <= 1 or work.sum() == 0:
         return [np.arange(len(units))]
     edges = np.searchsorted(np.cumsum(work), work.sum() * np.arange(1, n_blocks) / n_blocks)

@@ -44,6 +44,11 @@ class HybridUnit(LcaUnit):
             self._pair_plan = compile_pairs(self.tree, self.pair_nodes)
         return self._pair_plan
 
+    @property
+    def compiled_work(self) -> float | None:
+        """``None``: the plan leaves out the pair nodes' work, which ``work`` estimates."""
+        return None
+
     def element_bytes(self, local: bool) -> int:
         """Bytes per (pattern, item) of trees deep enough to have pair nodes: their items rarely
         share cells (``Tuning.lca_dense_local_bytes`` / ``lca_dense_global_bytes``)."""

@@ -141,9 +141,9 @@ class ChunkBlocks:
         self.uniform = np.logical_and.reduceat(carry, first, axis=0)
         self.rho = slope_ratios(blocks, q, block)  # (C, F, 2, Q) at the chunk's quadrature nodes
         self.q = q
-        # every factor with a slope is q p + (1 - q) R (``kernels.lca_plan``): where its bit is 0,
-        # rho = -1 / (1 - q) whatever R, or 0 when R = 0 (tested); per-row kernels contract the
-        # former with one weight vector
+        # every factor kind with a slope is q p + (1 - q) R, b0 = -a0 (``kernels.lca_plan._TABLE``):
+        # where its bit is 0, rho = -1 / (1 - q) whatever R, or 0 when R = 0 (tested); per-row
+        # kernels contract the former with one weight vector
         a0, b0 = blocks.coef[block, :, 0], blocks.coef[block, :, 1]
         self.unit_rho0 = (a0 == -b0) & (a0 != 0.0)
         self.feat = blocks.feat[block]

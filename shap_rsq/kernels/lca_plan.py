@@ -113,6 +113,11 @@ class TreePlan:
     def n_splits(self) -> int:
         return len(self.split_feature)
 
+    @property
+    def node_evaluations(self) -> int:
+        """Items times the quadrature nodes each is evaluated on: the plan's work per row pattern."""
+        return int(self.group_q[self.item_group].sum()) + self.n_single * self.single_q
+
 
 # Factor kinds: each is affine in q given one pass bit, (a0, b0, a1, b1) below.
 _OMIT, _H, _DELTA, _E, _UNKNOWN_ONLY, _CONSTANT, _DIAG, _FREE = range(8)

@@ -67,6 +67,11 @@ class LcaUnit:
     def parallel_work(self) -> float:
         return self.work
 
+    @property
+    def compiled_work(self) -> float | None:
+        """What ``work`` estimates, counted on the compiled plan (``None`` before compiling)."""
+        return None if self._plan is None else float(self._plan.node_evaluations)
+
     def chunk_rows(self) -> int | None:
         return None  # all rows at once: routing is blocked inside
 

@@ -28,6 +28,9 @@ class TreeKernel(Protocol):
         Estimated cost, comparable between units (how the engine splits a forest into blocks).
     parallel_work : float
         Estimated cost per row of sending the unit to a worker process (0: never worth it).
+    compiled_work : float or None
+        ``work`` counted on what the unit compiled, once it has (``None`` before, or when the
+        estimate is the better measure): the engine balances blocks by it.
     """
 
     trees: np.ndarray
@@ -38,6 +41,9 @@ class TreeKernel(Protocol):
 
     @property
     def parallel_work(self) -> float: ...
+
+    @property
+    def compiled_work(self) -> float | None: ...
 
     def chunk_rows(self) -> int | None:
         """Rows per chunk the unit wants (``None``: all rows at once, it blocks inside)."""

@@ -39,6 +39,7 @@ class HeapUnit:
 
     # milliseconds for hundreds of trees: not worth sending to another process
     parallel_work = 0.0
+    compiled_work = None  # nothing compiled apart from the tables: ``work`` is the count
 
     @property
     def work(self) -> float:
@@ -149,6 +150,7 @@ class ObliviousUnit:
     tables: _SubsetTables = field(init=False)
 
     parallel_work = 0.0  # as for HeapUnit
+    compiled_work = None
 
     def __post_init__(self):
         # (T, 2^D known-level masks, 2^D patterns), row-independent
