@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pickle
 import tracemalloc
 import warnings
 from dataclasses import replace
@@ -158,6 +160,41 @@ def test_blocks_of_compiled_trees_are_balanced_by_their_counted_work(frame_model
     cut_everywhere = replace(DEFAULT_TUNING, level_work=0.0)
     cross = sum(len(chunk.items) * len(chunk.q) for chunk, _ in _chunks(plan, cells, cut_everywhere))
     assert plan.node_evaluations == cross + plan.n_single * plan.single_q
+
+
+def test_workers_keep_the_plans_they_compiled_and_units_travel_without_them(frame_model, monkeypatch):
+    # a block of units goes to a worker without its plans; the worker keeps what it compiled, by
+    # unit token, and the next call's copies find them there instead of compiling again
+    from collections import OrderedDict
+
+    from shap_rsq.engine import run, worker_plans
+
+    monkeypatch.setattr(worker_plans, "_CACHE", OrderedDict())
+    _, frame, y, _ = frame_model
+    model = xgboost.XGBRegressor(n_estimators=6, max_depth=5, random_state=0).fit(frame, y)
+    explainer = RSquaredExplainer(model)
+    explainer.rsq(frame, y)
+    units = explainer._units.units()
+    assert all(unit._plan is not None for unit in units)  # compiled by the call above, in this process
+    forest = explainer.forest
+    X, w = frame.to_numpy(dtype=float), np.ones(len(y))
+    start = np.full(len(y), forest.base_offset + forest.nodes.tree_mean.sum())
+    copies = worker_plans.shipped(units)
+    assert all(c._plan is None and c.token == u.token for c, u in zip(copies, units, strict=True))
+    assert len(pickle.dumps(copies)) < len(pickle.dumps(units)) / 5
+    other = {"present": [(False, False)] * len(units), "keep": 1 << 30, "caller": -1}  # another process's units
+    values, _, sent = run._run_block(copies, X, y, w, start, forest, False, False, other)
+    assert all(plan is not None for plan, _ in sent)  # compiled here, sent back to the caller
+    again = worker_plans.shipped(units)
+    values_again, _, _ = run._run_block(again, X, y, w, start, forest, False, False, other)
+    assert all(a._plan is c._plan for a, c in zip(again, copies, strict=True))  # kept, not compiled again
+    np.testing.assert_array_equal(values_again, values)
+    # a bound smaller than the plans keeps none; the caller's own process never keeps any
+    worker_plans.remember(again, limit=0)
+    assert not worker_plans._CACHE
+    mine = dict(other, caller=os.getpid())
+    run._run_block(worker_plans.shipped(units), X, y, w, start, forest, False, False, mine)
+    assert not worker_plans._CACHE
 
 
 def test_progress_bar_can_be_switched_on(frame_model, capsys):

@@ -11,6 +11,7 @@ and ``f_t = f_{t-1} + m_t - c_t``, the game of tree ``t`` on a row with weight
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import MemoryBudgetError, fit_jobs, out_of_memory, progress_label
 from .interactions import InteractionPlans
 from .routing import Kernel, build_units
+from .worker_plans import remember, restore, shipped
 
 __all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_values"]
 
@@ -120,14 +122,15 @@ def _decompose(forest, units, X, y, w, local, n_jobs, progress, tuning) -> Decom
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
     label = progress_label(units, X.shape[0], tuning) if progress else False
     inner = label if len(blocks) == 1 else False  # one block: its own bar; several: one bar over blocks
-    tasks = [
-        delayed(_run_block)([units[u] for u in block], X, y, w, start, forest, local, inner)
-        for block, start in zip(blocks, starts, strict=True)
-    ]
-    if len(tasks) == 1:
-        function, args, kwargs = tasks[0]
-        results = [function(*args, **kwargs)]
+    if len(blocks) == 1:
+        results = [_run_block(units, X, y, w, starts[0], forest, local, inner)]
     else:
+        # units go without their plans: a worker keeps the plans it compiled (engine.worker_plans)
+        # and sends back those this process lacks
+        tasks = [
+            delayed(_run_block)(shipped(part), X, y, w, start, forest, local, inner, _for_worker(part, tuning))
+            for part, start in zip(([units[u] for u in block] for block in blocks), starts, strict=True)
+        ]
         results = _run_parallel(tasks, blocks, units, n_jobs, label)
     values = sum(r[0] for r in results)
     return Decomposition(values, results[-1][1], mean_prediction)
@@ -217,9 +220,22 @@ def _row_chunks(unit, n_rows: int):
         yield slice(start, min(n_rows, start + step))
 
 
-def _run_block(units, X, y, w, f, forest, local, progress):
+def _for_worker(units: Sequence, tuning: Tuning) -> dict:
+    """What a block's worker needs to know: which plans this process holds already (a worker
+    sends back only the others), how many bytes of plans a worker keeps between calls (an eighth
+    of the budget), and this process's id (a thread of it keeps none: they would outlive the
+    explainer here)."""
+    return {"present": plans_present(units), "keep": tuning.memory_budget // 8, "caller": os.getpid()}
+
+
+def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None = None):
+    """Run a block of units over all rows; ``worker`` (:func:`_for_worker`) when the units were
+    shipped without their plans."""
     f = f.copy()
-    present = plans_present(units)
+    keep = worker is not None and worker["caller"] != os.getpid()
+    if keep:
+        restore(units)
+    present = plans_present(units) if worker is None else worker["present"]
     out = np.zeros((X.shape[0], forest.n_players) if local else forest.n_players)
     bar = None
     if progress:
@@ -246,6 +262,8 @@ def _run_block(units, X, y, w, f, forest, local, progress):
             bar.update(len(unit.trees))
     if bar is not None:
         bar.close()
+    if keep:
+        remember(units, worker["keep"])
     return out, f, compiled_plans(units, present)
 
 

@@ -11,6 +11,7 @@ hand, the one with less work.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,6 +50,8 @@ class LcaUnit:
     tuning: Tuning = DEFAULT_TUNING
     _plan: TreePlan | None = field(default=None, repr=False)
     _junction_plan: JunctionPlan | None = field(default=None, repr=False)
+    # tells this unit's plans apart in a worker's cache (``engine.worker_plans``); copies keep it
+    token: str = field(default_factory=lambda: uuid.uuid4().hex, repr=False, compare=False)
 
     @property
     def plan(self) -> TreePlan:
