@@ -222,10 +222,11 @@ def _row_chunks(unit, n_rows: int):
 
 def _for_worker(units: Sequence, tuning: Tuning) -> dict:
     """What a block's worker needs to know: which plans this process holds already (a worker
-    sends back only the others), how many bytes of plans a worker keeps between calls (an eighth
-    of the budget), and this process's id (a thread of it keeps none: they would outlive the
-    explainer here)."""
-    return {"present": plans_present(units), "keep": tuning.memory_budget // 8, "caller": os.getpid()}
+    sends back only the others), how many bytes of plans a worker keeps between calls
+    (``Tuning.worker_plan_bytes``, at most an eighth of the budget), and this process's id (a
+    thread of it keeps none: they would outlive the explainer here)."""
+    keep = min(tuning.worker_plan_bytes, tuning.memory_budget // 8)
+    return {"present": plans_present(units), "keep": keep, "caller": os.getpid()}
 
 
 def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None = None):
