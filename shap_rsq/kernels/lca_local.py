@@ -8,8 +8,8 @@ own cotangent ``C_g(q) * (the other side's sum)``.
 Slopes come from the log-derivative (``kernels.lca_blocks``): per row, ``z = cotangent x value``
 of every item, summed over the items of each block, gives every factor's slope as
 ``sum_q z rho(bit)`` with the row's own bit.  Per row that is one multiply-add per item and
-quadrature node, and one per (block, factor, node): no product of "all factors but one" and
-no ``(rows, items, factors)`` array is formed.
+quadrature node, one per (block, bit-dependent factor, node) and one per (block, factor): no
+product of "all factors but one" and no ``(rows, items, factors)`` array is formed.
 """
 
 from __future__ import annotations
