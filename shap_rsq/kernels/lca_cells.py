@@ -122,10 +122,9 @@ class Cells:
 
     def row_entries(self, plan: TreePlan, views: np.ndarray, base: np.ndarray) -> np.ndarray:
         """``(n, len(views))`` the entry every row reads in each of ``views``, plus ``base``."""
-        distinct, column = np.unique(views, return_inverse=True)
-        leaf = plan.view_leaf[distinct]
+        column, leaf, shift = self._distinct_views(plan, views)
         entry = self.row_leaf_cell[:, leaf]
-        entry += (self.pair_first[distinct] - self.leaf_first[leaf]).astype(self.index)
+        entry += shift
         entry = self.pair_index[entry][:, column]
         entry += base.astype(self.index)
         return entry
@@ -135,13 +134,19 @@ class Cells:
         item by item, and contiguous index runs gather a third faster than a transposed view."""
         if self._leaf_cell_rows is None:
             self._leaf_cell_rows = np.ascontiguousarray(self.row_leaf_cell.T)  # (L, n)
-        distinct, column = np.unique(views, return_inverse=True)
-        leaf = plan.view_leaf[distinct]
+        column, leaf, shift = self._distinct_views(plan, views)
         entry = self._leaf_cell_rows[leaf]
-        entry += (self.pair_first[distinct] - self.leaf_first[leaf]).astype(self.index)[:, None]
+        entry += shift[:, None]
         entry = self.pair_index[entry][column]
         entry += base.astype(self.index)[:, None]
         return entry
+
+    def _distinct_views(self, plan: TreePlan, views: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each view's position among the distinct ``views``, and per distinct view its leaf and the
+        shift from a row's leaf cell to its cell in :attr:`pair_index`."""
+        distinct, column = np.unique(views, return_inverse=True)
+        leaf = plan.view_leaf[distinct]
+        return column, leaf, (self.pair_first[distinct] - self.leaf_first[leaf]).astype(self.index)
 
 
 def _popcount(values: np.ndarray) -> np.ndarray:
