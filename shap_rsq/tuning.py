@@ -127,14 +127,17 @@ class Tuning:
         its LCA blocks as dense (``lca_dense_global_bytes``).  At 1, 8 of 20 XGBoost depth-12
         trees had such nodes only.
     max_lca_items : int
-        Most LCA items one tree's plan keeps: past it the nodes with the most items take the
-        pairs, which need no plan.  The memory budget lowers it further (``lca_item_bytes``), and
-        is what binds at the default budget; at 2^18 a fully grown tree on 500 rows (447k
-        estimated items) sent its root to the pairs and took 18.7 s instead of 7.3 s.
+        Most estimated LCA items one plan holds (:attr:`plan_item_cap`): a tree with more is
+        compiled as several plans, one after the other (``kernels.hybrid_tree``), and a node with
+        more alone takes the pairs, which need no plan.  The memory budget lowers it further
+        (``lca_item_bytes``), and is what binds at the default budget.  Moving whole nodes to the
+        pairs instead cost up to 60x their time as items: an XGBoost tree of depth 12 on 10,000
+        rows (437k estimated items, 4% over the cap) sent its root to the pairs and took about
+        800 s instead of about 60 s.
     memory_budget : int
         Bytes of working memory a call may use (set by ``RSquaredExplainer(memory_budget=)``).
-        An LCA kernel call sizes its blocks of patterns to a quarter of it; the plan of a tree
-        routed by the cost model keeps at most a quarter of it in items; worker processes are
+        An LCA kernel call sizes its blocks of patterns to a quarter of it; compiling a plan takes
+        at most a quarter of it (:attr:`plan_item_cap`); worker processes are
         capped so that their kernels fit; and a call whose per-row arrays alone exceed half
         of it is refused before it starts.
     lca_global_bytes : int
@@ -209,6 +212,12 @@ class Tuning:
     lca_dense_seconds: float = 5e-9
     pair_seconds: float = 2.5e-9
     interaction_code_bits: int = 40
+
+    @property
+    def plan_item_cap(self) -> int:
+        """Most estimated items in one compiled LCA plan: ``max_lca_items``, or what a quarter of
+        the memory budget holds while the plan compiles (``lca_item_bytes`` each)."""
+        return min(self.max_lca_items, self.memory_budget // (4 * self.lca_item_bytes))
 
 
 DEFAULT_TUNING = Tuning()

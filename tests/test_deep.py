@@ -15,12 +15,14 @@ from sklearn.metrics import r2_score
 from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
-from shap_rsq.kernels.hybrid_tree import HybridUnit
+from shap_rsq.kernels.hybrid_tree import HybridUnit, plan_pieces
 from shap_rsq.kernels.pairs import choose_pair_nodes, node_costs
 from shap_rsq.tuning import DEFAULT_TUNING
 
 # every tree takes the cost model, and half of the nodes' items are over the cap
 MIXED = replace(DEFAULT_TUNING, pair_min_work=0.0, max_lca_items=400)
+# no node is cheaper as pairs, and a plan holds a few nodes' items: trees are compiled in pieces
+PIECES = replace(DEFAULT_TUNING, pair_min_work=0.0, pair_cost=1e12, max_lca_items=1500)
 
 
 def _deep_data(n: int = 90, p: int = 6, seed: int = 0):
@@ -51,13 +53,13 @@ def oracles():
     return cache
 
 
-@pytest.mark.parametrize("kernel", ["pairs", "lca", "auto", "mixed"])
+@pytest.mark.parametrize("kernel", ["pairs", "lca", "auto", "mixed", "pieces"])
 @pytest.mark.parametrize("case", range(len(DEEP)))
 def test_deep_trees_match_subset_enumeration(oracles, case, kernel):
     name, model, X, y, w = DEEP[case]
     explainer = RSquaredExplainer(model)
-    if kernel == "mixed":
-        explainer._set_engine(tuning=MIXED)
+    if kernel in ("mixed", "pieces"):
+        explainer._set_engine(tuning=MIXED if kernel == "mixed" else PIECES)
     else:
         explainer._set_engine(kernel=kernel)
     expected_global, expected_local = oracles[name]
@@ -73,24 +75,46 @@ def test_mixed_tuning_splits_trees_between_the_kernels():
     assert isinstance(unit, HybridUnit)
     internal = unit.tree.left >= 0
     assert 0 < unit.pair_nodes.sum() < internal.sum()
+    # every internal node is either with the pairs or in exactly one piece, each within the cap
+    np.testing.assert_array_equal(unit.pieces >= 0, internal & ~unit.pair_nodes)
     costs = node_costs(unit.tree)
-    assert costs.items[~unit.pair_nodes].sum() <= MIXED.max_lca_items
-    assert len(unit.plan.item_leaf) > unit.plan.n_single  # some nodes kept their LCA items
+    per_piece = np.bincount(unit.pieces[unit.pieces >= 0], weights=costs.items[unit.pieces >= 0])
+    assert len(per_piece) > 1 and per_piece.max() <= MIXED.plan_item_cap
+    assert np.all(costs.items[unit.pair_nodes & ~cheaper_as_pairs(costs, MIXED)] > MIXED.plan_item_cap)
 
 
-def test_cost_model_keeps_the_plan_within_the_budget():
+def cheaper_as_pairs(costs, tuning) -> np.ndarray:
+    pair_work = tuning.pair_cost * costs.pairs * np.ceil(costs.width / 2)
+    return (costs.pairs >= tuning.pair_min_pairs) & (pair_work < costs.items * costs.n_q)
+
+
+def test_pieces_hold_every_cross_item_of_the_tree_once():
+    _, model, *_ = DEEP[0]
+    (whole,) = RSquaredExplainer(model)._set_engine(kernel="lca")._units.units()
+    (unit,) = RSquaredExplainer(model)._set_engine(tuning=PIECES)._units.units()
+    assert isinstance(unit, HybridUnit) and not unit.pair_nodes.any() and not unit.dense
+    plans = list(unit.lca_plans())
+    assert len(plans) == unit.pieces.max() + 1 > 2
+    n_single = whole.plan.n_single
+    assert sum(len(plan.item_leaf) - n_single for plan in plans) == len(whole.plan.item_leaf) - n_single
+    # the linear and diagonal items count in the first piece only
+    assert np.all(plans[0].item_coef[:n_single] == whole.plan.item_coef[:n_single])
+    assert all(np.all(plan.item_coef[:n_single] == 0.0) for plan in plans[1:])
+
+
+def test_cost_model_keeps_each_plan_within_the_budget():
     X, y, _ = _deep_data(n=400, p=20)
     tree = RSquaredExplainer(DecisionTreeRegressor(random_state=0).fit(X, y)).forest.trees[0]
     costs = node_costs(tree)
-    for budget in (DEFAULT_TUNING.memory_budget, 1 << 27):
+    for budget in (DEFAULT_TUNING.memory_budget, 1 << 27, 1 << 24):
         tuning = replace(DEFAULT_TUNING, memory_budget=budget)
         chosen = choose_pair_nodes(costs, tuning)
-        cap = min(tuning.max_lca_items, budget // (4 * tuning.lca_item_bytes))
-        assert costs.items[~chosen].sum() <= cap
-        # a node whose pairs cost less than its items always takes them
-        cheaper = tuning.pair_cost * costs.pairs * np.ceil(costs.width / 2) < costs.items * costs.n_q
-        assert np.all(chosen[cheaper & (costs.pairs >= tuning.pair_min_pairs)])
-    assert costs.items.sum() > cap and chosen[0]  # at 128 MiB the root's items must go
+        pieces = plan_pieces(costs.items, chosen, tuning.plan_item_cap)
+        kept = pieces >= 0
+        assert np.all(np.bincount(pieces[kept], weights=costs.items[kept]) <= tuning.plan_item_cap)
+        # pairs only where they are cheaper, or where no plan could hold the node's items
+        np.testing.assert_array_equal(chosen, cheaper_as_pairs(costs, tuning) | (costs.items > tuning.plan_item_cap))
+    assert costs.items[~chosen].sum() > tuning.plan_item_cap and pieces.max() > 0  # at 16 MiB: several plans
 
 
 CASES = [(family, nan) for family in FAMILIES for nan in (False, True) if family not in NO_NAN or not nan]

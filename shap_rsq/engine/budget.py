@@ -3,9 +3,10 @@
 Two parts make up a call's memory.  Arrays over rows (targets, predictions, residuals, and for
 per-row shares one ``(n, p)`` block per worker) grow with the data and are what a call may have
 to refuse.  The kernels' own memory is bounded by construction: an LCA kernel call sizes its
-blocks of patterns to a quarter of the budget (``LcaUnit.pattern_step``), the cost model keeps a
-routed tree's plan within another quarter (``kernels.pairs.choose_pair_nodes``), and the per-pair
-kernel and the small-tree kernels work in fixed-size blocks.  Each worker process runs one unit
+blocks of patterns to a quarter of the budget (``LcaUnit.pattern_step``), compiling a plan takes
+at most another quarter (``Tuning.plan_item_cap``: larger trees are compiled in pieces,
+``kernels.hybrid_tree``), and the per-pair kernel and the small-tree kernels work in fixed-size
+blocks.  Each worker process runs one unit
 at a time, so the number of workers is capped to what fits.
 """
 
@@ -84,9 +85,13 @@ def fit_jobs(
 def estimated_seconds(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> float:
     """Rough time of a call on one core, from the units' work estimates (within about 3x on the
     deep trees of ``benchmarks/deep.py``; shallow trees, whose rows share split patterns, take less)."""
-    lca = sum(unit.work for unit in units if isinstance(unit, LcaUnit) and not isinstance(unit, HybridUnit))
-    dense = sum(unit.work for unit in units if isinstance(unit, HybridUnit))
-    pairs = sum(unit.pair_work for unit in units if isinstance(unit, HybridUnit))
+    lca = dense = pairs = 0.0
+    for unit in units:
+        if isinstance(unit, HybridUnit) and unit.dense:
+            dense += unit.work
+            pairs += unit.pair_work
+        elif isinstance(unit, LcaUnit):
+            lca += unit.work
     return n_rows * (tuning.lca_seconds * lca + tuning.lca_dense_seconds * dense + tuning.pair_seconds * pairs)
 
 

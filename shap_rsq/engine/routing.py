@@ -16,7 +16,8 @@ conditioned recursion     leaf-wise trees with at most ``junction_repeated`` rep
 LCA kernel                every other tree (``LcaUnit``); trees at least ``pair_min_depth``
                           deep whose nodes' pairs are cheaper one by one than expanded
                           (``kernels.pairs.choose_pair_nodes``) keep the LCA items of the
-                          other nodes (``kernels.hybrid_tree.HybridUnit``)
+                          other nodes, and trees whose items need more than one plan
+                          compile them in pieces (``kernels.hybrid_tree.HybridUnit``)
 ========================  ==============================================================
 
 ``kernel=`` forces one path (tests, benchmarks): ``"lca"`` sends every tree through the LCA
@@ -33,7 +34,7 @@ from typing import Literal
 import numpy as np
 
 from ..kernels import split_patterns
-from ..kernels.hybrid_tree import HybridUnit
+from ..kernels.hybrid_tree import HybridUnit, plan_pieces
 from ..kernels.lca_tree import LcaUnit, lca_work
 from ..kernels.pairs import choose_pair_nodes, node_costs
 from ..kernels.small_trees import HeapUnit, ObliviousUnit
@@ -113,7 +114,8 @@ def build_units(
 
 
 def _lca_unit(tree, index, mean, work, junction, kernel: str, tuning: Tuning):
-    """An LCA unit, or a hybrid one when some nodes' pairs are cheaper one by one (deep trees)."""
+    """An LCA unit, or a hybrid one when some nodes' pairs are cheaper one by one or the tree's
+    items need more than one plan (deep trees)."""
     small = kernel == "auto" and work < tuning.pair_min_work
     if kernel in ("lca", "junction") or small or tree.left[0] < 0:  # a single leaf has no pairs
         return LcaUnit(index, mean, tree, work, junction, tuning)
@@ -121,9 +123,10 @@ def _lca_unit(tree, index, mean, work, junction, kernel: str, tuning: Tuning):
     chosen = tree.left >= 0 if kernel == "pairs" else choose_pair_nodes(costs, tuning)
     # lca_work misses the expansion over coupled features: the node costs count it
     work = max(work, float(costs.items[~chosen].sum()) * costs.n_q)
-    if not chosen.any():
+    pieces = plan_pieces(costs.items, chosen, tuning.plan_item_cap)
+    if not chosen.any() and pieces.max() <= 0:
         return LcaUnit(index, mean, tree, work, junction, tuning)
-    return HybridUnit(index, mean, tree, work, "never", tuning, pair_nodes=chosen)
+    return HybridUnit(index, mean, tree, work, "never", tuning, pair_nodes=chosen, pieces=pieces)
 
 
 def _junction_modes(nodes: NodeArrays, kernel: str, tuning: Tuning) -> np.ndarray:

@@ -145,11 +145,13 @@ def _coefficients(kind: np.ndarray, r: np.ndarray, prefix: np.ndarray) -> tuple[
     )
 
 
-def compile_tree(tree: TreeTable, skip: np.ndarray | None = None) -> TreePlan | None:
+def compile_tree(tree: TreeTable, skip: np.ndarray | None = None, singles: bool = True) -> TreePlan | None:
     """Tables of one tree, or ``None`` for a single leaf (which contributes nothing).
 
     ``skip`` (a mask over nodes) leaves out the cross items of the pairs meeting there: the
-    per-pair kernel (``kernels.pairs``) evaluates those.
+    per-pair kernel (``kernels.pairs``) or another of the tree's plans evaluates those.  Without
+    ``singles`` the linear and diagonal items are kept in the layout (the kernel expects them
+    first) but weigh zero, for every plan of a tree but the one that counts them.
     """
     if tree.left[0] < 0:
         return None
@@ -160,6 +162,8 @@ def compile_tree(tree: TreeTable, skip: np.ndarray | None = None) -> TreePlan | 
     split_index[splits] = np.arange(len(splits))
     leaf_feature = np.where(paths.features >= 0, np.searchsorted(feature_ids, paths.features), len(feature_ids))
     single = _single_items(tree, paths, leaf_feature)
+    if not singles:
+        single["item_coef"] = np.zeros_like(single["item_coef"])
     single_q, split_q = node_quadrature(tree, paths)
     cross = _cross_items(tree, paths, feature_ids, leaf_feature, split_q, skip)
     on_path = paths.node >= 0

@@ -101,35 +101,43 @@ class LcaUnit:
         if not local and self._junction_gradient(X, dtype, first, per_quad, per_lin, out):
             return
         if local:
-            g_quad = np.empty((n_patterns, self.plan.n_features))
-            g_lin = np.empty_like(g_quad)
-        step = self.pattern_step(local)
-        for start in range(0, n_patterns, step):
-            block = slice(start, min(n_patterns, start + step))
-            left = lca.split_decisions(self.plan, X, dtype, rows=first[block])
-            codes = lca.leaf_codes(self.plan, left)
-            if local:
-                g_quad[block], g_lin[block] = pattern_gradients(self.plan, codes, self.tuning)
-            else:
-                weights = per_quad[block], per_lin[block]
-                out[self.plan.features] += lca.weighted_gradient(self.plan, codes, *weights, self.tuning)
+            g_quad = np.zeros((n_patterns, self.plan.n_features))
+            g_lin = np.zeros_like(g_quad)
+        for plan in self.lca_plans():
+            step = self.pattern_step(local, plan)
+            for start in range(0, n_patterns, step):
+                block = slice(start, min(n_patterns, start + step))
+                codes = lca.leaf_codes(plan, lca.split_decisions(plan, X, dtype, rows=first[block]))
+                if local:
+                    quad, lin = pattern_gradients(plan, codes, self.tuning)
+                    g_quad[block] += quad
+                    g_lin[block] += lin
+                else:
+                    weights = per_quad[block], per_lin[block]
+                    out[plan.features] += lca.weighted_gradient(plan, codes, *weights, self.tuning)
         if local:
             out[:, self.plan.features] += w_quad[:, :1] * g_quad[inverse] + w_lin[:, :1] * g_lin[inverse]
 
-    def pattern_step(self, local: bool) -> int:
-        """Patterns per kernel call: at most ``pattern_elements`` (pattern, item) pairs, whose
-        temporaries (:meth:`element_bytes` each) fill a quarter of the budget."""
+    def lca_plans(self):
+        """The plans whose items add up to the tree's game: its one plan (see ``HybridUnit``)."""
+        yield self.plan
+
+    def pattern_step(self, local: bool, plan: TreePlan | None = None) -> int:
+        """Patterns per kernel call on ``plan`` (the unit's own by default): at most
+        ``pattern_elements`` (pattern, item) pairs, whose temporaries (:meth:`element_bytes`
+        each) fill a quarter of the budget."""
         elements = min(self.tuning.pattern_elements, self.tuning.memory_budget // (4 * self.element_bytes(local)))
-        return max(1, elements // self.pattern_width(local))
+        return max(1, elements // self.pattern_width(local, plan))
 
     def element_bytes(self, local: bool) -> int:
         """Temporaries per (pattern, item) pair (``Tuning.lca_local_bytes`` / ``lca_global_bytes``)."""
         return self.tuning.lca_local_bytes if local else self.tuning.lca_global_bytes
 
-    def pattern_width(self, local: bool) -> int:
+    def pattern_width(self, local: bool, plan: TreePlan | None = None) -> int:
         """(pattern, item) elements per pattern; per-row values also hold two slot arrays of a
         pattern's leaves x path features (``kernels.lca_local``)."""
-        return max(1, len(self.plan.item_leaf) + (2 * self.plan.path_split.size if local else 0))
+        plan = self.plan if plan is None else plan
+        return max(1, len(plan.item_leaf) + (2 * plan.path_split.size if local else 0))
 
     def _junction_gradient(self, X, dtype, first, per_quad, per_lin, out) -> bool:
         """Add the tree's global values through the conditioned recursion, if it is the cheaper kernel."""

@@ -125,19 +125,14 @@ def choose_pair_nodes(costs: NodeCosts, tuning: Tuning = DEFAULT_TUNING) -> np.n
     """``(nodes,)`` mask of the nodes whose pairs are cheaper here than as LCA items.
 
     A node with at least ``pair_min_pairs`` pairs takes them when ``pair_cost x pairs x
-    ceil(width / 2)`` is below its items x the tree's quadrature nodes; then, while the items
-    left exceed ``max_lca_items`` or a quarter of the memory budget (``lca_item_bytes`` each),
-    the nodes with the most items move here too.
+    ceil(width / 2)`` is below its items x the tree's quadrature nodes.  A node whose items alone
+    exceed :attr:`~shap_rsq.tuning.Tuning.plan_item_cap` takes them too: no plan could hold it.
+    The other nodes' items may add up to more than the cap; the tree is then compiled as several
+    plans (``kernels.hybrid_tree.plan_pieces``).
     """
     pair_work = tuning.pair_cost * costs.pairs * np.ceil(costs.width / 2)
-    chosen = (costs.pairs >= tuning.pair_min_pairs) & (pair_work < costs.items * costs.n_q)
-    left = np.where(chosen, 0.0, costs.items)
-    cap = min(tuning.max_lca_items, tuning.memory_budget // (4 * tuning.lca_item_bytes))
-    if left.sum() > cap:
-        order = np.argsort(-left, kind="stable")
-        over = np.cumsum(left[order]) - left[order] < left.sum() - cap
-        chosen[order[over & (left[order] > 0)]] = True
-    return chosen
+    cheaper = (costs.pairs >= tuning.pair_min_pairs) & (pair_work < costs.items * costs.n_q)
+    return cheaper | (costs.items > tuning.plan_item_cap)
 
 
 def compile_pairs(tree: TreeTable, chosen: np.ndarray) -> PairPlan:
