@@ -108,6 +108,12 @@ class Tuning:
         grows 300 MB past its size after its first task, with a warning, and the plans go with it:
         at 256 MB that happened on a depth-8 forest on 10,000 rows.  96 MB holds the plans of the
         forests and boosters of depth 6-8 with 100-300 trees on 1,000 rows (49-80 MB).
+    kept_plan_bytes : int
+        Bytes of compiled plans an explainer keeps for its next call (at most an eighth of the
+        budget too); trees past it are compiled again on each call.  256 MB holds every plan of
+        forests and boosters of depth 6-8 with 100-300 trees (49-80 MB on 1,000 rows); XGBoost of
+        depth 12 on 10,000 rows takes 40-140 MB a tree, so a few hundred such trees would
+        otherwise hold tens of GB between calls.
     selector_block_entries : int
         Largest number of per-row contributions the selector holds at once (32 MB).
     pair_min_work : float
@@ -197,6 +203,7 @@ class Tuning:
     parallel_work: float = 1e8
     blocks_per_job: int = 2
     worker_plan_bytes: int = 96 << 20
+    kept_plan_bytes: int = 256 << 20
     selector_block_entries: int = 1 << 22
     pair_min_work: float = 65536.0
     pair_cost: float = 10.0

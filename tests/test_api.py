@@ -197,6 +197,30 @@ def test_workers_keep_the_plans_they_compiled_and_units_travel_without_them(fram
     assert not worker_plans._CACHE
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_explainer_keeps_plans_within_its_bound(frame_model, jobs):
+    # deep trees' plans are large: past Tuning.kept_plan_bytes the trees are compiled again on
+    # each call, with the same values
+    from shap_rsq.engine.worker_plans import held_bytes, plan_bytes
+
+    _, frame, y, _ = frame_model
+    model = xgboost.XGBRegressor(n_estimators=8, max_depth=6, random_state=0).fit(frame, y)
+    free = RSquaredExplainer(model)
+    expected, expected_local = free.rsq(frame, y), free(frame, y).values
+    sizes = [plan_bytes(unit._plan) for unit in free._units.units()]
+    assert all(size > 0 for size in sizes)
+    bound = int(2.5 * np.mean(sizes))
+    tuning = replace(DEFAULT_TUNING, kept_plan_bytes=bound, parallel_work=0.0)
+    explainer = RSquaredExplainer(model, n_jobs=jobs)._set_engine(tuning=tuning)
+    for _ in range(2):
+        np.testing.assert_allclose(explainer.rsq(frame, y), expected, rtol=0, atol=1e-12)
+        units = explainer._units.units()
+        assert 0 < held_bytes(units) <= bound
+        assert 0 < sum(unit._plan is not None for unit in units) < len(units)
+    np.testing.assert_allclose(explainer(frame, y).values, expected_local, rtol=0, atol=1e-12)
+    assert held_bytes(explainer._units.units(local=True)) <= bound
+
+
 def test_progress_bar_can_be_switched_on(frame_model, capsys):
     model, frame, y, _ = frame_model
     RSquaredExplainer(model, progress=True).rsq(frame, y)

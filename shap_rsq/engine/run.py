@@ -27,7 +27,7 @@ from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import MemoryBudgetError, fit_jobs, out_of_memory, progress_label
 from .interactions import InteractionPlans
 from .routing import Kernel, build_units
-from .worker_plans import remember, restore, shipped
+from .worker_plans import held_bytes, keep_within, remember, restore, shipped
 
 __all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_values"]
 
@@ -122,13 +122,15 @@ def _decompose(forest, units, X, y, w, local, n_jobs, progress, tuning) -> Decom
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
     label = progress_label(units, X.shape[0], tuning) if progress else False
     inner = label if len(blocks) == 1 else False  # one block: its own bar; several: one bar over blocks
+    # the plans the explainer keeps for its next call, within a share of the budget
+    room = max(0, min(tuning.kept_plan_bytes, tuning.memory_budget // 8) - held_bytes(units)) // len(blocks)
     if len(blocks) == 1:
-        results = [_run_block(units, X, y, w, starts[0], forest, local, inner)]
+        results = [_run_block(units, X, y, w, starts[0], forest, local, inner, room=room)]
     else:
         # units go without their plans: a worker keeps the plans it compiled (engine.worker_plans)
         # and sends back those this process lacks
         tasks = [
-            delayed(_run_block)(shipped(part), X, y, w, start, forest, local, inner, _for_worker(part, tuning))
+            delayed(_run_block)(shipped(part), X, y, w, start, forest, local, inner, _for_worker(part, tuning), room)
             for part, start in zip(([units[u] for u in block] for block in blocks), starts, strict=True)
         ]
         results = _run_parallel(tasks, blocks, units, n_jobs, label)
@@ -229,9 +231,10 @@ def _for_worker(units: Sequence, tuning: Tuning) -> dict:
     return {"present": plans_present(units), "keep": keep, "caller": os.getpid()}
 
 
-def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None = None):
+def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None = None, room: int | None = None):
     """Run a block of units over all rows; ``worker`` (:func:`_for_worker`) when the units were
-    shipped without their plans."""
+    shipped without their plans.  The units keep at most ``room`` bytes of the plans they compile
+    (``Tuning.kept_plan_bytes``; all of them when ``None``)."""
     f = f.copy()
     keep = worker is not None and worker["caller"] != os.getpid()
     if keep:
@@ -243,7 +246,7 @@ def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None =
         from tqdm.auto import tqdm
 
         bar = tqdm(total=forest.n_trees, desc=progress, unit="tree")
-    for unit in units:
+    for index, unit in enumerate(units):
         pending = None  # row weights a unit sums over chunks before its games are evaluated
         for rows in _row_chunks(unit, X.shape[0]):
             state, prediction = unit.prepare(X[rows], forest.input_dtype)
@@ -259,6 +262,8 @@ def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None =
             f[rows] += after[:, -1]
         if pending is not None:
             unit.finish(pending, out)
+        if room is not None:
+            room -= keep_within(unit, present[index], room)
         if bar is not None:
             bar.update(len(unit.trees))
     if bar is not None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..kernels.lca_tree import LcaUnit
 
-__all__ = ["plan_bytes", "remember", "restore", "shipped"]
+__all__ = ["held_bytes", "keep_within", "plan_bytes", "remember", "restore", "shipped"]
 
 # token -> (plan, junction plan, bytes); only worker processes fill it (see _run_block)
 _CACHE: OrderedDict[str, tuple] = OrderedDict()
@@ -61,3 +61,30 @@ def plan_bytes(plan) -> int:
     if plan is None:
         return 0
     return sum(getattr(plan, f.name).nbytes for f in fields(plan) if isinstance(getattr(plan, f.name), np.ndarray))
+
+
+def held_bytes(units) -> int:
+    """Bytes of the compiled plans ``units`` hold."""
+    return sum(plan_bytes(unit._plan) + plan_bytes(unit._junction_plan) for unit in units if isinstance(unit, LcaUnit))
+
+
+def keep_within(unit, present: tuple[bool, bool], room: int) -> int:
+    """Keep the plans ``unit`` compiled in this call (those ``present`` says it lacked) if they fit
+    in ``room`` bytes, else drop them; the bytes kept.
+
+    An explainer keeps every tree's plan for its next call, and the plans of deep trees are
+    large (40-140 MB each for XGBoost of depth 12 on 10,000 rows): unbounded, a booster of a few
+    hundred such trees would hold more than the machine has.  Past the room, a tree is compiled
+    again on each call (a few percent of evaluating it).
+    """
+    if not isinstance(unit, LcaUnit):
+        return 0
+    new = [not present[0] and unit._plan is not None, not present[1] and unit._junction_plan is not None]
+    size = plan_bytes(unit._plan) * new[0] + plan_bytes(unit._junction_plan) * new[1]
+    if size <= room:
+        return size
+    if new[0]:
+        unit._plan = None
+    if new[1]:
+        unit._junction_plan = None
+    return 0
