@@ -152,8 +152,9 @@ def test_results_do_not_depend_on_jobs_blocks_or_budget():
         {"tuning": replace(MIXED, block_elements=1 << 10, chunk_elements=1 << 12)},
         {"tuning": replace(MIXED, memory_budget=1 << 24)},
         {"kernel": "pairs", "tuning": replace(DEFAULT_TUNING, parallel_work=0.0)},
+        {"tuning": replace(PIECES, parallel_work=0.0, max_lca_items=800)},
     ]
-    for jobs, setting in zip([1, 1, 2], settings, strict=True):
+    for jobs, setting in zip([1, 1, 2, 2], settings, strict=True):
         explainer = RSquaredExplainer(model, n_jobs=jobs)._set_engine(**setting)
         np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected, rtol=0, atol=1e-12)
         np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, rtol=0, atol=1e-12)
