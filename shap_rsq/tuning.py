@@ -113,7 +113,8 @@ class Tuning:
         budget too); trees past it are compiled again on each call.  256 MB holds every plan of
         forests and boosters of depth 6-8 with 100-300 trees (49-80 MB on 1,000 rows); XGBoost of
         depth 12 on 10,000 rows takes 40-140 MB a tree, so a few hundred such trees would
-        otherwise hold tens of GB between calls.
+        otherwise hold tens of GB between calls.  The trees' interaction plans (about 6 MB each
+        at depth 12) are bounded by the same amount, apart.
     selector_block_entries : int
         Largest number of per-row contributions the selector holds at once (32 MB).
     pair_min_work : float

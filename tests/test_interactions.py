@@ -61,6 +61,26 @@ def test_a_fully_grown_tree_matches_subset_enumeration():
     np.testing.assert_allclose(_indices(explainer.rsq_interactions(X, y, sample_weight=w)), expected, atol=1e-9)
 
 
+def test_interaction_plans_are_kept_within_the_bound():
+    # past Tuning.kept_plan_bytes a tree's interaction plan is compiled on each use, same values
+    from shap_rsq.engine.worker_plans import plan_bytes
+
+    X, y, w = make_data(seed=6, n=120)
+    model = RandomForestRegressor(6, max_depth=6, random_state=0).fit(X, y)
+    free = RSquaredExplainer(model)
+    expected = free.rsq_interactions(X, y, sample_weight=w)
+    kept = free._units.interaction_plans()._plans
+    sizes = [plan_bytes(plan) for plan in kept.values()]
+    assert len(sizes) == 6 and min(sizes) > 0
+    bound = int(2.5 * np.mean(sizes))
+    explainer = RSquaredExplainer(model)._set_engine(tuning=replace(DEFAULT_TUNING, kept_plan_bytes=bound))
+    for _ in range(2):
+        np.testing.assert_array_equal(explainer.rsq_interactions(X, y, sample_weight=w), expected)
+        plans = explainer._units.interaction_plans()
+        assert 0 < len(plans._plans) < 6
+        assert sum(plan_bytes(plan) for plan in plans._plans.values()) == plans.kept_bytes <= bound
+
+
 def test_group_interactions_match_enumeration_over_groups(fitted):
     model, X, y, w = fitted("LGBMRegressor", True)
     explainer = RSquaredExplainer(model)

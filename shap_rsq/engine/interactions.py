@@ -18,6 +18,7 @@ from ..kernels.lca_tree import distinct_rows
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import MemoryBudgetError
+from .worker_plans import plan_bytes
 
 __all__ = ["InteractionPlans", "interaction_indices"]
 
@@ -25,17 +26,30 @@ _COMPRESS_ENTRIES = 1 << 22  # pending (row, column, value) triplets merged into
 
 
 class InteractionPlans:
-    """Each tree's interaction plan, compiled on first use (``None`` for single-leaf trees)."""
+    """Each tree's interaction plan, compiled on first use (``None`` for single-leaf trees).
 
-    def __init__(self, forest: Forest) -> None:
+    Plans are kept for the next call while they take at most ``limit`` bytes in all (the
+    explainer's ``Tuning.kept_plan_bytes`` share); past it a tree's plan is compiled on each use:
+    a depth-12 XGBoost tree's takes about 6 MB and 20 ms to compile, so a booster of hundreds of
+    them would otherwise hold gigabytes between calls.
+    """
+
+    def __init__(self, forest: Forest, limit: int | None = None) -> None:
         self.forest = forest
+        self.limit = limit
+        self.kept_bytes = 0
         self._plans: dict[int, InteractionPlan | None] = {}
 
     def __getitem__(self, t: int) -> InteractionPlan | None:
-        if t not in self._plans:
-            tree = self.forest.trees[t]
-            self._plans[t] = None if tree.left[0] < 0 else compile_interactions(tree)
-        return self._plans[t]
+        if t in self._plans:
+            return self._plans[t]
+        tree = self.forest.trees[t]
+        plan = None if tree.left[0] < 0 else compile_interactions(tree)
+        size = plan_bytes(plan)
+        if self.limit is None or self.kept_bytes + size <= self.limit:
+            self._plans[t] = plan
+            self.kept_bytes += size
+        return plan
 
 
 def interaction_indices(

@@ -57,7 +57,8 @@ class UnitCache:
     def interaction_plans(self) -> InteractionPlans:
         """Each tree's interaction plan (:mod:`~shap_rsq.engine.interactions`), compiled on first use."""
         if self._interaction_plans is None:
-            self._interaction_plans = InteractionPlans(self.forest)
+            limit = min(self.tuning.kept_plan_bytes, self.tuning.memory_budget // 8)
+            self._interaction_plans = InteractionPlans(self.forest, limit)
         return self._interaction_plans
 
 

@@ -13,7 +13,7 @@ plans it lacks back with the results (``kernels.lca_tree.compiled_plans``).
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import fields, replace
+from dataclasses import fields, is_dataclass, replace
 
 import numpy as np
 
@@ -57,10 +57,14 @@ def remember(units, limit: int) -> None:
 
 
 def plan_bytes(plan) -> int:
-    """The bytes of a plan's arrays (0 for ``None``)."""
-    if plan is None:
-        return 0
-    return sum(getattr(plan, f.name).nbytes for f in fields(plan) if isinstance(getattr(plan, f.name), np.ndarray))
+    """The bytes of a plan's arrays, in nested records and tuples too (0 for ``None``)."""
+    if isinstance(plan, np.ndarray):
+        return plan.nbytes
+    if isinstance(plan, tuple | list):
+        return sum(plan_bytes(part) for part in plan)
+    if is_dataclass(plan):
+        return sum(plan_bytes(getattr(plan, f.name)) for f in fields(plan))
+    return 0
 
 
 def held_bytes(units) -> int:
