@@ -138,9 +138,9 @@ class Tuning:
         compiled as several plans, one after the other (``kernels.hybrid_tree``), and a node with
         more alone takes the pairs, which need no plan.  The memory budget lowers it further
         (``lca_item_bytes``), and is what binds at the default budget.  Moving whole nodes to the
-        pairs instead cost up to 60x their time as items: an XGBoost tree of depth 12 on 10,000
-        rows (437k estimated items, 4% over the cap) sent its root to the pairs: by its pair work
-        about 800 s, against 59 s in pieces.
+        pairs instead cost up to 15x the tree's time: an XGBoost tree of depth 12 on 10,000
+        rows (437k estimated items, 4% over the cap) sent its root to the pairs and took 904 s,
+        against 59 s in pieces.
     memory_budget : int
         Bytes of working memory a call may use (set by ``RSquaredExplainer(memory_budget=)``).
         An LCA kernel call sizes its blocks of patterns to a quarter of it; compiling a plan takes
