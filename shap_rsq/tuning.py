@@ -143,10 +143,10 @@ class Tuning:
         against 59 s in pieces.
     memory_budget : int
         Bytes of working memory a call may use (set by ``RSquaredExplainer(memory_budget=)``).
-        An LCA kernel call sizes its blocks of patterns to a quarter of it; compiling a plan takes
-        at most a quarter of it (:attr:`plan_item_cap`); worker processes are
-        capped so that their kernels fit; and a call whose per-row arrays alone exceed half
-        of it is refused before it starts.
+        An LCA kernel call sizes its blocks of patterns to a quarter of it; compiling a plan
+        takes at most a quarter of it (:attr:`plan_item_cap`); worker processes are capped so
+        that their kernels fit; and a call whose per-row arrays alone exceed half of it is
+        refused before it starts.
     lca_global_bytes : int
         Peak bytes per (pattern, item) pair of one LCA kernel call for global values, measured with
         ``tracemalloc``: 1.1 on depth-10 forests, 1.4 on XGBoost depth 12, 3.2 on a fully grown
@@ -220,6 +220,18 @@ class Tuning:
     lca_dense_seconds: float = 5e-9
     pair_seconds: float = 2.5e-9
     interaction_code_bits: int = 40
+
+    @property
+    def kept_plan_limit(self) -> int:
+        """Bytes of plans an explainer keeps between calls: ``kept_plan_bytes``, at most an
+        eighth of the budget (for its LCA plans and, apart, its interaction plans)."""
+        return min(self.kept_plan_bytes, self.memory_budget // 8)
+
+    @property
+    def worker_plan_limit(self) -> int:
+        """Bytes of plans a worker process keeps between calls: ``worker_plan_bytes``, at most an
+        eighth of the budget."""
+        return min(self.worker_plan_bytes, self.memory_budget // 8)
 
     @property
     def plan_item_cap(self) -> int:

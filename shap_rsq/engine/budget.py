@@ -6,8 +6,8 @@ to refuse.  The kernels' own memory is bounded by construction: an LCA kernel ca
 blocks of patterns to a quarter of the budget (``LcaUnit.pattern_step``), compiling a plan takes
 at most another quarter (``Tuning.plan_item_cap``: larger trees are compiled in pieces,
 ``kernels.hybrid_tree``), and the per-pair kernel and the small-tree kernels work in fixed-size
-blocks.  Each worker process runs one unit
-at a time, so the number of workers is capped to what fits.
+blocks.  Each worker process runs one unit at a time, so the number of workers is capped to what
+fits.
 """
 
 from __future__ import annotations

@@ -57,8 +57,7 @@ class UnitCache:
     def interaction_plans(self) -> InteractionPlans:
         """Each tree's interaction plan (:mod:`~shap_rsq.engine.interactions`), compiled on first use."""
         if self._interaction_plans is None:
-            limit = min(self.tuning.kept_plan_bytes, self.tuning.memory_budget // 8)
-            self._interaction_plans = InteractionPlans(self.forest, limit)
+            self._interaction_plans = InteractionPlans(self.forest, self.tuning.kept_plan_limit)
         return self._interaction_plans
 
 
@@ -124,7 +123,7 @@ def _decompose(forest, units, X, y, w, local, n_jobs, progress, tuning) -> Decom
     label = progress_label(units, X.shape[0], tuning) if progress else False
     inner = label if len(blocks) == 1 else False  # one block: its own bar; several: one bar over blocks
     # the plans the explainer keeps for its next call, within a share of the budget
-    room = max(0, min(tuning.kept_plan_bytes, tuning.memory_budget // 8) - held_bytes(units)) // len(blocks)
+    room = max(0, tuning.kept_plan_limit - held_bytes(units)) // len(blocks)
     if len(blocks) == 1:
         results = [_run_block(units, X, y, w, starts[0], forest, local, inner, room=room)]
     else:
@@ -228,8 +227,7 @@ def _for_worker(units: Sequence, tuning: Tuning) -> dict:
     sends back only the others), how many bytes of plans a worker keeps between calls
     (``Tuning.worker_plan_bytes``, at most an eighth of the budget), and this process's id (a
     thread of it keeps none: they would outlive the explainer here)."""
-    keep = min(tuning.worker_plan_bytes, tuning.memory_budget // 8)
-    return {"present": plans_present(units), "keep": keep, "caller": os.getpid()}
+    return {"present": plans_present(units), "keep": tuning.worker_plan_limit, "caller": os.getpid()}
 
 
 def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None = None, room: int | None = None):

@@ -83,12 +83,13 @@ def keep_within(unit, present: tuple[bool, bool], room: int) -> int:
     """
     if not isinstance(unit, LcaUnit):
         return 0
-    new = [not present[0] and unit._plan is not None, not present[1] and unit._junction_plan is not None]
-    size = plan_bytes(unit._plan) * new[0] + plan_bytes(unit._junction_plan) * new[1]
+    new_plan = not present[0] and unit._plan is not None
+    new_junction = not present[1] and unit._junction_plan is not None
+    size = (plan_bytes(unit._plan) if new_plan else 0) + (plan_bytes(unit._junction_plan) if new_junction else 0)
     if size <= room:
         return size
-    if new[0]:
+    if new_plan:
         unit._plan = None
-    if new[1]:
+    if new_junction:
         unit._junction_plan = None
     return 0

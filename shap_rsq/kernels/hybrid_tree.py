@@ -116,19 +116,17 @@ def plan_pieces(items: np.ndarray, pair_nodes: np.ndarray, cap: int) -> np.ndarr
     (``-1`` for pair nodes and nodes without items, such as leaves).
 
     First fit, nodes by decreasing items: pieces come out nearly full, so few plans are compiled.
-    A node with more than ``cap`` items has a piece of its own (:func:`~shap_rsq.kernels.pairs.choose_pair_nodes` gives
-    such nodes to the pairs).
+    A node with more than ``cap`` items has a piece of its own
+    (:func:`~shap_rsq.kernels.pairs.choose_pair_nodes` gives such nodes to the pairs).
     """
     piece = np.full(len(items), -1, dtype=np.int64)
     loads: list[float] = []
     for node in np.argsort(-items, kind="stable"):
         if pair_nodes[node] or items[node] <= 0:
             continue
-        fits = [k for k, load in enumerate(loads) if load + items[node] <= cap]
-        if fits:
-            piece[node] = fits[0]
-            loads[fits[0]] += float(items[node])
-        else:
-            piece[node] = len(loads)
-            loads.append(float(items[node]))
+        fit = next((k for k, load in enumerate(loads) if load + items[node] <= cap), len(loads))
+        if fit == len(loads):
+            loads.append(0.0)
+        piece[node] = fit
+        loads[fit] += float(items[node])
     return piece
