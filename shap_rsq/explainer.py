@@ -22,7 +22,7 @@ from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import OutputGames, checked_multioutput, combine, labelled, local_output_shares, target_columns
 from .engine.routing import Kernel
 from .engine.run import Decomposition, UnitCache, check_row_totals, decompose
-from .engine.validation import check_rows, check_target, check_weights
+from .engine.validation import aligned_frame, check_rows, check_target, check_weights
 from .models.inspect import ModelInfo, inspect_model, read_forests
 from .tuning import DEFAULT_TUNING, Tuning
 
@@ -261,7 +261,7 @@ class RSquaredExplainer(InteractionShares, shap.TreeExplainer):
         if y is None:
             refuse_weights_without_target(sample_weight)
             return super().__call__(
-                X, interactions=interactions, check_additivity=check_additivity, approximate=approximate
+                self._aligned(X), interactions=interactions, check_additivity=check_additivity, approximate=approximate
             )
         if interactions:
             checked_multioutput(multioutput, self.model_info)
@@ -276,7 +276,7 @@ class RSquaredExplainer(InteractionShares, shap.TreeExplainer):
             base_values=base,
             # a grouped game's players are not the columns: its rows are not shown beside them
             data=rows.array if values.shape[1] == rows.array.shape[1] else None,
-            feature_names=list(names) if names is not None else self._array_names(values.shape[1]),
+            feature_names=self._explanation_names(names, groups, values.shape[1]),
             output_names=output_names,
         )
 
@@ -312,7 +312,7 @@ class RSquaredExplainer(InteractionShares, shap.TreeExplainer):
         """
         if y is None:
             refuse_weights_without_target(sample_weight)
-            return super().shap_values(X, None, tree_limit, approximate, check_additivity, from_call)
+            return super().shap_values(self._aligned(X), None, tree_limit, approximate, check_additivity, from_call)
         if tree_limit is not None or approximate:
             raise ValueError(
                 "R² shares use every tree the model predicts with, exactly: tree_limit and approximate "
@@ -406,6 +406,19 @@ class RSquaredExplainer(InteractionShares, shap.TreeExplainer):
         result = decompose(forests[0], caches[0].units(local), rows, target, weights, **self._run_options(local))
         self._prediction_check(rows, result.prediction)
         return result
+
+    def _aligned(self, X: Any) -> Any:
+        """``X`` for shap's prediction SHAP values: a DataFrame's columns in the model's order."""
+        return aligned_frame(X, self._names_for_matching(), self.model_info.family)
+
+    def _explanation_names(self, names: Any, groups: Any, n_players: int) -> list[str]:
+        """The Explanation's feature names: the columns' (or players') labels, else for an array
+        the grouped players' names or the explainer's feature names."""
+        if names is not None:
+            return list(names)
+        if groups is not None:  # a grouped game's players: the groups, then the ungrouped features
+            return self._players(groups, None).names
+        return self._array_names(n_players)
 
     def _array_names(self, n_features: int) -> list[str]:
         if self.feature_names is not None and len(self.feature_names) == n_features:

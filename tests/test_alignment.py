@@ -69,6 +69,28 @@ def test_reordered_columns_give_each_feature_its_own_share(rows, kind, names):
         np.testing.assert_array_equal(explanation.data, frame.to_numpy())
 
 
+@pytest.mark.parametrize("kind", ["sklearn", "xgboost", "lightgbm"])
+def test_prediction_shap_values_follow_reordered_columns(rows, kind):
+    # without y the call is shap's, which reads a DataFrame by position: reordered columns got
+    # the SHAP values of other features under their own names
+    X, y = rows
+    frame = pd.DataFrame(X, columns=["g", "a", "c", "e", "b"])
+    model = _fit(kind, frame, y)
+    explainer = RSquaredExplainer(model)
+    shuffled = frame[["b", "e", "a", "g", "c"]]
+    expected = explainer(frame)
+    explanation = explainer(shuffled)
+    assert explanation.feature_names == list(frame.columns)
+    np.testing.assert_allclose(explanation.values, expected.values, atol=1e-12)
+    additivity = explanation.values.sum(axis=1) + explanation.base_values - model.predict(frame)
+    assert np.abs(additivity).max() < 1e-5  # XGBoost adds up in float32
+    np.testing.assert_allclose(explainer.shap_values(shuffled), expected.values, atol=1e-12)
+    interactions = explainer.shap_interaction_values(shuffled)
+    np.testing.assert_allclose(interactions.sum(axis=2), expected.values, atol=1e-5)
+    with pytest.raises(ValueError, match=r"missing 'b'; unexpected 'B'"):
+        explainer(shuffled.rename(columns={"b": "B"}))
+
+
 def test_missing_and_extra_columns_are_named(rows):
     X, y = rows
     frame = pd.DataFrame(X, columns=["age", "bmi", "bp", "s1", "s2"])

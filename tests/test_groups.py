@@ -58,6 +58,17 @@ def test_groups_by_name_label_the_result_and_follow_reordered_columns(fitted):
     np.testing.assert_allclose(explanation.values.sum(axis=0), shares.to_numpy(), atol=1e-12)
 
 
+def test_an_explanation_of_groups_on_an_array_is_labelled_by_its_players(fitted):
+    # an array has no column labels: the Explanation once fell back to "Feature 0".."Feature 2",
+    # so the third player (feature 3) was shown as feature 2
+    model, X, y, _ = fitted("XGBRegressor")
+    explanation = RSquaredExplainer(model)(X, y, groups=GROUPS)
+    assert explanation.feature_names == ["ab", "cde", "Feature 3"]
+    named = RSquaredExplainer(model, feature_names=list("uvwxyz"))(X, y, groups={"ab": ["u", "w"], "cde": [1, 4, 5]})
+    assert named.feature_names == ["ab", "cde", "x"]
+    np.testing.assert_allclose(named.values, explanation.values, atol=1e-12)
+
+
 def test_a_group_the_model_never_uses_gets_zero():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(300, 5))

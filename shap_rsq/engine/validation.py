@@ -16,6 +16,7 @@ from sklearn.utils.validation import _check_sample_weight, check_array, column_o
 
 __all__ = [
     "Rows",
+    "aligned_frame",
     "check_column_shape",
     "check_rows",
     "check_target",
@@ -85,6 +86,22 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
     if array.shape[1] != n_features:
         raise ValueError(f"X has {array.shape[1]} features, but the model was fitted with {n_features} features.")
     return Rows(array, columns)
+
+
+def aligned_frame(X: Any, model_names: list[str] | None, family: str = "") -> Any:
+    """``X`` with its columns in the model's order, in its own DataFrame library, when it is matched
+    by name (as :func:`check_rows` matches it); arrays and frames already in order as they are.
+
+    shap's prediction SHAP values read a DataFrame by position: this puts reordered columns back
+    (and names missing or extra ones in the error) before shap sees them.
+    """
+    frame = _as_frame(X)
+    if not isinstance(frame, nw.DataFrame):
+        return X
+    order = _model_order([str(c) for c in frame.columns], model_names, family)
+    if order is None or order == list(range(len(order))):
+        return X
+    return nw.to_native(frame.select([nw.col(frame.columns[i]) for i in order]))
 
 
 def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool = True) -> np.ndarray:
