@@ -18,18 +18,19 @@ from ._explainer_checks import (
 )
 from ._groups import GroupedGames, Players, player_index, resolve_groups
 from ._interactions import InteractionShares
+from ._prediction_shap import PredictionShap
 from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import OutputGames, checked_multioutput, combine, labelled, local_output_shares, target_columns
 from .engine.routing import Kernel
 from .engine.run import Decomposition, UnitCache, check_row_totals, decompose
-from .engine.validation import aligned_frame, check_rows, check_target, check_weights
+from .engine.validation import check_rows, check_target, check_weights
 from .models.inspect import ModelInfo, inspect_model, read_forests
 from .tuning import DEFAULT_TUNING, Tuning
 
 __all__ = ["RSquaredExplainer"]
 
 
-class RSquaredExplainer(InteractionShares, shap.TreeExplainer):
+class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
     """Exact Shapley decomposition of R² for tree models (Q-SHAP).
 
     A :class:`shap.TreeExplainer` (tree-path-dependent) that also splits the
@@ -406,10 +407,6 @@ class RSquaredExplainer(InteractionShares, shap.TreeExplainer):
         result = decompose(forests[0], caches[0].units(local), rows, target, weights, **self._run_options(local))
         self._prediction_check(rows, result.prediction)
         return result
-
-    def _aligned(self, X: Any) -> Any:
-        """``X`` for shap's prediction SHAP values: a DataFrame's columns in the model's order."""
-        return aligned_frame(X, self._names_for_matching(), self.model_info.family)
 
     def _explanation_names(self, names: Any, groups: Any, n_players: int) -> list[str]:
         """The Explanation's feature names: the columns' (or players') labels, else for an array

@@ -106,3 +106,73 @@ def test_feature_names_are_keyword_only_and_checked(fitted):
 def test_other_shap_settings_are_refused_by_name(fitted, kwargs, message):
     with pytest.raises(ValueError, match=message):
         RSquaredExplainer(fitted[0], **kwargs)
+
+
+def _catboost(policy: str, X, y):
+    catboost = pytest.importorskip("catboost")
+    size = {"max_leaves": 12} if policy == "Lossguide" else {"depth": 6}
+    return catboost.CatBoostRegressor(
+        grow_policy=policy, iterations=15, verbose=0, allow_writing_files=False, random_seed=0, thread_count=1, **size
+    ).fit(X, y)
+
+
+def _lightgbm_forest(X, y):
+    lightgbm = pytest.importorskip("lightgbm")
+    options = {"boosting_type": "rf", "subsample": 0.7, "subsample_freq": 1}  # predicts the mean of its trees
+    return lightgbm.LGBMRegressor(n_estimators=15, num_leaves=8, verbose=-1, random_state=0, **options).fit(X, y)
+
+
+NOT_SHAPS = {
+    "lightgbm rf": _lightgbm_forest,
+    "catboost Depthwise": lambda X, y: _catboost("Depthwise", X, y),
+    "catboost Lossguide": lambda X, y: _catboost("Lossguide", X, y),
+}
+
+
+@pytest.mark.parametrize("kind", list(NOT_SHAPS))
+def test_prediction_shap_values_add_up_where_shaps_own_do_not(kind):
+    # shap's values of these models do not add up to the predictions: LightGBM's pred_contrib sums
+    # a random forest's trees instead of averaging them, CatBoost explains its non-symmetric trees
+    # wrong; shap is given the trees as read here, and its own TreeSHAP explains them exactly
+    from oracle import tree_shap_oracle
+
+    X, y, _ = make_data(seed=5)
+    model = NOT_SHAPS[kind](X, y)
+    rows = X.copy()
+    rows[::7, 1] = np.nan
+    explainer = RSquaredExplainer(model)
+    explanation = explainer(rows)
+    forest = explainer.forest
+    exact = sum(tree_shap_oracle(tree, forest.cast(rows)) for tree in forest.trees)
+    np.testing.assert_allclose(explanation.values, exact, atol=1e-12)
+    additivity = explanation.values.sum(axis=1) + explanation.base_values - model.predict(rows)
+    assert np.abs(additivity).max() < 1e-9
+    np.testing.assert_allclose(explainer.shap_values(rows), exact, atol=1e-12)
+    np.testing.assert_allclose(explainer.shap_interaction_values(rows[:20]).sum(axis=2), exact[:20], atol=1e-12)
+    theirs = shap.TreeExplainer(model)(rows, check_additivity=False)  # the gap this fills
+    assert np.abs(theirs.values.sum(axis=1) + theirs.base_values - model.predict(rows)).max() > 1e-3
+
+
+def test_models_shap_explains_right_keep_shaps_own_values():
+    lightgbm = pytest.importorskip("lightgbm")
+    X, y, _ = make_data(seed=5)
+    plain = lightgbm.LGBMRegressor(n_estimators=15, num_leaves=8, verbose=-1).fit(X, y)
+    for model in (plain, _catboost("SymmetricTree", X, y)):
+        np.testing.assert_array_equal(RSquaredExplainer(model).shap_values(X), shap.TreeExplainer(model).shap_values(X))
+
+
+def test_lightgbm_interaction_values_read_nan_as_lightgbm_does():
+    # a LightGBM model fitted without missing values reads NaN as 0.0; shap's SHAP values (LightGBM's
+    # pred_contrib) know it, its interaction values (its own parse) sent NaN to the default child
+    lightgbm = pytest.importorskip("lightgbm")
+    X, y, _ = make_data(seed=6)
+    model = lightgbm.LGBMRegressor(n_estimators=15, num_leaves=8, verbose=-1).fit(X, y)
+    rows = X.copy()
+    rows[::3, 0] = np.nan
+    explainer = RSquaredExplainer(model)
+    values = explainer.shap_values(rows)
+    np.testing.assert_array_equal(values, shap.TreeExplainer(model).shap_values(rows))  # shap's own, right
+    np.testing.assert_allclose(explainer.shap_interaction_values(rows).sum(axis=2), values, atol=1e-12)
+    np.testing.assert_allclose(explainer(rows, interactions=True).values.sum(axis=2), values, atol=1e-12)
+    theirs = shap.TreeExplainer(model).shap_interaction_values(rows)  # the gap this fills
+    assert np.abs(theirs.sum(axis=2) - values).max() > 1e-3

@@ -71,7 +71,8 @@ def catboost_info(model: Any) -> ModelInfo:
         return ModelInfo(model, None, len(names), names, None, model.predict, "catboost", adjust)
     document = _catboost_json(model)
     trees = _nonsymmetric_trees(document, scale, bias, _nan_right_features(document))
-    return ModelInfo(model, trees, len(names), names, None, model.predict, "catboost")
+    # CatBoost's own SHAP values of these trees, which shap returns, do not add up to its predictions
+    return ModelInfo(model, trees, len(names), names, None, model.predict, "catboost", shap_explains_wrong=True)
 
 
 def _training_params(model: Any) -> dict:

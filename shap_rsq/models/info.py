@@ -47,6 +47,12 @@ class ModelInfo:
         is then one-hot encoded over them and the loss is the Brier score.
     bases : tuple of float or None
         Each output's base value, where shap's loader reads a wrong one (XGBoost multi-target).
+    shap_explains_wrong : bool
+        Whether shap's own prediction SHAP values of this model miss the fixes made when its trees
+        are read (:mod:`~shap_rsq.models.shap_trees`): shap is then given the fixed trees.
+    shap_interactions_wrong : bool
+        Whether only shap's interaction values miss those fixes (shap computes them on its own
+        parse of the trees, its SHAP values through the library): they come from the fixed trees.
     """
 
     shap_model: Any
@@ -60,6 +66,8 @@ class ModelInfo:
     outputs: tuple[str, ...] = ()
     classes: np.ndarray | None = None
     bases: tuple[float, ...] | None = None
+    shap_explains_wrong: bool = False
+    shap_interactions_wrong: bool = False
 
     @property
     def n_outputs(self) -> int:

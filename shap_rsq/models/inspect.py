@@ -20,6 +20,7 @@ from .catboost_models import catboost_info
 from .forest import Forest
 from .info import BOOSTED_CLASSIFIER, ModelInfo, UnsupportedModelError
 from .lightgbm_models import lightgbm_info
+from .shap_trees import forest_model
 from .sklearn_models import sklearn_info
 from .xgboost_models import xgboost_info
 
@@ -50,6 +51,11 @@ def inspect_model(model: Any) -> ModelInfo:
     UnsupportedModelError
         For a model that cannot be decomposed, with the reason.
     """
+    info = _family_info(model)
+    return _with_fixed_trees_for_shap(info) if info.shap_explains_wrong else info
+
+
+def _family_info(model: Any) -> ModelInfo:
     info = sklearn_info(model)
     if info is not None:
         return info
@@ -61,6 +67,13 @@ def inspect_model(model: Any) -> ModelInfo:
     if safe_isinstance(model, "catboost.core.CatBoost"):
         return catboost_info(model)
     raise UnsupportedModelError(f"{type(model).__name__} is not a supported tree model. Supported: {_SUPPORTED}.")
+
+
+def _with_fixed_trees_for_shap(info: ModelInfo) -> ModelInfo:
+    """``info`` whose ``shap_model`` is its trees as read and fixed (one output): shap's own SHAP
+    values of the model would not add up to its predictions (:mod:`.shap_trees`)."""
+    (forest,) = read_forests(TreeEnsemble(info.shap_model) if info.trees is None else None, info, "model")
+    return dataclasses.replace(info, shap_model=forest_model(forest), trees=None, tree_limit=None, adjust=None)
 
 
 def _refuse_classifier(model: Any) -> None:

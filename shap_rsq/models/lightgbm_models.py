@@ -54,7 +54,7 @@ def lightgbm_info(model: Any) -> ModelInfo:
         )
     best = booster.best_iteration
     tree_limit = best * booster.num_model_per_iteration() if best and best > 0 else None
-    adjust = partial(_fix_lightgbm_forest, nan_as_zero=_nan_as_zero(splits), average=bool(dump.get("average_output")))
+    nan_as_zero, average = _nan_as_zero(splits), bool(dump.get("average_output"))
     return ModelInfo(
         model,
         None,
@@ -63,7 +63,11 @@ def lightgbm_info(model: Any) -> ModelInfo:
         tree_limit,
         model.predict,
         "lightgbm",
-        adjust,
+        partial(_fix_lightgbm_forest, nan_as_zero=nan_as_zero, average=average),
+        # shap explains through LightGBM's pred_contrib, which sums a random forest's trees; its
+        # interaction values come from its own parse, which sends NaN to a default child
+        shap_explains_wrong=average,
+        shap_interactions_wrong=len(nan_as_zero[0]) > 0,
     )
 
 
