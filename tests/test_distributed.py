@@ -81,10 +81,13 @@ def _bad_inputs(y, w):
         ("two targets", np.column_stack([y, y]), None),
         ("text target", y.astype(str), None),
         ("NaN target", np.where(np.arange(len(y)) == 4, np.nan, y), None),
+        ("NaN weight for every row", y, np.nan),
+        ("negative weight for every row", y, -2.0),
+        ("text weight", y, "heavy"),
     ]
 
 
-@pytest.mark.parametrize("case", range(9))
+@pytest.mark.parametrize("case", range(12))
 @pytest.mark.parametrize("lazy_columns", [False, True])
 def test_dask_inputs_are_refused_with_the_in_memory_message(problem, case, lazy_columns):
     model, X, y, w = problem
@@ -94,7 +97,19 @@ def test_dask_inputs_are_refused_with_the_in_memory_message(problem, case, lazy_
         explainer.rsq(X, target, sample_weight=weights)
     if lazy_columns:
         target = da.from_array(target, chunks=250)
-        weights = None if weights is None else da.from_array(weights, chunks=250)
+        weights = weights if weights is None or np.ndim(weights) == 0 else da.from_array(weights, chunks=250)
     with pytest.raises(ValueError) as lazy:
         explainer.rsq(da.from_array(X, chunks=(200, 6)), target, sample_weight=weights)
     assert str(lazy.value) == str(in_memory.value), name
+
+
+def test_one_weight_for_every_row_changes_nothing(problem):
+    # scikit-learn takes a number as the weight of every row; narwhals refused it with its own error
+    model, X, y, _ = problem
+    explainer = RSquaredExplainer(model)
+    expected = explainer.rsq(X, y)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=2.5), expected, atol=1e-12)
+    np.testing.assert_allclose(
+        explainer.rsq(da.from_array(X, chunks=(200, 6)), y, sample_weight=3), expected, atol=1e-12
+    )
+    np.testing.assert_allclose(explainer(X, y, sample_weight=0.5).values, explainer(X, y).values, atol=1e-12)

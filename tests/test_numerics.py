@@ -16,6 +16,7 @@ from sklearn.metrics import r2_score
 from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import RSquaredExplainer
+from shap_rsq.engine.run import check_row_totals
 
 SHIFTS = [0.0, 1e6, 1e8]
 
@@ -62,3 +63,18 @@ def test_shares_move_less_than_1e_6_when_target_and_trees_shift(shift):
     assert np.max(np.abs(after - before)) < 1e-6
     r2 = r2_score(y + shift, moved.predict(X))
     assert abs(after.sum() - r2) < 1e-6  # efficiency: E f equals the mean of y for a tree fitted on these rows
+
+
+def test_per_row_shares_of_a_target_near_1e12_pass_their_additivity_check():
+    # the check's own expected parts round at the scale of y (1e-4 each near 1e12): its tolerance
+    # grows with that rounding, where a fixed 1e-6 raised "please report this" on a right answer
+    X, y = _data(n=200, p=5, seed=1)
+    base = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
+    moved = copy.deepcopy(base)
+    moved.tree_.value[:] += 1e12
+    explanation = RSquaredExplainer(moved)(X, y + 1e12)
+    # y + 1e12 is stored to 1.2e-4: each row's part of R² moves by up to 1e-6 of the spread's scale
+    np.testing.assert_allclose(explanation.values, RSquaredExplainer(base)(X, y).values, atol=1e-5)
+    target = y + 1e12
+    with pytest.raises(AssertionError, match="do not add up"):  # the check still sees a wrong total
+        check_row_totals(np.full((200, 1), 1e-3), np.zeros(200), target, target, np.ones(200), 1e12, 200.0)

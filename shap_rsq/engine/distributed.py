@@ -95,6 +95,8 @@ def _column_in_blocks(name: str, values, n_rows: int, rows: tuple[int, ...]):
     import dask.array as da
 
     if not is_dask_array(values):
+        if name == "sample_weight" and np.ndim(values) == 0:  # one weight for every row, checked as in memory
+            values = check_weights(values, np.empty((n_rows, 0)))
         values = np.asarray(values)
     numeric_dtype(name, values.dtype)
     check_column_shape(name, values.shape, n_rows)

@@ -180,9 +180,12 @@ def check_weights(sample_weight: Any, X: np.ndarray, *, allow_all_zero: bool = F
     """
     if sample_weight is not None and not _is_plain(sample_weight):
         sample_weight = nw.to_native(nw.from_native(sample_weight, series_only=True, pass_through=True))
-    if sample_weight is not None and not np.isscalar(sample_weight):
+    if sample_weight is not None:
         numeric_dtype("sample_weight", getattr(sample_weight, "dtype", np.asarray(sample_weight).dtype))
-        check_column_shape("sample_weight", np.shape(sample_weight), X.shape[0])
+        if not np.isscalar(sample_weight):
+            check_column_shape("sample_weight", np.shape(sample_weight), X.shape[0])
+        elif not np.isfinite(sample_weight):  # scikit-learn checks arrays for NaN, not a number
+            raise ValueError(f"sample_weight must be a finite number or one per row; got {sample_weight!r}.")
     return _check_sample_weight(
         sample_weight, X, dtype=np.float64, ensure_non_negative=True, allow_all_zero_weights=allow_all_zero
     )
@@ -353,7 +356,8 @@ def _array(data: Any, min_rows: int) -> np.ndarray:
 
 
 def _is_plain(value: Any) -> bool:
-    return value is None or isinstance(value, (np.ndarray, list, tuple))
+    # a number is one weight for every row, as scikit-learn's sample_weight takes it
+    return value is None or np.isscalar(value) or isinstance(value, (np.ndarray, list, tuple))
 
 
 def _listed(names: list[str], limit: int = 20) -> str:
