@@ -159,7 +159,7 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
         """
         if self.model_info.n_outputs > 1:
             games = self._output_games(X, y, sample_weight, multioutput, local=False, groups=groups)
-            shares = combine(games.values, games.sst(), games.multioutput)
+            shares = combine(games.values, games.sst(), games.multioutput, brier=games.brier)
             return labelled(shares, games.names, self.model_info, "rsq")
         checked_multioutput(multioutput, self.model_info)
         if is_dask_array(X):
@@ -359,7 +359,8 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
         values = np.stack([result.values for result in results], axis=-1)
         means = np.array([result.mean_prediction for result in results])
         names = player_index(rows.columns, players)
-        return OutputGames(rows, Y, weights, how, values, predictions, means, info.outputs, names)
+        brier = info.classes is not None
+        return OutputGames(rows, Y, weights, how, values, predictions, means, info.outputs, names, brier)
 
     def _inputs(self, X, y, sample_weight):
         rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=True)

@@ -122,6 +122,27 @@ def test_multi_output_regressors_decompose_r2_score_of_each_kind(make, multioutp
     np.testing.assert_allclose(np.sum(shares, axis=0), gain, atol=1e-9)
 
 
+def test_an_output_constant_on_the_rows_weighs_nothing_but_an_absent_class_counts():
+    # r2_score's "variance_weighted" gives an output without variance the weight 0; its squared
+    # error was counted in the numerator (0.12 against r2_score's 0.84).  A classifier's Brier skill
+    # score counts the probability given to a class absent from y as error, on purpose.
+    X, code, w = _data(3, nan=False)
+    Y = np.column_stack([X[:, 0] + code, 10 * X[:, 1] * X[:, 2]])
+    model = RandomForestRegressor(4, max_depth=4, random_state=0).fit(X, Y)
+    flat = Y.copy()
+    flat[:, 1] = 0.0
+    explanation = RSquaredExplainer(model)(X, flat, sample_weight=w, multioutput="variance_weighted")
+    total = explanation.values.sum() + explanation.base_values.sum()
+    expected = r2_score(flat, model.predict(X), sample_weight=w, multioutput="variance_weighted")
+    np.testing.assert_allclose(total, expected, atol=1e-9)
+    classifier = RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, code)
+    absent = np.where(code == 2, 1, code)
+    explanation = RSquaredExplainer(classifier)(X, absent, sample_weight=w)
+    total = explanation.values.sum() + explanation.base_values.sum()
+    brier = _brier_skill(_one_hot(absent, classifier.classes_), classifier.predict_proba(X), w)
+    np.testing.assert_allclose(total, brier, atol=1e-9)
+
+
 def test_bad_targets_are_refused_by_name():
     X, code, _ = _data(3, nan=False)
     y = LABELS["four strings"][:3][code]

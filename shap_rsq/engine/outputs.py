@@ -128,7 +128,7 @@ def output_sst(Y: np.ndarray, weights: np.ndarray, multioutput: str, outputs: tu
     return sst
 
 
-def combine(per_output: np.ndarray, sst: np.ndarray, multioutput: str) -> np.ndarray:
+def combine(per_output: np.ndarray, sst: np.ndarray, multioutput: str, *, brier: bool = False) -> np.ndarray:
     """Combine loss reductions whose last axis runs over outputs into the chosen score's shares.
 
     Parameters
@@ -139,6 +139,11 @@ def combine(per_output: np.ndarray, sst: np.ndarray, multioutput: str) -> np.nda
         Each output's total sum of squares.
     multioutput : str
         ``"raw_values"``, ``"uniform_average"`` or ``"variance_weighted"``.
+    brier : bool, default=False
+        The outputs are a classifier's one-hot classes: ``"variance_weighted"`` is then the Brier
+        skill score, which counts the probability given to a class absent from ``y`` as error.
+        Otherwise an output constant on the rows weighs nothing, as in
+        :func:`sklearn.metrics.r2_score` (its loss reduction is left out with its zero ``SST``).
 
     Returns
     -------
@@ -149,7 +154,8 @@ def combine(per_output: np.ndarray, sst: np.ndarray, multioutput: str) -> np.nda
         return per_output / sst
     if multioutput == "uniform_average":
         return np.mean(per_output / sst, axis=-1)
-    return per_output.sum(axis=-1) / sst.sum()
+    counted = per_output if brier else per_output[..., sst > 0]
+    return counted.sum(axis=-1) / sst.sum()
 
 
 def _one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:
@@ -211,6 +217,8 @@ class OutputGames:
         The outputs' names.
     names : pandas.Index or None
         Labels of the values' feature axis (features or grouped players), ``None`` for arrays.
+    brier : bool
+        The outputs are a classifier's classes (see :func:`combine`).
     """
 
     rows: Rows
@@ -222,6 +230,7 @@ class OutputGames:
     mean_predictions: np.ndarray
     outputs: tuple[str, ...]
     names: Any = None
+    brier: bool = False
 
     def sst(self) -> np.ndarray:
         """Each output's weighted total sum of squares.
@@ -270,7 +279,8 @@ def local_output_shares(games: OutputGames, check_additivity: bool) -> tuple[np.
             values_k, base_k = games.values[..., k] / sst[k], base[:, k] / sst[k]
             Y_k, prediction_k = games.Y[:, k], games.predictions[:, k]
             check_row_totals(values_k, base_k, Y_k, prediction_k, games.weights, means[k], sst[k])
-    return combine(games.values, sst, games.multioutput), combine(base, sst, games.multioutput)
+    how = {"multioutput": games.multioutput, "brier": games.brier}
+    return combine(games.values, sst, **how), combine(base, sst, **how)
 
 
 def labelled(shares: np.ndarray, names: Any, info: ModelInfo, name: str) -> Any:
