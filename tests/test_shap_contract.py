@@ -176,3 +176,40 @@ def test_lightgbm_interaction_values_read_nan_as_lightgbm_does():
     np.testing.assert_allclose(explainer(rows, interactions=True).values.sum(axis=2), values, atol=1e-12)
     theirs = shap.TreeExplainer(model).shap_interaction_values(rows)  # the gap this fills
     assert np.abs(theirs.sum(axis=2) - values).max() > 1e-3
+
+
+def test_trees_handed_to_shap_keep_nodes_no_training_row_reached():
+    # shap's TreeSHAP refuses a zero cover (it divides by the fraction); a node nobody reached gets
+    # a vanishing share of its parent's cover, which must leave every value as subset enumeration
+    # on the zero covers gives it
+    import dataclasses
+
+    from oracle import tree_shap_oracle
+    from sklearn.tree import DecisionTreeRegressor
+
+    from shap_rsq.models.forest import Forest, NodeArrays
+    from shap_rsq.models.shap_trees import forest_model
+
+    X, y, _ = make_data(seed=7)
+    forest = RSquaredExplainer(DecisionTreeRegressor(max_depth=5, random_state=0).fit(X, y)).forest
+    nodes = forest.nodes
+    cover = nodes.cover.copy()
+    left, right = nodes.left[0], nodes.right[0]
+    unreached = [int(left[left[0]])]  # a whole subtree two levels down: its splits split evenly
+    while unreached[-1] >= 0 and len(unreached) < 40:
+        below = [c for n in unreached if n >= 0 for c in (left[n], right[n]) if c >= 0 and c not in unreached]
+        if not below:
+            break
+        unreached.extend(below)
+    leaf = int(np.flatnonzero((left < 0) & (nodes.depth[0] >= 0))[-1])
+    cover[0, [*unreached, leaf]] = 0.0
+    for node in np.argsort(-nodes.depth[0], kind="stable"):  # a split's cover is its children's, as trained
+        if left[node] >= 0 and nodes.depth[0, node] >= 0:
+            cover[0, node] = cover[0, left[node]] + cover[0, right[node]]
+    fields = {name: getattr(nodes, name) for name in ("left", "right", "default", "feature", "threshold", "value")}
+    zeroed = dataclasses.replace(forest, nodes=NodeArrays.from_padded(**fields, cover=cover, n_nodes=nodes.n_nodes))
+    assert isinstance(zeroed, Forest) and (zeroed.nodes.cover[0, : nodes.n_nodes[0]] == 0).sum() >= 3
+    exact = sum(tree_shap_oracle(tree, zeroed.cast(X)) for tree in zeroed.trees)
+    values = shap.TreeExplainer(forest_model(zeroed)).shap_values(X)
+    np.testing.assert_allclose(values, exact, atol=1e-12)
+    assert np.abs(exact - sum(tree_shap_oracle(t, forest.cast(X)) for t in forest.trees)).max() > 1e-3

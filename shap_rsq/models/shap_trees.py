@@ -5,16 +5,16 @@ reads their trees: a LightGBM random forest (``boosting='rf'``) predicts the mea
 which LightGBM's own ``pred_contrib`` (shap's source of its values) sums; CatBoost's own SHAP
 values of Depthwise and Lossguide trees, which shap returns, do not add up to its predictions;
 shap's interaction values of LightGBM come from its own parse, which sends NaN to a default child
-where LightGBM reads it as 0.0.  Handing shap the
-trees as read here makes its ``TreeExplainer`` (its own TreeSHAP) explain what the model
-predicts.  Models shap explains right keep shap's own reading.
+where LightGBM reads it as 0.0.  Handing shap the trees as read here makes its ``TreeExplainer``
+(its own TreeSHAP) explain what the model predicts.  Models shap explains right keep shap's own
+reading.
 
 shap refuses path-dependent values for trees with a node no training row reached (cover 0): its
 TreeSHAP divides by a child's cover fraction on the paths a row does not take.  Those nodes get
 a cover ``1e-300`` times their parent's instead (half their parent's below a split nobody
 reached, as :func:`~shap_rsq.models.forest.cover_fractions` splits it): a fraction that small
-changes no digit of the values (tested against subset enumeration), and CatBoost's Depthwise
-trees have such leaves.
+changes no digit of the values (tested against subset enumeration on zero covers), and CatBoost's
+Depthwise trees have such leaves.
 """
 
 from __future__ import annotations
