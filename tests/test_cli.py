@@ -211,6 +211,25 @@ def test_models_without_feature_names_match_columns_by_position(table, tmp_path,
     np.testing.assert_allclose(pd.read_csv(out).set_index("feature")["rsq"][NAMES], expected, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("kind", FORMATS)
+def test_names_that_look_made_up_are_matched_by_name_when_the_user_gave_them(kind, table, tmp_path, capsys):
+    # f0, f1, .. were taken for names a library makes up for arrays, for every library: a table with
+    # its columns in another order was read by position, with exit 0 and the shares on other features
+    generic = [f"f{j}" for j in range(len(NAMES))]
+    frame = table[NAMES].set_axis(generic, axis=1)
+    y = table["y"].to_numpy()
+    path, model = _save(kind, tmp_path, frame, y)
+    data = tmp_path / "reordered.csv"
+    frame[generic[::-1]].assign(y=y, row_id=np.arange(len(y))).to_csv(data, index=False)
+    out = tmp_path / "r2.csv"
+    argv = ["explain", "--model", path, "--data", data, "--target", "y", "--out", out, "--trust-pickle"]
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+    assert "ignoring column(s) the model does not use: ['row_id']" in err
+    expected = RSquaredExplainer(model).rsq(frame, y)
+    np.testing.assert_allclose(pd.read_csv(out).set_index("feature")["rsq"][generic], expected, atol=1e-12)
+
+
 def test_lightgbm_model_reads_the_table_it_was_fitted_on_despite_renaming_spaces(table, tmp_path, capsys):
     spaced = table[NAMES].rename(columns={"bmi": "body mass", "s1": "serum 1"})
     model = _fit_lightgbm(spaced, table["y"])

@@ -199,7 +199,9 @@ def _read_inputs(args: argparse.Namespace, explainer: RSquaredExplainer) -> Mode
     frame = load_data(args.data)
     info = explainer.model_info
     # a classifier's target holds class labels, of any type
-    inputs = model_inputs(frame, args.data, args.target, info.feature_names, info.n_features, args.weight, info.classes)
+    inputs = model_inputs(
+        frame, args.data, args.target, info.feature_names, info.n_features, args.weight, info.classes, info.family
+    )
     if inputs.ignored:
         print(f"shap-rsq: ignoring column(s) the model does not use: {preview(inputs.ignored)}", file=sys.stderr)
     return inputs

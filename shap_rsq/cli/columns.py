@@ -39,6 +39,7 @@ def model_inputs(
     n_features: int,
     weight: str | None = None,
     classes: Any = None,
+    family: str = "",
 ) -> ModelInputs:
     """Select the model's feature columns from ``frame`` (read from ``source``) by name, or by position.
 
@@ -63,6 +64,9 @@ def model_inputs(
     classes : array-like, optional
         A classifier's classes: the target then holds class labels, read as they are and checked
         against them.
+    family : str, default=""
+        The model's library: only the names *it* makes up for arrays (LightGBM's ``Column_0``,
+        CatBoost's ``0``) mean "no names"; scikit-learn and XGBoost record the user's names only.
 
     Returns
     -------
@@ -81,7 +85,9 @@ def model_inputs(
             f"Its columns are {preview(columns, limit=None)}."
         )
     others = [c for c in columns if c not in reserved]
-    by_name = bool(model_names) and not generic_names(model_names)
+    # 'f0', 'f1', .. recorded by an XGBoost model fitted on a DataFrame are its columns' names:
+    # matching them by position put a reordered table's columns on the wrong features
+    by_name = bool(model_names) and not generic_names(model_names, family)
     if by_name:
         _refuse_features_as(frame, target, weight, model_names)  # type: ignore[arg-type]
     if by_name:
