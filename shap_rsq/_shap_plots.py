@@ -18,6 +18,7 @@ __all__ = ["for_shap", "shap_plot"]
 
 
 POINTS = 100.0  # shares are drawn in percentage points of R²: shap prints values with two decimals
+_PRINTED_DECIMALS = 3  # the most decimals shap's plots print (a waterfall's totals)
 
 # shap's fixed wording -> what it means on R² shares; longer keys first, as some contain others
 _SUMMED_WORDS = {
@@ -130,6 +131,7 @@ def shap_plot(
     scaled = for_shap(explanation, rows)
     if row is not None:
         scaled = scaled[:, row] if isinstance(row, str) else scaled[row]
+    scaled = _without_signed_zeros(scaled)
     if "order" in inspect.signature(plot).parameters and "order" not in options and scaled.values.ndim <= 2:
         # shap orders by |value|; a share's sign matters (a negative one takes R² away), so order by value
         totals = scaled.values if scaled.values.ndim == 1 else scaled.values.mean(0)
@@ -144,6 +146,18 @@ def shap_plot(
     if show:
         plt.show()
     return ax
+
+
+def _without_signed_zeros(scaled: shap.Explanation) -> shap.Explanation:
+    """The Explanation with values and base values below shap's printed precision set to 0.
+
+    shap prints three decimals: the R² of ``E f`` (about -1e-6 percentage points) read "−0".
+    """
+    tiny = 0.5 * 10.0**-_PRINTED_DECIMALS
+    values = np.where(np.abs(scaled.values) < tiny, 0.0, scaled.values)
+    base = scaled.base_values
+    base = np.where(np.abs(base) < tiny, 0.0, base) if np.ndim(base) else (0.0 if abs(base) < tiny else float(base))
+    return shap.Explanation(values, base, data=scaled.data, feature_names=scaled.feature_names)
 
 
 def _rename(figure: Any, words: dict[str, str]) -> None:

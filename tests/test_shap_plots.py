@@ -105,6 +105,17 @@ def test_waterfall_of_one_row_prints_readable_numbers(explanation):
     assert ax.figure.axes[0].get_xlabel() == "row's share of R², times n (percentage points)"
 
 
+def test_a_value_below_the_printed_precision_reads_0_not_minus_0():
+    # in-sample, the constant E f has an R² of about -3e-8: shap printed "R² of E f = −0"
+    X, y, _ = make_data(seed=52, n=200)
+    model = HistGradientBoostingRegressor(max_iter=20, max_leaf_nodes=8, random_state=0).fit(X, y)
+    explanation = RSquaredExplainer(model)(X, y)
+    assert 0 < abs(explanation.base_values.sum()) < 5e-6
+    drawn = texts(plots.shap_plot(shap.plots.waterfall, explanation, show=False))
+    assert any(t.strip() == "R² of E f = 0" for t in drawn)
+    assert not any(re.search("(^|= )[\u2212-]0$", t.strip()) for t in drawn)
+
+
 def test_beeswarm_and_scatter_label_their_axes_in_r2(explanation):
     beeswarm = plots.shap_plot(shap.plots.beeswarm, explanation, "each", show=False)
     assert beeswarm.get_xlabel() == "row's share of R², times n (percentage points)"
