@@ -130,6 +130,12 @@ def class_bar(
     matplotlib.axes.Axes
         The Axes drawn on (its legend names the classes).
     """
+    if not isinstance(parts, pd.DataFrame):
+        raise TypeError(
+            "class_bar needs a DataFrame of each feature's part per class (features by classes), such as "
+            f"explainer.loss_reduction(X, y) divided by the one-hot target's total sum of squares; got "
+            f"{type(parts).__name__}."
+        )
     order = top_shares(parts.sum(axis=1), max_display).index
     rows = [parts.loc[name] if name in parts.index else parts.drop(index=order[:-1]).sum() for name in order]
     table = pd.DataFrame(rows, index=[str(name) for name in order]).iloc[::-1]  # the largest on top
@@ -218,6 +224,12 @@ def _global(shares: Any, feature_names: Sequence[str] | None) -> tuple[pd.Series
     if isinstance(shares, shap.Explanation):
         values = np.asarray(shares.values, dtype=float)
         base = np.asarray(shares.base_values, dtype=float)
+        if values.ndim > 2:
+            raise ValueError(
+                f"bar draws one share per feature; this Explanation has values of shape {values.shape} (one "
+                "per row, feature and output, from multioutput='raw_values'): pick an output, "
+                "explanation[..., k], or draw a classifier's parts per class with plots.class_bar."
+            )
         total = float(values.sum() + base.sum())
         if values.ndim == 2:
             values = values.sum(axis=0)

@@ -117,6 +117,12 @@ def test_bar_and_heatmap_refuse_malformed_input(explanation):
         plots.bar(np.ones(3), max_display=0, show=False)
     with pytest.raises(ValueError, match="per-row shares"):
         plots.heatmap(explanation.sum(0), show=False)
+    # an Explanation with an output axis (multioutput="raw_values") was read as 200 features
+    by_output = shap.Explanation(np.ones((5, 3, 2)), np.zeros((5, 2)), feature_names=["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"values of shape \(5, 3, 2\).*explanation\[\.\.\., k\]"):
+        plots.bar(by_output, show=False)
+    with pytest.raises(TypeError, match=r"class_bar needs a DataFrame .* got Explanation"):
+        plots.class_bar(by_output, show=False)
 
 
 def test_heatmap_rows_are_features_by_share_and_columns_are_data_rows(explanation):
