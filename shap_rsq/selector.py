@@ -323,6 +323,11 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             # stratified folds for a classifier, as cross_validate makes them
             splitter = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
             splits = list(splitter.split(X, y, **split_params))
+            if not splits:  # cross_validate then fails with an IndexError of its own
+                raise ValueError(
+                    f"cv={self.cv!r} gives no train/test splits; a generator of splits is spent after one fit: "
+                    "pass a splitter (KFold(5)), an int or a list of (train, test) index pairs."
+                )
             moments = out_of_fold(
                 self.estimator, Xk, y, w, fit_params, splits, per_row=per_row, n_jobs=self.n_jobs, groups=groups
             )

@@ -338,3 +338,15 @@ def test_a_prefit_model_given_its_columns_reordered_selects_by_name(uncertainty)
     assert list(selector.get_feature_names_out()) == ["a"]
     in_order = RSquaredSelector(model, prefit=True, uncertainty=uncertainty).fit(X, y).feature_rsq_
     np.testing.assert_allclose(selector.feature_rsq_, in_order[::-1], atol=1e-12)
+
+
+def test_a_spent_generator_of_splits_is_named_as_the_problem():
+    # cross_validate fails on no splits with an IndexError of its own; a generator is spent after one fit
+    X, y, _ = linear_data(n=90, p=4)
+    selector = RSquaredSelector(DecisionTreeRegressor(max_depth=3, random_state=0), cv=KFold(3).split(X))
+    once = selector.fit(X, y).feature_rsq_
+    expected = RSquaredSelector(DecisionTreeRegressor(max_depth=3, random_state=0), cv=KFold(3)).fit(X, y)
+    np.testing.assert_allclose(once, expected.feature_rsq_, atol=1e-12)
+    for spent in (selector, RSquaredSelector(DecisionTreeRegressor(max_depth=3), cv=[])):
+        with pytest.raises(ValueError, match="gives no train/test splits; a generator of splits is spent"):
+            spent.fit(X, y)
