@@ -342,7 +342,7 @@ def test_a_prefit_model_given_its_columns_reordered_selects_by_name(uncertainty)
 
 def test_a_spent_generator_of_splits_is_named_as_the_problem():
     # cross_validate fails on no splits with an IndexError of its own; a generator is spent after one fit
-    X, y, _ = linear_data(n=90, p=4)
+    X, y = linear_data(n=90, p=4)
     selector = RSquaredSelector(DecisionTreeRegressor(max_depth=3, random_state=0), cv=KFold(3).split(X))
     once = selector.fit(X, y).feature_rsq_
     expected = RSquaredSelector(DecisionTreeRegressor(max_depth=3, random_state=0), cv=KFold(3)).fit(X, y)
