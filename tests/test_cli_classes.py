@@ -59,6 +59,10 @@ def test_json_output_names_the_score_and_each_class(wine_files):
     shares = pd.Series(document["rsq"])
     by_class = pd.DataFrame(document["rsq_by_class"]).loc[shares.index]
     np.testing.assert_allclose(by_class.sum(axis=1), shares, atol=1e-12)
+    # every key docs/cli.md lists for --out, as a regressor's file has them
+    table = pd.read_csv(folder / "wine.csv")
+    assert document["weight"] is None and document["n_rows"] == len(table)
+    assert document["n_features"] == len(shares) and document["sum_of_shares"] == pytest.approx(shares.sum(), abs=1e-12)
 
 
 def test_class_parts_are_loss_reductions_over_the_total_sum_of_squares(wine_files):

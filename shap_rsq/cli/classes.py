@@ -126,7 +126,7 @@ def run_explain_classes(args: argparse.Namespace, explainer: RSquaredExplainer, 
     print(table.replace("model R²", "model BSS"))
     print(format_class_table(parts, args.max_display))
     if args.out:
-        _write_parts(args.out, parts, shares, args, score)
+        _write_parts(args.out, parts, shares, args, (score, len(inputs.y)))
         print(f"shares written to {args.out}")
     if explanation is not None:
         write_local(args.local, explanation.values, explanation.base_values, list(parts.index))
@@ -137,17 +137,25 @@ def run_explain_classes(args: argparse.Namespace, explainer: RSquaredExplainer, 
     return 0
 
 
-def _write_parts(path: str, parts: pd.DataFrame, shares: pd.Series, args: argparse.Namespace, score: float) -> None:
+def _write_parts(
+    path: str, parts: pd.DataFrame, shares: pd.Series, args: argparse.Namespace, run: tuple[float, int]
+) -> None:
+    """Write the shares and their parts per class; ``run`` is the model's score and the number of rows."""
+    score, n_rows = run
     order = sorted_shares(shares).index
     if Path(path).suffix.lower() == ".json":
         import json
 
-        document = {
+        document = {  # the regressor's keys (docs/cli.md), then the classes'
             "model": str(args.model),
             "data": str(args.data),
             "target": args.target,
+            "weight": args.weight,
+            "n_rows": n_rows,
+            "n_features": len(parts.index),
             "score": "brier_skill_score",
             "model_rsq": score,
+            "sum_of_shares": float(shares.sum()),
             "rsq": {str(k): float(shares[k]) for k in order},
             "rsq_by_class": {str(c): {str(k): float(parts.loc[k, c]) for k in order} for c in parts.columns},
         }
