@@ -61,8 +61,12 @@ def route(selector: Any, sample_weight: Any, w: np.ndarray, fit_params: dict) ->
         split_params = routed.splitter.split if "splitter" in routed else {}
         return dict(routed.estimator.fit), dict(split_params)
     # as SelectFromModel without routing: every parameter goes to the estimator, and the weights
-    # that weight the R² also weight the model
-    return (fit_params if sample_weight is None else {**fit_params, "sample_weight": w}), {}
+    # that weight the R² also weight the model; but groups go to the splitter, as cross_validate's do
+    split_params = {}
+    if selector.cv is not None and "groups" in fit_params:
+        fit_params = dict(fit_params)
+        split_params["groups"] = fit_params.pop("groups")
+    return (fit_params if sample_weight is None else {**fit_params, "sample_weight": w}), split_params
 
 
 def metadata_router(selector: Any) -> MetadataRouter:

@@ -204,8 +204,10 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             them only if it requests them (``estimator.set_fit_request(sample_weight=True)``).
         **fit_params : dict
             Without metadata routing: other parameters of the estimator's ``fit`` (ignored with
-            ``prefit=True``).  With routing: metadata routed to the estimator's ``fit`` and, with ``cv``,
-            to the splitter's ``split`` (e.g. ``groups`` for ``GroupKFold``).  Row-aligned parameters
+            ``prefit=True``), except ``groups`` with ``cv``, which goes to the splitter as
+            :func:`~sklearn.model_selection.cross_validate`'s does.  With routing: metadata routed to
+            the estimator's ``fit`` and, with ``cv``, to the splitter's ``split`` (e.g. ``groups`` for
+            ``GroupKFold``).  Row-aligned parameters
             of the estimator are subset with the folds and bootstrap draws.
 
         Returns

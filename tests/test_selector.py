@@ -350,3 +350,16 @@ def test_a_spent_generator_of_splits_is_named_as_the_problem():
     for spent in (selector, RSquaredSelector(DecisionTreeRegressor(max_depth=3), cv=[])):
         with pytest.raises(ValueError, match="gives no train/test splits; a generator of splits is spent"):
             spent.fit(X, y)
+
+
+def test_groups_go_to_the_splitter_without_metadata_routing():
+    # as cross_validate(groups=) does; they went to the estimator's fit, which has no groups
+    from sklearn.model_selection import GroupKFold
+
+    X, y = linear_data(n=90, p=4)
+    groups = np.arange(90) // 6
+    estimator = DecisionTreeRegressor(max_depth=3, random_state=0)
+    fitted = RSquaredSelector(estimator, cv=GroupKFold(3)).fit(X, y, groups=groups)
+    splits = list(GroupKFold(3).split(X, y, groups))
+    expected = RSquaredSelector(estimator, cv=splits).fit(X, y)
+    np.testing.assert_allclose(fitted.feature_rsq_, expected.feature_rsq_, atol=1e-12)
