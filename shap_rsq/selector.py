@@ -234,8 +234,12 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         y = np.asarray(y) if classifier else np.asarray(y, dtype=np.float64)
         w = _check_sample_weight(rsq_weights(self, sample_weight), array, dtype=np.float64, ensure_non_negative=True)
         # a DataFrame goes on as is (the estimator keeps its names); the array made from it to validate
-        # it is a copy of X when its columns are not one block, so it must not live through the fits
-        X = X if isinstance(X, pd.DataFrame) else array
+        # it is a copy of X when its columns are not one block, so it must not live through the fits.
+        # Another library's frame (polars, pyarrow) goes on as that array under its names, which the
+        # estimator then records as it does from the frame itself
+        names = getattr(self, "feature_names_in_", None)
+        if not isinstance(X, pd.DataFrame):
+            X = array if names is None else pd.DataFrame(array, columns=list(names), copy=False)
         del array
         fit_params, split_params = route(self, sample_weight, w, fit_params)
         max_features = check_max_features(self.max_features, X)

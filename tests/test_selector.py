@@ -363,3 +363,16 @@ def test_groups_go_to_the_splitter_without_metadata_routing():
     splits = list(GroupKFold(3).split(X, y, groups))
     expected = RSquaredSelector(estimator, cv=splits).fit(X, y)
     np.testing.assert_allclose(fitted.feature_rsq_, expected.feature_rsq_, atol=1e-12)
+
+
+def test_a_polars_frame_fits_the_estimator_under_its_names_as_select_from_model_does():
+    polars = pytest.importorskip("polars")
+    X, y = linear_data(n=90, p=4)
+    frame = polars.DataFrame(X, schema=["age", "bmi", "bp", "s1"])
+    ours = RSquaredSelector(DecisionTreeRegressor(max_depth=3, random_state=0)).fit(frame, y)
+    theirs = SelectFromModel(DecisionTreeRegressor(max_depth=3, random_state=0)).fit(frame, y)
+    assert list(ours.estimator_.feature_names_in_) == list(theirs.estimator_.feature_names_in_)
+    tree = DecisionTreeRegressor(max_depth=3, random_state=0)
+    by_name = RSquaredSelector(tree, feature_groups={"body": ["age", "bmi"]})
+    by_position = clone(by_name).set_params(feature_groups={"body": [0, 1]})
+    np.testing.assert_allclose(by_name.fit(frame, y).player_rsq_, by_position.fit(X, y).player_rsq_, atol=1e-12)
