@@ -124,8 +124,12 @@ def _label(j: int, names: list[str] | None, quote: bool = True) -> str:
     return repr(names[j]) if quote else names[j]
 
 
-def player_index(columns: list[str] | None, players: Players | None) -> pd.Index | None:
-    """Labels of the values: the players' names when grouped, else the columns' (``None`` for arrays)."""
+def player_index(columns: list | None, players: Players | None) -> pd.Index | None:
+    """Labels of the values: the players' names when grouped, else the columns' (``None`` for arrays).
+
+    ``columns`` are the rows' labels as the DataFrame holds them (:attr:`Rows.labels`): a frame with
+    integer column names gets results indexed by those integers.
+    """
     if players is not None:
         return pd.Index(players.names) if columns is not None else None
     return None if columns is None else pd.Index(columns)

@@ -76,7 +76,7 @@ class InteractionShares:
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int | np.integer) or top_k < 1):
             raise ValueError(f"top_k must be a positive integer; got {top_k!r}.")
         rows, target, weights, sst, players = self._interaction_inputs(X, y, sample_weight, groups)
-        names = player_index(rows.columns, players)
+        names = player_index(rows.labels, players)
         indices = self._indices(rows.array, target, weights, players, local=False)
         if top_k is not None:
             labels = names if names is not None else range(indices.shape[0])
@@ -127,7 +127,7 @@ class InteractionShares:
         base = weights * ((target - mean) ** 2 - (target - result.mean_prediction) ** 2) / sst
         if check_additivity:
             check_row_totals(values.sum(axis=2), base, target, result.prediction, weights, mean, sst)
-        return values, base, rows, player_index(rows.columns, players)
+        return values, base, rows, player_index(rows.labels, players)
 
     def _interaction_inputs(self, X, y, sample_weight, groups):
         if self.model_info.n_outputs > 1:

@@ -171,7 +171,7 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
         rows, target, weights, sst = self._inputs(X, y, sample_weight)
         players = self._players(groups, rows.columns)
         result = self._decompose(rows.array, target, weights, local=False, players=players)
-        names = player_index(rows.columns, players)
+        names = player_index(rows.labels, players)
         return result.values / sst if names is None else pd.Series(result.values / sst, index=names, name="rsq")
 
     def loss_reduction(
@@ -209,7 +209,7 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
         rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=False)
         players = self._players(groups, rows.columns)
         result = self._decompose(rows.array, target, weights, local=local, players=players)
-        names = player_index(rows.columns, players)
+        names = player_index(rows.labels, players)
         if names is not None and not local:
             return pd.Series(result.values, index=names, name="loss_reduction")
         return result.values
@@ -336,7 +336,7 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
         base = weights * ((target - mean) ** 2 - (target - result.mean_prediction) ** 2) / sst
         if check_additivity:
             check_row_totals(values, base, target, result.prediction, weights, mean, sst)
-        return values, base, rows, player_index(rows.columns, players), "R²"
+        return values, base, rows, player_index(rows.labels, players), "R²"
 
     def _output_games(
         self, X, y, sample_weight, multioutput, *, local: bool, require_variance: bool = True, groups: Any = None
@@ -358,7 +358,7 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
         self._prediction_check(rows.array, predictions)
         values = np.stack([result.values for result in results], axis=-1)
         means = np.array([result.mean_prediction for result in results])
-        names = player_index(rows.columns, players)
+        names = player_index(rows.labels, players)
         brier = info.classes is not None
         return OutputGames(rows, Y, weights, how, values, predictions, means, info.outputs, names, brier)
 
@@ -413,7 +413,7 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
         """The Explanation's feature names: the columns' (or players') labels, else for an array
         the grouped players' names or the explainer's feature names."""
         if names is not None:
-            return list(names)
+            return [str(name) for name in names]  # shap's plots write them as text
         if groups is not None:  # a grouped game's players: the groups, then the ungrouped features
             return self._players(groups, None).names
         return self._array_names(n_players)

@@ -52,19 +52,20 @@ def test_reordered_columns_give_each_feature_its_own_share(rows, kind, names):
     shuffled = frame[frame.columns[[3, 0, 4, 2, 1]]]
     used = RSquaredExplainer(model)
     expected = used.rsq(frame, y)
-    assert expected.idxmax() == str(frame.columns[0])  # the strong feature is named right
+    assert expected.idxmax() == frame.columns[0]  # the strong feature is named right, as the frame names it
     if kind == "sklearn" and names == "integers":
         # scikit-learn records names only when all are strings: this model has none, so position rules
         assert not hasattr(model, "feature_names_in_")
         positional = used.rsq(shuffled, y)
-        assert list(positional.index) == [str(c) for c in shuffled.columns]
+        assert list(positional.index) == list(shuffled.columns)
         np.testing.assert_allclose(positional.to_numpy(), used.rsq(shuffled.to_numpy(), y), atol=1e-12)
         return
     for explainer in (used, RSquaredExplainer(model)):  # a used and a fresh explainer agree
         shares = explainer.rsq(shuffled, y)
-        assert list(shares.index) == [str(c) for c in frame.columns]
+        assert list(shares.index) == list(frame.columns)  # integer names stay integers: shares[3] works
         np.testing.assert_allclose(shares.to_numpy(), expected.to_numpy(), atol=1e-12)
         explanation = explainer(shuffled, y)
+        assert explanation.feature_names == [str(c) for c in frame.columns]  # shap's plots write them as text
         np.testing.assert_allclose(explanation.values.sum(0), expected.to_numpy(), atol=1e-12)
         np.testing.assert_array_equal(explanation.data, frame.to_numpy())
 

@@ -39,10 +39,14 @@ class Rows:
     columns : list of str or None
         Labels of the columns of ``array`` (the model's names when the input was a DataFrame
         matched by name, the input's own names when matched by position), ``None`` for arrays.
+    labels : list or None
+        The same columns' labels as the DataFrame holds them (integers stay integers): the
+        index of the results, which a pandas user reads with the frame's own labels.
     """
 
     array: np.ndarray
     columns: list[str] | None
+    labels: list | None = None
 
 
 def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: str = "", min_rows: int = 2) -> Rows:
@@ -74,8 +78,10 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
         The float array in the model's order and its column labels.
     """
     frame = _as_frame(X)
+    labels = None
     if isinstance(frame, nw.DataFrame):
-        array, columns = _frame_rows(frame, n_features, model_names, family, min_rows)
+        array, labels = _frame_rows(frame, n_features, model_names, family, min_rows)
+        columns = [str(c) for c in labels]
     else:
         _check_not_text(X)
         array, columns = _array(X, min_rows), None
@@ -85,7 +91,7 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
         raise ValueError("X contains infinity; use NaN for missing values.")
     if array.shape[1] != n_features:
         raise ValueError(f"X has {array.shape[1]} features, but the model was fitted with {n_features} features.")
-    return Rows(array, columns)
+    return Rows(array, columns, labels)
 
 
 def aligned_frame(X: Any, model_names: list[str] | None, family: str = "") -> Any:
@@ -276,18 +282,20 @@ def _as_frame(X: Any):
     return nw.from_native(X, eager_only=True, pass_through=True)
 
 
-def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int) -> tuple[np.ndarray, list[str]]:
-    columns = [str(c) for c in frame.columns]
+def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int) -> tuple[np.ndarray, list]:
+    """The frame's rows in the model's order, and its column labels in that order (as the frame holds them)."""
+    labels = list(frame.columns)
+    columns = [str(c) for c in labels]
     _check_numeric_columns(frame, columns)
     order = _model_order(columns, model_names, family)
     if order is not None and order != list(range(len(order))):
         # a reordering copies the frame; in the model's order it goes to the array conversion as it is
         frame = frame.select([nw.col(frame.columns[i]) for i in order])
-        columns = [columns[i] for i in order]
+        labels = [labels[i] for i in order]
     native = nw.to_native(frame)
     # pandas frames go to scikit-learn as they are (it knows their extension dtypes); others through NumPy
     data = native if frame.implementation.is_pandas() else frame.to_numpy()
-    return _array(data, min_rows), columns
+    return _array(data, min_rows), labels
 
 
 def _model_order(columns: list[str], model_names, family: str) -> list[int] | None:
