@@ -68,6 +68,25 @@ def test_deep_trees_match_subset_enumeration(oracles, case, kernel):
     assert np.abs(expected_global).max() > 1e-2
 
 
+@pytest.mark.parametrize(
+    ("n", "p", "tuning"),
+    [
+        (200, 6, DEFAULT_TUNING),
+        (500, 8, DEFAULT_TUNING),
+        (300, 8, replace(DEFAULT_TUNING, chunk_cells=256, tabulate_cells=1024, level_work=1e30)),
+    ],
+)
+def test_a_splits_groups_in_two_chunks_take_one_quadrature_rule(n, p, tuning):
+    # only a split's groups summed have its pairs' degree: a chunk cut inside them (by table size)
+    # was integrated on fewer nodes than the chunk before, 2e-10 to 1e-8 of R² off on a fully grown tree
+    X, y, w = _deep_data(n=n, p=p, seed=0 if p == 6 else 5)
+    model = DecisionTreeRegressor(random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)._set_engine(kernel="lca", tuning=tuning)
+    expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, rtol=0, atol=1e-13)
+
+
 def test_mixed_tuning_splits_trees_between_the_kernels():
     _, model, *_ = DEEP[0]
     explainer = RSquaredExplainer(model)._set_engine(tuning=MIXED)

@@ -67,7 +67,9 @@ class TreePlan:
     Quadrature: ``n_q`` Gauss-Legendre nodes integrate every item of the tree exactly;
     ``single_q`` suffice for the single items and ``group_q[g]`` for group ``g`` (its
     split's pairs, :func:`node_quadrature`).  Groups are numbered by decreasing ``group_q``,
-    so that consecutive groups need the same nodes.
+    so that consecutive groups need the same nodes; ``group_node[g]`` is the split a group
+    belongs to (a split's groups are consecutive).  Only the sum of a split's groups has
+    ``group_q``'s degree: all of them must be integrated by one rule.
     """
 
     features: np.ndarray
@@ -104,6 +106,7 @@ class TreePlan:
     group_T: np.ndarray
     single_q: int
     group_q: np.ndarray
+    group_node: np.ndarray
 
     @property
     def n_features(self) -> int:
@@ -191,6 +194,7 @@ def compile_tree(tree: TreeTable, skip: np.ndarray | None = None, singles: bool 
         group_T=cross["group_T"],
         single_q=single_q,
         group_q=cross["group_q"],
+        group_node=cross["group_node"],
     )
 
 
@@ -377,6 +381,7 @@ def _cross_items(
     arrays["seg_starts"] = np.searchsorted(item_side * n_groups + group, np.arange(2 * n_groups))
     arrays["group_T"] = _group_features(keys[by_nodes], width, coupled_at, u, n_feat)
     arrays["group_q"] = split_q[keys[by_nodes] >> width]
+    arrays["group_node"] = keys[by_nodes] >> width
     return arrays
 
 
