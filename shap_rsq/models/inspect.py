@@ -73,7 +73,9 @@ def _with_fixed_trees_for_shap(info: ModelInfo) -> ModelInfo:
     """``info`` whose ``shap_model`` is its trees as read and fixed (one output): shap's own SHAP
     values of the model would not add up to its predictions (:mod:`.shap_trees`)."""
     (forest,) = read_forests(TreeEnsemble(info.shap_model) if info.trees is None else None, info, "model")
-    return dataclasses.replace(info, shap_model=forest_model(forest), trees=None, tree_limit=None, adjust=None)
+    # shap's copy has vanishing covers where no training row went; the engine reads the exact ones
+    exact = forest_model(forest, for_shap=False)
+    return dataclasses.replace(info, shap_model=forest_model(forest), trees=exact, tree_limit=None, adjust=None)
 
 
 def _refuse_classifier(model: Any) -> None:

@@ -29,13 +29,16 @@ __all__ = ["forest_model"]
 _UNREACHED = 1e-300
 
 
-def forest_model(forest: Forest) -> dict:
+def forest_model(forest: Forest, *, for_shap: bool = True) -> dict:
     """shap's dict model of ``forest`` (``shap.TreeExplainer`` accepts it as a model).
 
     Parameters
     ----------
     forest : Forest
         The trees as read and fixed (values already scaled, NaN routed as the model routes it).
+    for_shap : bool, default=True
+        Give nodes no training row reached a vanishing cover, which shap's TreeSHAP needs; with
+        ``False`` the covers stay as they are (for this package's own reading of the trees).
 
     Returns
     -------
@@ -52,7 +55,7 @@ def forest_model(forest: Forest) -> dict:
             "features": tree.feature.astype(np.int32),
             "thresholds": tree.threshold.astype(np.float64),
             "values": tree.value.reshape(-1, 1).astype(np.float64),
-            "node_sample_weight": _positive_covers(tree),
+            "node_sample_weight": _positive_covers(tree) if for_shap else tree.cover.astype(np.float64),
         }
         for tree in forest.trees
     ]
