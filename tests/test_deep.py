@@ -225,6 +225,15 @@ def test_refusal_gives_the_estimate_and_what_to_change():
     assert explainer.rsq(X, y).shape == (60,)  # global shares hold O(n + p)
 
 
+def test_a_refusal_no_number_of_rows_can_fix_does_not_advise_fewer_rows():
+    # at the smallest budget a tree's own working memory is over it: "pass fewer rows (about 0 fit)"
+    X, y, _ = make_data(n=100, p=20)
+    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y), memory_budget=1 / 64)
+    with pytest.raises(MemoryBudgetError, match="exceeds memory_budget=16 MiB: raise RSquaredExplainer") as error:
+        explainer(X, y)
+    assert "fewer rows" not in str(error.value)
+
+
 @pytest.mark.parametrize("budget", [0, -1.0, float("nan"), "big"])
 def test_memory_budget_is_checked(budget):
     X, y, _ = make_data()

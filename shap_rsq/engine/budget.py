@@ -120,13 +120,20 @@ def _refusal(need: int, budget: int, n_rows: int, n_features: int, local: bool, 
     fitting = max(0, int((budget - largest) // per_row))
     what = "per-row shares" if local else "R² shares"
     advice = [f"pass fewer rows (about {fitting:,} fit)", "or raise RSquaredExplainer(memory_budget=...)"]
+    if fitting == 0:  # the trees' own working memory alone is over the budget: rows are not the problem
+        advice = ["raise RSquaredExplainer(memory_budget=...)"]
     if local:
         advice.insert(1, "compute global shares with rsq() (memory O(n + p))")
     if largest > budget / 4:
         advice.insert(1, "grow shallower trees (max_depth, min_samples_leaf, num_leaves)")
     return (
-        f"Estimated working memory {need / _GIB:.2f} GiB for the {what} of {n_rows:,} rows x {n_features} features "
-        f"(of which {largest / _GIB:.2f} GiB for the deepest tree) exceeds memory_budget={budget / _GIB:.2f} GiB: "
+        f"Estimated working memory {_size(need)} for the {what} of {n_rows:,} rows x {n_features} features "
+        f"(of which {_size(largest)} for the deepest tree) exceeds memory_budget={_size(budget)}: "
         + ", ".join(advice)
         + "."
     )
+
+
+def _size(n_bytes: float) -> str:
+    """A size in GiB, or in MiB below 0.1 GiB (a budget of 1/64 GiB read as "0.02 GiB")."""
+    return f"{n_bytes / _GIB:.2f} GiB" if n_bytes >= 0.1 * _GIB else f"{n_bytes / (1 << 20):.0f} MiB"
