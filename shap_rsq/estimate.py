@@ -10,6 +10,7 @@ is approximated silently: :meth:`RSquaredExplainer.rsq` stays exact, and this is
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,9 +63,20 @@ def estimate_rsq(
     RsqEstimate
         ``n / m`` times the sampled rows' exact contributions, with the standard error of that
         total (finite-population corrected).
+
+    Notes
+    -----
+    The estimate is unbiased; the standard error is the usual one of a sample mean, and an
+    interval of +-1.96 of them covers the exact share about 95% of the time only when the rows'
+    contributions to it are not heavy-tailed.  A feature whose share comes from a few rows (per-row
+    contributions with a skewness of 10-20, as on a depth-7 forest whose rare splits isolate
+    outliers) was covered 44-76% of the time at ``n_sample`` 60-200: draw more rows, or compute it
+    exactly with ``rsq``.
     """
     if explainer.model_info.n_outputs > 1:
         raise NotImplementedError("estimate_rsq supports single-output models only.")
+    if isinstance(n_sample, bool) or not isinstance(n_sample, numbers.Integral):
+        raise ValueError(f"n_sample must be an integer number of rows; got {n_sample!r}.")
     if int(n_sample) < 2:
         raise ValueError(f"n_sample must be at least 2 (a standard error needs two rows); got {n_sample!r}.")
     rows, target, weights, sst = explainer._inputs(X, y, sample_weight)

@@ -274,6 +274,9 @@ def test_estimate_refuses_multioutput_and_tiny_samples():
     single = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, y))
     with pytest.raises(ValueError, match="n_sample must be at least 2"):
         estimate_rsq(single, X, y, n_sample=1)
+    for loose in (2.5, "10", True):  # 2.5 drew 2 rows, "10" ten
+        with pytest.raises(ValueError, match="n_sample must be an integer number of rows"):
+            estimate_rsq(single, X, y, n_sample=loose)
 
 
 def test_an_out_of_memory_error_becomes_a_budget_error(monkeypatch):
