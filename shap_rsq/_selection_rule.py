@@ -11,7 +11,8 @@ import numpy as np
 
 __all__ = ["check_max_features", "support_mask", "threshold_rule"]
 
-_SCALED = re.compile(r"^\s*(?:(?P<scale>[-+0-9.eE]+)\s*\*\s*)?(?P<reference>mean|median)\s*$")
+# the scale is any text float() reads, as SelectFromModel reads it ('inf*mean' keeps nothing)
+_SCALED = re.compile(r"^\s*(?:(?P<scale>[^*]+?)\s*\*\s*)?(?P<reference>mean|median)\s*$")
 _CUMULATIVE = re.compile(r"^\s*cumulative\s*:\s*(?P<fraction>[-+0-9.eE]+)\s*$")
 _THRESHOLD_FORMS = (
     "a float, 'mean', 'median', a scaled reference such as '1.5*mean' or '0.5*median', "

@@ -49,7 +49,9 @@ def test_shares_are_the_explainers_and_fit_clones(data):
     assert selector.n_features_in_ == X.shape[1]
 
 
-@pytest.mark.parametrize("threshold", [None, "mean", "median", "1.5*mean", "0.5 * median", 0.01, -np.inf])
+@pytest.mark.parametrize(
+    "threshold", [None, "mean", "median", "1.5*mean", "0.5 * median", "inf*mean", "1e-1*median", 0.01, -np.inf]
+)
 @pytest.mark.parametrize("max_features", [None, 2, 5])
 def test_support_matches_select_from_model(data, threshold, max_features):
     """Same importances, same rule: the masks of SelectFromModel and RSquaredSelector agree."""
