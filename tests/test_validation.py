@@ -301,3 +301,14 @@ def test_no_model_family_is_mutated_and_rows_stay_as_given(fitted, family):
         np.testing.assert_array_equal(original, now)
     pd.testing.assert_frame_equal(before[3], frame)
     assert pickle.dumps(model) == before[4]
+
+
+def test_a_sparse_matrix_is_refused_with_what_its_absent_entries_mean(data, explainer):
+    # scikit-learn's message advises .toarray(), which reads absent entries as 0.0, not as missing
+    import scipy.sparse
+
+    X, y, _ = data
+    with pytest.raises(ValueError, match=r"sparse matrix; pass dense rows.*fill them with NaN"):
+        explainer.rsq(scipy.sparse.csr_matrix(X), y)
+    with pytest.raises(ValueError, match="sparse matrix"):
+        explainer(scipy.sparse.csc_matrix(X), y)

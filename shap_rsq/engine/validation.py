@@ -12,6 +12,7 @@ from typing import Any
 
 import narwhals.stable.v2 as nw
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.validation import _check_sample_weight, check_array, column_or_1d
 
 __all__ = [
@@ -77,6 +78,7 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
     Rows
         The float array in the model's order and its column labels.
     """
+    _refuse_sparse(X)
     frame = _as_frame(X)
     labels = None
     if isinstance(frame, nw.DataFrame):
@@ -349,6 +351,17 @@ def _check_numeric_columns(frame, columns: list[str]) -> None:
 
 def _is_number(dtype) -> bool:
     return dtype.is_numeric() or dtype == nw.Boolean
+
+
+def _refuse_sparse(X: Any) -> None:
+    # scikit-learn's own message says "use .toarray()", which turns the entries a sparse matrix
+    # leaves out into 0.0: XGBoost and LightGBM read them as missing
+    if sp.issparse(X):
+        raise ValueError(
+            "X is a sparse matrix; pass dense rows.  Entries a sparse matrix leaves out are missing "
+            "values to XGBoost and LightGBM: to keep that meaning, fill them with NaN (X.toarray() fills "
+            "them with 0.0, which the trees may route elsewhere)."
+        )
 
 
 def _check_not_text(X: Any) -> None:
