@@ -126,7 +126,7 @@ def run_explain_classes(args: argparse.Namespace, explainer: RSquaredExplainer, 
     print(table.replace("model R²", "model BSS"))
     print(format_class_table(parts, args.max_display))
     if args.out:
-        _write_parts(args.out, parts, shares, args, (score, len(inputs.y)))
+        _write_parts(args.out, parts, shares, args, score, len(inputs.y))
         print(f"shares written to {args.out}")
     if explanation is not None:
         write_local(args.local, explanation.values, explanation.base_values, list(parts.index))
@@ -138,10 +138,9 @@ def run_explain_classes(args: argparse.Namespace, explainer: RSquaredExplainer, 
 
 
 def _write_parts(
-    path: str, parts: pd.DataFrame, shares: pd.Series, args: argparse.Namespace, run: tuple[float, int]
+    path: str, parts: pd.DataFrame, shares: pd.Series, args: argparse.Namespace, score: float, n_rows: int
 ) -> None:
-    """Write the shares and their parts per class; ``run`` is the model's score and the number of rows."""
-    score, n_rows = run
+    """Write the shares and their parts per class, with the model's score and the number of rows."""
     order = sorted_shares(shares).index
     if Path(path).suffix.lower() == ".json":
         import json

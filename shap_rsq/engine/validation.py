@@ -106,10 +106,8 @@ def aligned_frame(X: Any, model_names: list[str] | None, family: str = "") -> An
     frame = _as_frame(X)
     if not isinstance(frame, nw.DataFrame):
         return X
-    order = _model_order([str(c) for c in frame.columns], model_names, family)
-    if order is None or order == list(range(len(order))):
-        return X
-    return nw.to_native(frame.select([nw.col(frame.columns[i]) for i in order]))
+    ordered, order = _in_model_order(frame, model_names, family)
+    return X if order is None else nw.to_native(ordered)
 
 
 def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool = True) -> np.ndarray:
@@ -287,17 +285,23 @@ def _as_frame(X: Any):
 def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int) -> tuple[np.ndarray, list]:
     """The frame's rows in the model's order, and its column labels in that order (as the frame holds them)."""
     labels = list(frame.columns)
-    columns = [str(c) for c in labels]
-    _check_numeric_columns(frame, columns)
-    order = _model_order(columns, model_names, family)
-    if order is not None and order != list(range(len(order))):
-        # a reordering copies the frame; in the model's order it goes to the array conversion as it is
-        frame = frame.select([nw.col(frame.columns[i]) for i in order])
+    _check_numeric_columns(frame, [str(c) for c in labels])
+    frame, order = _in_model_order(frame, model_names, family)
+    if order is not None:
         labels = [labels[i] for i in order]
     native = nw.to_native(frame)
     # pandas frames go to scikit-learn as they are (it knows their extension dtypes); others through NumPy
     data = native if frame.implementation.is_pandas() else frame.to_numpy()
     return _array(data, min_rows), labels
+
+
+def _in_model_order(frame, model_names, family: str) -> tuple[Any, list[int] | None]:
+    """The frame with its columns in the model's order, and that order (``None``: the frame as it
+    is, already in order or matched by position).  A reordering copies the frame."""
+    order = _model_order([str(c) for c in frame.columns], model_names, family)
+    if order is None or order == list(range(len(order))):
+        return frame, None
+    return frame.select([nw.col(frame.columns[i]) for i in order]), order
 
 
 def _model_order(columns: list[str], model_names, family: str) -> list[int] | None:
