@@ -109,8 +109,8 @@ class InteractionShares:
         if y is None:
             refuse_weights_without_target(sample_weight)
             if self.model_info.shap_interactions_wrong:
-                return self._fixed_shap().shap_interaction_values(self._aligned(X), None, tree_limit)
-            return super().shap_interaction_values(self._aligned(X), None, tree_limit)
+                return self._fixed_shap().shap_interaction_values(self._aligned(X, True), None, tree_limit)
+            return super().shap_interaction_values(self._aligned(X, True), None, tree_limit)
         if tree_limit is not None:
             raise ValueError(
                 "R² interaction shares use every tree the model predicts with: tree_limit applies without y."

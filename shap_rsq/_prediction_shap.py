@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import shap
 
+from .engine.budget import check_shap_output
 from .engine.validation import aligned_frame
 from .models.shap_trees import forest_model
 
@@ -32,6 +34,11 @@ class PredictionShap:
             )
         return self._fixed_trees_explainer
 
-    def _aligned(self, X: Any) -> Any:
-        """``X`` for shap's prediction SHAP values: a DataFrame's columns in the model's order."""
-        return aligned_frame(X, self._names_for_matching(), self.model_info.family)
+    def _aligned(self, X: Any, interactions: bool = False) -> Any:
+        """``X`` for shap's prediction SHAP values: a DataFrame's columns in the model's order, once
+        shap's result for it is known to fit the memory budget (shap forms it in one piece)."""
+        shape = np.shape(X)
+        n_rows = shape[0] if len(shape) > 1 else 1
+        info = self.model_info
+        check_shap_output(n_rows, info.n_features, info.n_outputs, interactions, self._tuning.memory_budget)
+        return aligned_frame(X, self._names_for_matching(), info.family)

@@ -262,7 +262,10 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
         if y is None:
             refuse_weights_without_target(sample_weight)
             return super().__call__(
-                self._aligned(X), interactions=interactions, check_additivity=check_additivity, approximate=approximate
+                self._aligned(X, interactions),
+                interactions=interactions,
+                check_additivity=check_additivity,
+                approximate=approximate,
             )
         if interactions:
             checked_multioutput(multioutput, self.model_info)

@@ -12,7 +12,7 @@ import pytest
 import shap
 from conftest import make_data
 
-from shap_rsq import RSquaredExplainer
+from shap_rsq import MemoryBudgetError, RSquaredExplainer
 
 xgboost = pytest.importorskip("xgboost")
 
@@ -36,6 +36,31 @@ def test_without_y_every_call_is_shaps_own(fitted):
         np.testing.assert_array_equal(mine.base_values, reference.base_values)
         assert mine.feature_names == reference.feature_names
     assert ours.expected_value == theirs.expected_value
+
+
+def test_shap_calls_whose_result_cannot_fit_the_budget_are_refused_before_shap_runs(monkeypatch):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(1200, 60)), columns=[f"x{j}" for j in range(60)])
+    model = xgboost.XGBRegressor(n_estimators=5, max_depth=3).fit(X, X["x0"] + X["x1"] * X["x2"])
+    # interaction values take 8 x 61^2 = 29,768 bytes a row: 563 rows fit in 16 MiB
+    explainer = RSquaredExplainer(model, memory_budget=1 / 64)
+    small = X.iloc[:500]
+    np.testing.assert_array_equal(
+        explainer.shap_interaction_values(small), shap.TreeExplainer(model).shap_interaction_values(small)
+    )
+    calls = []
+    monkeypatch.setattr(shap.TreeExplainer, "shap_interaction_values", lambda *args, **kwargs: calls.append(args))
+    message = r"interaction values of 1,200 rows x 60 features .* \(about 563 fit\).* rsq_interactions\(X, y\)"
+    with pytest.raises(MemoryBudgetError, match=message):
+        explainer.shap_interaction_values(X)
+    with pytest.raises(MemoryBudgetError, match=message):
+        explainer(X, interactions=True)
+    assert not calls
+    # SHAP values take 2 x 8 x 61 = 976 bytes a row: 17,189 rows fit
+    many = np.tile(X.to_numpy(), (15, 1))
+    assert explainer.shap_values(many[:17000]).shape == (17000, 60)
+    with pytest.raises(MemoryBudgetError, match=r"SHAP values of 18,000 rows .*\(about 17,189 fit\).* rsq\(X, y\)"):
+        explainer(many)
 
 
 def test_with_y_the_same_calls_give_shares_of_r2(fitted):

@@ -22,6 +22,7 @@ from ..tuning import DEFAULT_TUNING, Tuning
 
 __all__ = [
     "MemoryBudgetError",
+    "check_shap_output",
     "estimated_seconds",
     "fit_jobs",
     "out_of_memory",
@@ -102,6 +103,40 @@ def progress_label(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING
         return "trees"
     amount = f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.0f} s"
     return f"trees (estimated {amount} on one core)"
+
+
+def check_shap_output(n_rows: int, n_features: int, n_outputs: int, interactions: bool, budget: int) -> None:
+    """Refuse shap's own SHAP (interaction) values of rows whose result alone would pass ``budget``.
+
+    shap's TreeSHAP returns an ``(n, p)`` array per output, ``(n, p, p)`` for interactions, with
+    no chunking: interaction values of 2,000 rows x 600 features are 5.4 GiB.  Measured peaks
+    (shap 0.51, 1,000 x 200, per output): 1.0x the float64 ``(n, p + 1, p + 1)`` array for
+    LightGBM and scikit-learn, 1.0x as well for XGBoost, whose float32 result is converted; SHAP
+    values peak at twice their ``(n, p + 1)`` array.
+
+    Raises
+    ------
+    MemoryBudgetError
+        When that estimate exceeds ``budget``.
+    """
+    width = n_features + 1
+    per_row = 8 * n_outputs * (width * width if interactions else 2 * width)
+    need = n_rows * per_row
+    if need <= budget:
+        return
+    what = "interaction values" if interactions else "SHAP values"
+    shape = "n x (p + 1)^2" if interactions else "n x (p + 1)"
+    instead = (
+        "rsq_interactions(X, y) gives the interaction shares of R² summed over rows without it"
+        if interactions
+        else "rsq(X, y) gives the shares of R² summed over rows without it"
+    )
+    raise MemoryBudgetError(
+        f"shap's {what} of {n_rows:,} rows x {n_features:,} features form one array of about {_size(need)} "
+        f"({shape} floats{f' x {n_outputs} outputs' if n_outputs > 1 else ''}), over "
+        f"memory_budget={_size(budget)}: pass fewer rows (about {budget // per_row:,} fit) or raise "
+        f"RSquaredExplainer(memory_budget=...); {instead}."
+    )
 
 
 def out_of_memory(n_rows: int, n_features: int, local: bool, tuning: Tuning = DEFAULT_TUNING) -> str:
