@@ -209,15 +209,15 @@ class ChunkBlocks:
         size = 1 << w
         base, ptr = self._item_bases(chunk, cs)
         zall = _table_sums(base, np.full(len(cs), size), ptr, len(z)).sums(z).reshape(len(cs), size, n_q)
-        bits = _bit_matrix(w)
-        ones = np.moveaxis(np.tensordot(bits, zall, axes=([0], [1])), 0, 1)  # (nb, w, Q)
+        total, ones = _halving_sums(zall)
         if not len(ss):
-            return zall.sum(axis=1), ones, None, None
+            return total, ones, None, None
         base, ptr = self._stream_bases(chunk, ss)
         zs = _table_sums(base, np.full(len(ss), size), ptr, len(z)).sums(z).reshape(len(ss), size, n_q)
         f = self.stream_f[ss]
+        bits = _bit_matrix(w)
         s_ones = np.einsum("skq,sk->sq", zs, bits[:, np.minimum(f, max(w - 1, 0))].T) if w else zs.sum(axis=1)
-        return zall.sum(axis=1), ones, zs.sum(axis=1), s_ones
+        return total, ones, zs.sum(axis=1), s_ones
 
     def _cell_sums(self, chunk, cells, z, w, cs, ss):
         """:meth:`_dense_sums` for a class of per-cell tables (each block's view has its own cells)."""
@@ -228,9 +228,7 @@ class ChunkBlocks:
         starts = np.cumsum(size) - size
         comb = cells.entry_combinations(chunk.view[lead])
         total = segment_sums(zall, starts)
-        ones = np.zeros((len(cs), w, z.shape[1]))
-        for f in range(w):
-            ones[:, f] = segment_sums(zall * ((comb >> f) & 1)[:, None], starts)
+        ones = _bit_sums(zall, comb, size, w)
         if not len(ss):
             return total, ones, None, None
         c = np.searchsorted(cs, self.stream_c[ss])  # each stream's block among cs
@@ -241,6 +239,41 @@ class ChunkBlocks:
         f = self.stream_f[ss]
         s_bit = (s_comb >> np.repeat(np.minimum(f, 62), size[c])) & 1
         return total, ones, segment_sums(zs, s_starts), segment_sums(zs * s_bit[:, None], s_starts)
+
+
+def _halving_sums(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of dense tables ``(B, 2^w, Q)`` (entry ``k`` the combination whose bit ``f`` is
+    ``(k >> f) & 1``): the sums over all entries ``(B, Q)`` and over those where bit ``f`` is 1
+    ``(B, w, Q)``.
+
+    The top bit splits a table into halves: its sum is the upper half's, and the two halves
+    added make the table of the other bits.  About ``2 x 2^w`` additions a table, where the
+    product with the ``(2^w, w)`` bit matrix took ``w x 2^w`` and a transposed copy (a third of
+    the global slopes of a fully grown tree).
+    """
+    n_tables, size, n_q = table.shape
+    w = size.bit_length() - 1
+    ones = np.empty((n_tables, w, n_q))
+    for f in range(w - 1, -1, -1):
+        halves = table.reshape(n_tables, 2, 1 << f, n_q)
+        ones[:, f] = halves[:, 1].sum(axis=1)
+        table = halves[:, 0] + halves[:, 1]
+    return table[:, 0], ones
+
+
+def _bit_sums(table: np.ndarray, comb: np.ndarray, size: np.ndarray, w: int) -> np.ndarray:
+    """Per run of ``size`` rows of ``table (cells, Q)``, the sums of the rows whose combination
+    ``comb`` has bit ``f`` set: ``(runs, w, Q)``, one sparse product with an entry per set bit
+    (a pass per bit, masked, took more than half the global slopes of a fully grown tree)."""
+    out = np.zeros((len(size) * w, table.shape[1]))
+    if w and len(comb):
+        set_bits = ((comb[:, None] >> np.arange(w, dtype=comb.dtype)) & 1).astype(bool)  # (cells, w)
+        cell, f = np.nonzero(set_bits)
+        run = np.repeat(np.arange(len(size), dtype=np.int64), size)
+        columns = run[cell] * w + f
+        indptr = offsets(np.count_nonzero(set_bits, axis=1))
+        OneHot(indptr, columns, len(out)).add_transposed(table, out)
+    return out.reshape(len(size), w, table.shape[1])
 
 
 def _bit_matrix(w: int) -> np.ndarray:

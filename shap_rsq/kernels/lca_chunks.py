@@ -37,6 +37,17 @@ def _constants(plan: TreePlan, items: np.ndarray, q: np.ndarray) -> np.ndarray:
     return plan.item_coef[items, None] * np.prod(a[:, :, None] + b[:, :, None] * q, axis=1)
 
 
+def _doubled(value: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """``(n, 2^w, Q)`` products of ``start (n, Q)`` and factors ``value (n, w, 2, Q)`` on every
+    combination of their bits (entry ``k`` takes factor ``f`` at bit ``(k >> f) & 1``), by
+    doubling: factor ``f`` multiplies the table of the factors before it at either bit."""
+    n, w, _, n_q = value.shape
+    table = start[:, None, :]
+    for f in range(w):
+        table = (value[:, f, :, None, :] * table[:, None]).reshape(n, -1, n_q)
+    return table
+
+
 class Chunk:
     """Tables of ``items`` (plan item indices, in the caller's order) on the cells of a call.
 
@@ -116,11 +127,7 @@ class Chunk:
         for first in range(0, len(members), step):
             block = members[first : first + step]
             items = self.items[block]
-            table = _constants(plan, items, q)[:, None, :]
-            if w:
-                value = factor_values(plan, items, w, q)
-                for f in range(w):
-                    table = (value[:, f, :, None, :] * table[:, None]).reshape(len(items), -1, n_q)
+            table = _doubled(factor_values(plan, items, w, q), _constants(plan, items, q))
             rows = (self.base[block][:, None] + np.arange(1 << w)).ravel()
             self.values[rows] = table.reshape(-1, n_q)
 
@@ -132,11 +139,16 @@ class Chunk:
         constant = _constants(plan, items, q)
         value = factor_values(plan, items, w, q)
         value[np.arange(w) >= plan.item_n_var[items, None]] = 1.0  # its bit-free factors are in the constant
-        value = value.reshape(-1, n_q)  # row (member * w + f) * 2 + bit
         size = self.size[members]
-        entry_member = np.repeat(np.arange(len(members)), size)
         entry = ranges(self.base[members], size)
         comb = cells.entry_combinations(self.view[members])
+        low = w // 2
+        halves = (1 << low) + (1 << (w - low))
+        if len(members) * halves + 3 * len(comb) < w * len(comb):
+            self._split_products(members, value, constant, size, entry, comb, low)
+            return
+        value = value.reshape(-1, n_q)  # row (member * w + f) * 2 + bit
+        entry_member = np.repeat(np.arange(len(members)), size)
         step = max(1, self.block // (2 * max(1, w) * n_q))
         for first in range(0, len(comb), step):
             member = entry_member[first : first + step]
@@ -145,6 +157,28 @@ class Chunk:
             for f in range(w):
                 product *= rows_of(value, (member * w + f) * 2 + ((code >> f) & 1))
             self.values[entry[first : first + step]] = product
+
+    def _split_products(self, members, value, constant, size, entry, comb, low: int) -> None:
+        """:meth:`_cell_values` for wide tables with many cells: each member's products over its
+        low ``low`` bits and over the others, on all their combinations by doubling, then one
+        product of two gathered rows per cell, where factor by factor took ``w`` passes over the
+        cells (the cell tables of a fully grown tree: w = 10-20)."""
+        n_q = value.shape[-1]
+        w = value.shape[1]
+        n_low, n_high = 1 << low, 1 << (w - low)
+        step = max(1, self.block // ((n_low + n_high) * n_q))
+        start = np.concatenate([[0], np.cumsum(size)])
+        for first in range(0, len(members), step):
+            last = min(len(members), first + step)
+            lower = _doubled(value[first:last, :low], constant[first:last]).reshape(-1, n_q)
+            upper = _doubled(value[first:last, low:], np.ones((last - first, n_q))).reshape(-1, n_q)
+            member = np.repeat(np.arange(last - first), size[first:last])
+            for a in range(int(start[first]), int(start[last]), max(1, self.block // n_q)):
+                b = min(int(start[last]), a + max(1, self.block // n_q))
+                code, who = comb[a:b], member[a - int(start[first]) : b - int(start[first])]
+                product = rows_of(lower, who * n_low + (code & (n_low - 1)))
+                product *= rows_of(upper, who * n_high + (code >> low))
+                self.values[entry[a:b]] = product
 
     def blocks(self, plan: TreePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chunk's blocks in table order: ``(block, first, count)``, each block's first position
@@ -165,6 +199,28 @@ class ChunkPart:
     def __init__(self, items: np.ndarray, order: np.ndarray):
         self.items = items
         self.order = order
+
+    def _split_products(self, members, value, constant, size, entry, comb, low: int) -> None:
+        """:meth:`_cell_values` for wide tables with many cells: each member's products over its
+        low ``low`` bits and over the others, on all their combinations by doubling, then one
+        product of two gathered rows per cell, where factor by factor took ``w`` passes over the
+        cells (the cell tables of a fully grown tree: w = 10-20)."""
+        n_q = value.shape[-1]
+        w = value.shape[1]
+        n_low, n_high = 1 << low, 1 << (w - low)
+        step = max(1, self.block // ((n_low + n_high) * n_q))
+        start = np.concatenate([[0], np.cumsum(size)])
+        for first in range(0, len(members), step):
+            last = min(len(members), first + step)
+            lower = _doubled(value[first:last, :low], constant[first:last]).reshape(-1, n_q)
+            upper = _doubled(value[first:last, low:], np.ones((last - first, n_q))).reshape(-1, n_q)
+            member = np.repeat(np.arange(last - first), size[first:last])
+            for a in range(int(start[first]), int(start[last]), max(1, self.block // n_q)):
+                b = min(int(start[last]), a + max(1, self.block // n_q))
+                code, who = comb[a:b], member[a - int(start[first]) : b - int(start[first])]
+                product = rows_of(lower, who * n_low + (code & (n_low - 1)))
+                product *= rows_of(upper, who * n_high + (code >> low))
+                self.values[entry[a:b]] = product
 
     def blocks(self, plan: TreePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """As :meth:`Chunk.blocks`."""
