@@ -263,9 +263,24 @@ def _halving_sums(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _bit_sums(table: np.ndarray, comb: np.ndarray, size: np.ndarray, w: int) -> np.ndarray:
     """Per run of ``size`` rows of ``table (cells, Q)``, the sums of the rows whose combination
-    ``comb`` has bit ``f`` set: ``(runs, w, Q)``, one sparse product with an entry per set bit
-    (a pass per bit, masked, took more than half the global slopes of a fully grown tree)."""
-    out = np.zeros((len(size) * w, table.shape[1]))
+    ``comb`` has bit ``f`` set: ``(runs, w, Q)``.
+
+    A pass per bit, masked, took more than half the global slopes of a fully grown tree.  Runs
+    of many cells are summed into two dense tables, over their low and their high bits, whose bit
+    sums come by halving; others take one sparse product with an entry per set bit.
+    """
+    n_q = table.shape[1]
+    low = w // 2
+    n_low, n_high = 1 << low, 1 << (w - low)
+    if w >= 4 and len(size) * (n_low + n_high) <= len(comb):
+        run = np.repeat(np.arange(len(size), dtype=np.int64), size)
+        halves = []
+        for index, n_entries in ((run * n_low + (comb & (n_low - 1)), n_low), (run * n_high + (comb >> low), n_high)):
+            dense = np.zeros((len(size) * n_entries, n_q))
+            OneHot.picks(index.astype(np.int64), len(dense)).add_transposed(table, dense)
+            halves.append(_halving_sums(dense.reshape(len(size), n_entries, n_q))[1])
+        return np.concatenate(halves, axis=1)
+    out = np.zeros((len(size) * w, n_q))
     if w and len(comb):
         set_bits = ((comb[:, None] >> np.arange(w, dtype=comb.dtype)) & 1).astype(bool)  # (cells, w)
         cell, f = np.nonzero(set_bits)
@@ -273,7 +288,7 @@ def _bit_sums(table: np.ndarray, comb: np.ndarray, size: np.ndarray, w: int) -> 
         columns = run[cell] * w + f
         indptr = offsets(np.count_nonzero(set_bits, axis=1))
         OneHot(indptr, columns, len(out)).add_transposed(table, out)
-    return out.reshape(len(size), w, table.shape[1])
+    return out.reshape(len(size), w, n_q)
 
 
 def _bit_matrix(w: int) -> np.ndarray:
