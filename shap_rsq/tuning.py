@@ -125,9 +125,11 @@ class Tuning:
     pair_cost : float
         Time of one leaf pair x quadrature node (``kernels.pairs``) relative to one LCA item x
         quadrature node, per row pattern: a node takes the pairs when ``pair_cost x pairs x
-        ceil(width / 2)`` is below its items x the tree's quadrature nodes.  Measured 9.7 on a
-        fully grown tree (500 leaves, 500 rows: all LCA 7.4 s, all pairs 27.8 s, per unit of each
-        cost) once LCA slopes came from the log-derivative; 2 before.
+        ceil(width / 2)`` is below its items x the tree's quadrature nodes.  Measured 2.9 on a
+        fully grown tree (500 leaves, 500 rows: all LCA 11.8 s, all pairs 13.3 s, per unit of each
+        cost, on a loaded machine) once a pair's product came from one matrix product of its bits
+        with the factors' logarithms; 9.7 with prefix and suffix products, 2 before the LCA slopes
+        came from the log-derivative.  At 3 the fully grown tree took 10% less than at 10.
     pair_min_pairs : int
         Nodes with fewer leaf pairs keep their LCA items whatever the costs: near the leaves
         (one or two leaves a side) moving them saves nothing, and a tree with pair nodes sizes
@@ -207,7 +209,7 @@ class Tuning:
     kept_plan_bytes: int = 256 << 20
     selector_block_entries: int = 1 << 22
     pair_min_work: float = 65536.0
-    pair_cost: float = 10.0
+    pair_cost: float = 3.0
     pair_min_pairs: int = 16
     max_lca_items: int = 1 << 20
     memory_budget: int = 2 << 30

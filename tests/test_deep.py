@@ -16,6 +16,7 @@ from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
 from shap_rsq.kernels.hybrid_tree import HybridUnit, plan_pieces
+from shap_rsq.kernels import pairs
 from shap_rsq.kernels.pairs import choose_pair_nodes, node_costs
 from shap_rsq.tuning import DEFAULT_TUNING
 
@@ -147,6 +148,21 @@ def test_pair_kernel_on_every_family(fitted, family, nan):
     expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
     np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, rtol=0, atol=1e-9)
     np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pair_slopes_from_logarithms_equal_the_products_all_but_one(seed):
+    # random blocks: covers of 1 (a feature off a path), tiny covers (1e-300, shap's fix of zero
+    # covers) and any bits; the logarithms' matrix products against prefix and suffix products
+    rng = np.random.default_rng(seed)
+    n, n_a, n_b, k = 7, 4, 5, 9
+    covers = [np.where(rng.random((m, k)) < 0.3, 1.0, rng.random((m, k)) ** 4) for m in (n_a, n_b)]
+    covers[0][0, 0] = 1e-300
+    sides = [(rng.random((n, m, k)) < 0.6, cover, rng.normal(size=m)) for m, cover in zip((n_a, n_b), covers)]
+    args = (*sides, slice(0, n), slice(0, n_a), slice(0, n_b), 5)
+    for weight in (None, rng.normal(size=n)):
+        direct = pairs._direct_slopes(*args, weight)
+        np.testing.assert_allclose(pairs._block_slopes(*args, weight), direct, rtol=1e-12, atol=1e-300)
 
 
 def test_efficiency_identity_on_a_fully_grown_forest():

@@ -6,8 +6,9 @@ over the features ``k`` on either path (``p = r = 1`` off the path, so ``F_k = 1
 LCA kernel expands the factors of features that both sides reuse below ``u`` into
 ``2^coupled`` separable items; here the product is taken as it stands, so a pair costs
 ``|features| x Q`` whatever the coupling.  Its slope along ``q_k`` is
-``(p_ak p_bk - r_ak r_bk) prod_{j != k} F_j``, "all factors but one" from prefix and suffix
-products (never by division: covers can be zero).
+``(p_ak p_bk - r_ak r_bk) prod_{j != k} F_j``: the product times ``b / F_k``, from the
+logarithms of the factors (:func:`_block_slopes`), or "all factors but one" from prefix and
+suffix products where a cover fraction is zero (:func:`_direct_slopes`).
 
 At node ``u`` the pairs are (left leaves) x (right leaves), and only the features met on the
 paths of ``u``'s leaves enter (``K_u``); their integrand has degree below ``K_u``, so
@@ -190,12 +191,23 @@ def pair_values(plan: PairPlan, bits: np.ndarray, w_quad: np.ndarray | None, blo
     for a_leaves, b_leaves, columns in plan.nodes:
         n_q = max(1, -(-len(columns) // 2))
         n_a, n_b = a_leaves.stop - a_leaves.start, b_leaves.stop - b_leaves.start
-        per_b = len(columns) * n_q
-        b_step = max(1, min(n_b, block // per_b))
-        a_step = max(1, min(n_a, block // (per_b * b_step)))
-        row_step = max(1, block // (per_b * b_step * a_step))
         side_a = _side(plan, bits, a_leaves, columns)
         side_b = _side(plan, bits, b_leaves, columns)
+        # every product r_a r_b of the node positive (none rounds to zero): logarithms exist
+        by_logs = bool(side_a[1].min(initial=1.0) * side_b[1].min(initial=1.0) > 0.0)
+        slopes = _block_slopes if by_logs else _direct_slopes
+        if by_logs:
+            # rows first: each pair's matrix products run over a long block of rows
+            per_pair_row = max(len(columns), n_q)
+            row_step = max(1, min(n, block // per_pair_row))
+            pairs_fit = max(1, block // (per_pair_row * row_step))
+            b_step = max(1, min(n_b, pairs_fit))
+            a_step = max(1, min(n_a, pairs_fit // b_step))
+        else:  # temporaries of (features, pairs x rows, nodes)
+            per_b = len(columns) * n_q
+            b_step = max(1, min(n_b, block // per_b))
+            a_step = max(1, min(n_a, block // (per_b * b_step)))
+            row_step = max(1, block // (per_b * b_step * a_step))
         for r0 in range(0, n, row_step):
             rows = slice(r0, min(n, r0 + row_step))
             weight = None if w_quad is None else w_quad[rows]
@@ -203,7 +215,7 @@ def pair_values(plan: PairPlan, bits: np.ndarray, w_quad: np.ndarray | None, blo
                 a = slice(a0, a0 + a_step)
                 for b0 in range(0, n_b, b_step):
                     b = slice(b0, b0 + b_step)
-                    part = _block_slopes(side_a, side_b, rows, a, b, n_q, weight)
+                    part = slopes(side_a, side_b, rows, a, b, n_q, weight)
                     if w_quad is None:
                         out[rows, columns] += part.T
                     else:
@@ -217,6 +229,43 @@ def _side(plan: PairPlan, bits: np.ndarray, leaves: slice, columns: np.ndarray):
 
 
 def _block_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
+    """Integrated slopes ``sum_pairs 2 v_a v_b (p_a p_b - r_a r_b) prod_{j != k} F_j`` of one block:
+    ``(Kc,)`` weighted by rows (``weight``) or ``(Kc, rows)``.
+
+    Given its bit, ``F_k`` is ``F1 = q + (1 - q) rr`` or ``F0 = (1 - q) rr`` (``rr = r_a r_b``,
+    ``1`` off both paths), so a pair's product is ``prod_k F0_k`` times ``F1_k / F0_k`` over the
+    features whose bit is 1: one matrix product of the bits with the logarithms, then one
+    exponential, where prefix and suffix products took about six passes over every (feature,
+    pair, row, node).  The slope along ``k`` is the product times ``b / F_k``: ``-1 / (1 - q)``
+    at bit 0 for every feature, ``(1 - rr) / F1`` at bit 1, between ``-1 / (1 - q)`` and ``1 / q``
+    (no digits lost by dividing).  A pair with a zero cover fraction has ``F0 = 0`` and no
+    logarithm: its node takes :func:`_direct_slopes`.
+    """
+    bits_a, cover_a, value_a = side_a
+    bits_b, cover_b, value_b = side_b
+    rr = (cover_a[a][:, None, :] * cover_b[b][None, :, :]).reshape(-1, cover_a.shape[1])  # (pairs, Kc), all > 0
+    q, gl = gauss_legendre(n_q)
+    n_pairs, n_k = rr.shape
+    f0 = rr[:, :, None] * (1.0 - q)  # (pairs, Kc, Q)
+    f1 = f0 + q
+    log_f0 = np.log(f0)
+    both = bits_a[rows, a][:, :, None, :] & bits_b[rows, b][:, None, :, :]  # (n, A, B, Kc)
+    n_rows = both.shape[0]
+    both = np.ascontiguousarray(both.reshape(n_rows, n_pairs, n_k).transpose(1, 0, 2))  # (pairs, n, Kc)
+    log_product = np.matmul(both.astype(np.float64), np.log(f1) - log_f0)  # (pairs, n, Q)
+    log_product += log_f0.sum(axis=1)[:, None, :]
+    product = np.exp(log_product, out=log_product)
+    product *= gl
+    at_zero = product @ (-1.0 / (1.0 - q))  # (pairs, n): every feature's slope at bit 0
+    at_one = np.matmul(product, ((1.0 - rr)[:, :, None] / f1).transpose(0, 2, 1))  # (pairs, n, Kc)
+    slopes = np.where(both, at_one, at_zero[:, :, None])
+    coef = 2.0 * (value_a[a][:, None] * value_b[b][None, :]).ravel()  # (pairs,)
+    if weight is None:
+        return np.einsum("p,pnk->kn", coef, slopes)
+    return np.einsum("p,n,pnk->k", coef, weight, slopes)
+
+
+def _direct_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
     """Integrated slopes ``sum_pairs 2 v_a v_b (p_a p_b - r_a r_b) prod_{j != k} F_j`` of one block:
     ``(Kc,)`` weighted by rows (``weight``) or ``(Kc, rows)``."""
     q, gl = gauss_legendre(n_q)
