@@ -156,3 +156,17 @@ def test_bad_targets_are_refused_by_name():
         regressor.rsq(X, X[:, 0])
     with pytest.raises(ValueError, match=r"y is constant for output\(s\) \['output 1'\]"):
         regressor.rsq(X, np.column_stack([X[:, 0], np.ones(len(X))]), multioutput="raw_values")
+
+
+@pytest.mark.parametrize("dtype", [object, "string", "category"])
+def test_a_missing_label_is_refused_by_name_whatever_holds_the_labels(dtype):
+    # pd.NA (the "string" dtype's missing value) cannot be compared: NumPy raised "boolean value of
+    # NA is ambiguous" instead of naming the label, as it does for None in an object column
+    X, code, _ = _data(3, nan=False)
+    y = LABELS["four strings"][:3][code]
+    explainer = RSquaredExplainer(RandomForestClassifier(3, max_depth=3, random_state=0).fit(X, y))
+    labels = pd.Series([*y[:-1], None], dtype=dtype)
+    with pytest.raises(ValueError, match=r"y has labels \[.*\] that are not among the model's classes .* row 159\)"):
+        explainer.rsq(X, labels)
+    complete = pd.Series(y, dtype=dtype)  # the same container without the missing value reads as the labels
+    np.testing.assert_allclose(explainer.rsq(X, complete), explainer.rsq(X, y), atol=1e-14)

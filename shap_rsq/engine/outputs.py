@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from sklearn.utils.validation import check_array
 
 from ..models.info import ModelInfo
@@ -33,7 +34,9 @@ __all__ = [
     "combine",
     "labelled",
     "local_output_shares",
+    "match_labels",
     "output_sst",
+    "refuse_unknown_labels",
     "target_columns",
 ]
 
@@ -158,6 +161,64 @@ def combine(per_output: np.ndarray, sst: np.ndarray, multioutput: str, *, brier:
     return counted.sum(axis=-1) / sst.sum()
 
 
+def match_labels(labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """``(n, K)`` True where row ``i``'s label is ``classes[k]``, labels compared by value.
+
+    Values are compared as NumPy compares them, whatever the containers' dtypes: ``1.0`` and
+    ``True`` are the class ``1``, a label held as an object is the same text held as ``<U``, and
+    labels of another kind (text against numbers) match no class.  A missing value (``None``,
+    NaN, ``pd.NA``) matches no class.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_samples,)
+        Class labels.
+    classes : ndarray of shape (n_classes,)
+        The model's ``classes_``.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_samples, n_classes)
+        Which class each row's label is (a row of False: a label the model never saw).
+    """
+    labels = np.asarray(labels)
+    if labels.dtype == object:
+        missing = pd.isna(labels)
+        if missing.any():  # pd.NA == "a" is NA, whose truth value NumPy cannot take: compare no missing value
+            labels = labels.copy()
+            labels[missing] = _MISSING
+    return labels[:, None] == np.asarray(classes)[None, :]
+
+
+_MISSING = object()  # equal to nothing but itself: stands for a missing label in comparisons
+
+
+def refuse_unknown_labels(labels: np.ndarray, known: np.ndarray, classes: np.ndarray) -> None:
+    """Refuse labels that are not among the model's classes, naming them.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_samples,)
+        Class labels.
+    known : ndarray of bool, shape (n_samples,)
+        Which labels are classes (a row of :func:`match_labels` with a True).
+    classes : ndarray of shape (n_classes,)
+        The model's ``classes_``.
+
+    Raises
+    ------
+    ValueError
+        When some label is not a class.
+    """
+    if known.all():
+        return
+    unknown = list(dict.fromkeys(np.asarray(labels)[~known].tolist()))
+    raise ValueError(
+        f"y has labels {unknown[:10]} that are not among the model's classes {np.asarray(classes).tolist()} "
+        f"(first at row {int(np.flatnonzero(~known)[0])})."
+    )
+
+
 def _one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:
     labels = np.asarray(y)
     if labels.ndim == 2 and labels.shape[1] == 1:
@@ -169,14 +230,9 @@ def _one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:
         raise ValueError(f"y must hold one class label per row; got shape {labels.shape}.")
     if labels.dtype.kind == "f":
         target_values(labels)  # NaN or infinity named as for regressors
-    known = np.isin(labels, classes)
-    if not known.all():
-        unknown = list(dict.fromkeys(labels[~known].tolist()))
-        raise ValueError(
-            f"y has labels {unknown[:10]} that are not among the model's classes {classes.tolist()} "
-            f"(first at row {int(np.flatnonzero(~known)[0])})."
-        )
-    return (labels[:, None] == classes[None, :]).astype(np.float64)
+    matches = match_labels(labels, classes)
+    refuse_unknown_labels(labels, matches.any(axis=1), classes)
+    return matches.astype(np.float64)
 
 
 def _indicator(Y: np.ndarray, classes: np.ndarray, n_rows: int) -> np.ndarray:
@@ -304,8 +360,6 @@ def labelled(shares: np.ndarray, names: Any, info: ModelInfo, name: str) -> Any:
     """
     if names is None:
         return shares
-    import pandas as pd
-
     index = pd.Index(names)
     if shares.ndim == 2:
         return pd.DataFrame(shares, index=index, columns=pd.Index(list(info.outputs), name="output"))
