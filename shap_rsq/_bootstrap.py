@@ -112,7 +112,8 @@ def _replicate(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players
         Xe, ye, we = _take(X, held, columns), y[held], w[held]
     else:  # in sample: the resample already holds the rows
         Xe, ye, we = _take(Xb, None, columns), yb, wb
-    moments = evaluate(model, Xe, ye, we, per_row=False, groups=players.explainer_groups(columns))
+    groups = players.explainer_groups(columns)
+    moments = evaluate(model, Xe, ye, we, per_row=False, groups=groups, held_out=out_of_bag)
     if not moments.sst > 0:  # its rows share one target value (one class): R² is undefined there
         return np.full(players.n_players, np.nan)
     return players.embed(moments.shares, columns)

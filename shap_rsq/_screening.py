@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from sklearn.base import clone
 from sklearn.model_selection import cross_validate
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
 from ._selector_groups import PlayerMap
+from .engine.outputs import match_labels, refuse_unknown_labels
 from .explainer import RSquaredExplainer
 from .models.inspect import UnsupportedModelError
 from .tuning import DEFAULT_TUNING
@@ -102,6 +104,7 @@ def evaluate(
     n_jobs: int | None = None,
     block_entries: int = DEFAULT_TUNING.selector_block_entries,
     groups: dict | None = None,
+    held_out: bool = False,
 ) -> Moments:
     """Moments of ``model``'s R² decomposition on ``(X, y, w)`` (a classifier's: its Brier skill score).
 
@@ -122,6 +125,9 @@ def evaluate(
         Largest block of per-row contributions formed at once.
     groups : dict, optional
         The explainer's ``groups=``: the moments are then the players' (see ``PlayerMap.explainer_groups``).
+    held_out : bool, default=False
+        The rows are held out from ``model``'s fit (a fold, out-of-bag rows): a classifier's label the
+        model never saw counts with probability 0.  Otherwise such a label is refused by name.
 
     Returns
     -------
@@ -130,7 +136,7 @@ def evaluate(
     """
     explainer = RSquaredExplainer(model, n_jobs=n_jobs)
     p = explainer.model_info.n_features if groups is None else len(groups)
-    target = _target(explainer, y)
+    target = _target(explainer, y, held_out=held_out)
     s = _squares(target.all_columns, w)
     sst, n = float(s.sum()), int(np.count_nonzero(w))
     y = target.model_columns
@@ -184,7 +190,16 @@ class _Target:
     model_columns: np.ndarray
 
 
-def _target(explainer: RSquaredExplainer, y: np.ndarray) -> _Target:
+def _target(explainer: RSquaredExplainer, y: np.ndarray, *, held_out: bool = False) -> _Target:
+    """The target the explainer plays and the one the sum of squares is over (see :class:`_Target`).
+
+    A classifier's labels are matched to its ``classes_`` by value, as the explainer matches them
+    (``1.0`` is the class ``1``, text held as objects or as a Categorical is the same text held as
+    ``<U``), whatever the dtypes.  A label the model never saw is refused by name, as the explainer
+    refuses it, unless the rows are ``held_out`` (a fold or an out-of-bag draw of the selector's own
+    ``y``, whose model may have missed a rare class): it then adds a column of its own to the total
+    sum of squares, over which the model's probability is 0.
+    """
     info = explainer.model_info
     if info.classes is None:
         if info.n_outputs > 1:
@@ -194,13 +209,16 @@ def _target(explainer: RSquaredExplainer, y: np.ndarray) -> _Target:
             )
         return _Target(y, y)
     labels = np.asarray(y)
-    classes = np.union1d(info.classes, labels) if labels.dtype.kind == info.classes.dtype.kind else None
-    if classes is None:  # labels of another kind than the model's: let the explainer name them
-        return _Target(labels, labels)
-    one_hot = (labels[:, None] == classes[None, :]).astype(np.float64)
-    model_columns = one_hot[:, np.searchsorted(classes, info.classes)]
+    matches = match_labels(labels, info.classes)
+    known = matches.any(axis=1)
+    if not held_out:
+        refuse_unknown_labels(labels, known, info.classes)
+    model_columns = matches.astype(np.float64)
+    codes, _ = pd.factorize(labels[~known])
+    unseen = np.zeros((len(labels), codes.max() + 1 if codes.size else 0))
+    unseen[np.flatnonzero(~known), codes] = 1.0
     # a model fitted on one class (a rare label's fold or draw) has one output: a 1-D target
-    return _Target(one_hot, model_columns[:, 0] if len(info.classes) == 1 else model_columns)
+    return _Target(np.hstack([model_columns, unseen]), model_columns[:, 0] if len(info.classes) == 1 else model_columns)
 
 
 def _squares(Y: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -346,7 +364,7 @@ def out_of_fold(
         error_score="raise",
     )
     results = [
-        evaluate(model, _safe_indexing(X, test), y[test], w[test], per_row=per_row, groups=groups)
+        evaluate(model, _safe_indexing(X, test), y[test], w[test], per_row=per_row, groups=groups, held_out=True)
         for model, test in zip(folds["estimator"], folds["indices"]["test"], strict=True)
     ]
     return sum(results[1:], results[0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.datasets import load_wine
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
@@ -41,6 +42,60 @@ def test_prefit_shares_are_the_explainers_brier_skill_score_shares(wine):
     selector = RSquaredSelector(model, prefit=True, threshold="median").fit(X, labels)
     np.testing.assert_allclose(selector.feature_rsq_, RSquaredExplainer(model).rsq(X, labels), atol=1e-12)
     assert selector.get_support().sum() == 4
+
+
+def _three_classes():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    return X, (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)  # classes 0, 1, 2
+
+
+def _brier_skill(labels, probabilities, classes):
+    Y = (np.asarray(labels)[:, None] == np.asarray(classes)[None, :]).astype(float)
+    return 1 - np.sum((Y - probabilities) ** 2) / np.sum((Y - Y.mean(axis=0)) ** 2)
+
+
+NAMES = np.array(["x", "y", "z"])
+LABEL_KINDS = {  # (labels the model is fitted on, the same labels as y is given to the selector)
+    "float labels, int classes": (lambda c: c, lambda c: c.astype(float)),
+    "int64 labels, uint8 classes": (lambda c: c.astype(np.uint8), lambda c: c),
+    "bool labels, int classes": (lambda c: c, lambda c: c > 0),  # True is 1, False is 0, as in NumPy
+    "object Series, <U classes": (lambda c: NAMES[c], lambda c: pd.Series(NAMES[c], dtype=object)),
+    "Categorical, <U classes": (lambda c: NAMES[c], lambda c: pd.Series(NAMES[c]).astype("category")),
+}
+
+
+@pytest.mark.parametrize("kinds", list(LABEL_KINDS))
+def test_prefit_labels_are_matched_to_the_classes_by_value_whatever_their_dtype(kinds):
+    # the sum of squares used to be over the raw labels when y's dtype kind was not that of classes_
+    # (float labels gave shares 1.38 times too large, bools twice) or crashed (pandas text)
+    X, code = _three_classes()
+    fitted_on, given = LABEL_KINDS[kinds]
+    model = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0).fit(X, fitted_on(code))
+    y = given(code)
+    shares = RSquaredSelector(model, prefit=True, threshold=-np.inf).fit(X, y).feature_rsq_
+    # the same labels in the classes' own dtype
+    as_classes = model.classes_[np.searchsorted(model.classes_, np.asarray(y).astype(model.classes_.dtype))]
+    np.testing.assert_allclose(shares, RSquaredExplainer(model).rsq(X, as_classes), atol=1e-12)
+    np.testing.assert_allclose(shares, RSquaredExplainer(model).rsq(X, y), atol=1e-12)
+    explainer = RSquaredExplainer(model)
+    constant = np.array([forest.base_offset + forest.nodes.tree_mean.sum() for forest in explainer.forests])
+    gain = _brier_skill(as_classes, model.predict_proba(X), model.classes_) - _brier_skill(
+        as_classes, np.tile(constant, (len(code), 1)), model.classes_
+    )
+    assert shares.sum() == pytest.approx(gain, abs=1e-10)
+
+
+def test_prefit_labels_the_model_never_saw_are_refused_by_name():
+    X, code = _three_classes()
+    model = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0).fit(X, code + 1)  # classes 1, 2, 3
+    message = r"y has labels \[0\] that are not among the model's classes \[1, 2, 3\] \(first at row 1\)"
+    with pytest.raises(ValueError, match=message):
+        RSquaredExplainer(model).rsq(X, code)
+    with pytest.raises(ValueError, match=message):  # was: negative shares, silently
+        RSquaredSelector(model, prefit=True, threshold=-np.inf).fit(X, code)
+    with pytest.raises(ValueError, match=r"labels \['2', '1', '3'\] that are not among"):  # was a ufunc error
+        RSquaredSelector(model, prefit=True, threshold=-np.inf).fit(X, (code + 1).astype(str))
 
 
 def test_integer_cv_folds_are_stratified_and_pooled_over_every_class(wine):
