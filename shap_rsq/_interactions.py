@@ -22,12 +22,31 @@ from .engine.distributed import is_dask_array
 from .engine.interactions import interaction_indices
 from .engine.run import check_row_totals
 
-__all__ = ["NO_MULTIOUTPUT_INTERACTIONS", "InteractionShares", "shares_matrix", "top_pairs"]
+__all__ = ["NO_MULTIOUTPUT_INTERACTIONS", "InteractionShares", "model_outputs", "shares_matrix", "top_pairs"]
 
 NO_MULTIOUTPUT_INTERACTIONS = (
-    "Interaction shares of R² are available for single-output regressors; this model has {n} outputs.  "
+    "Interaction shares of R² are available for single-output regressors; this model {what}.  "
     "Without y, shap's interaction values of the predictions still work."
 )
+
+
+def model_outputs(info: Any) -> str:
+    """What a model's outputs are, for messages: ``"is a classifier with 3 classes"``, ``"has 2 outputs"``.
+
+    Parameters
+    ----------
+    info : ModelInfo
+        The model's record.
+
+    Returns
+    -------
+    str
+        The words after "this model".
+    """
+    if info.classes is not None:
+        n = len(info.classes)
+        return f"is a classifier with {n} class{'es' if n != 1 else ''}"
+    return f"has {info.n_outputs} outputs"
 
 
 class InteractionShares:
@@ -130,8 +149,8 @@ class InteractionShares:
         return values, base, rows, player_index(rows.labels, players)
 
     def _interaction_inputs(self, X, y, sample_weight, groups):
-        if self.model_info.n_outputs > 1:
-            raise NotImplementedError(NO_MULTIOUTPUT_INTERACTIONS.format(n=self.model_info.n_outputs))
+        if self.model_info.by_output:  # a one-class classifier too: its score is a Brier skill score
+            raise NotImplementedError(NO_MULTIOUTPUT_INTERACTIONS.format(what=model_outputs(self.model_info)))
         if is_dask_array(X):
             raise NotImplementedError("Interaction shares of R² take in-memory rows; pass a NumPy array or DataFrame.")
         rows, target, weights, sst = self._inputs(X, y, sample_weight)

@@ -145,7 +145,7 @@ def evaluate(
         return Moments(np.zeros(p), sst, n, *((np.zeros(p), np.zeros(p), 0.0) if per_row else ()))
     order = _in_column_order(explainer, X, groups)
     if not per_row:
-        return Moments(_over_classes(explainer, explainer.loss_reduction(X, y, w, groups=groups))[order], sst, n)
+        return Moments(_over_classes(explainer, _loss_reduction(explainer, X, y, w, False, groups))[order], sst, n)
     moments = Moments(np.zeros(p), sst, n, np.zeros(p), np.zeros(p), float(s @ s))
     n_rows = len(y)
     step = max(2, block_entries // max(p * explainer.model_info.n_outputs, 1))
@@ -217,8 +217,7 @@ def _target(explainer: RSquaredExplainer, y: np.ndarray, *, held_out: bool = Fal
     codes, _ = pd.factorize(labels[~known])
     unseen = np.zeros((len(labels), codes.max() + 1 if codes.size else 0))
     unseen[np.flatnonzero(~known), codes] = 1.0
-    # a model fitted on one class (a rare label's fold or draw) has one output: a 1-D target
-    return _Target(np.hstack([model_columns, unseen]), model_columns[:, 0] if len(info.classes) == 1 else model_columns)
+    return _Target(np.hstack([model_columns, unseen]), model_columns)
 
 
 def _squares(Y: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -234,18 +233,21 @@ def _contributions(explainer: RSquaredExplainer, X: Any, y: np.ndarray, w: np.nd
     """Per-row numerators ``a_ij`` of the ``p`` players: each row's part of the squared-error reduction."""
     if not np.any(w > 0):
         return np.zeros((len(y), p))
-    return _over_classes(explainer, explainer.loss_reduction(X, y, w, local=True, groups=groups))
+    return _over_classes(explainer, _loss_reduction(explainer, X, y, w, True, groups))
+
+
+def _loss_reduction(explainer: RSquaredExplainer, X: Any, y: np.ndarray, w: np.ndarray, local: bool, groups) -> Any:
+    """The explainer's loss reductions; a classifier's of the one-hot ``model_columns`` of :func:`_target`
+    (rows of zeros where a held-out label is not among the model's classes)."""
+    if explainer.model_info.classes is None:
+        return explainer.loss_reduction(X, y, w, local=local, groups=groups)
+    return explainer._class_loss_reduction(X, y, w, local=local, groups=groups)
 
 
 def _over_classes(explainer: RSquaredExplainer, values: Any) -> np.ndarray:
-    """Loss reductions summed over a classifier's classes (its last axis): the Brier score's.
-
-    A classifier fitted on one class (a bootstrap draw or fold of rare labels) has no class axis:
-    it predicts a constant, whose reductions are already those of the features.
-    """
+    """Loss reductions summed over a classifier's classes (its last axis, even for one class): the Brier score's."""
     values = np.asarray(values, dtype=np.float64)
-    classes = explainer.model_info.classes
-    return values if classes is None or len(classes) < 2 else values.sum(axis=-1)
+    return values if explainer.model_info.classes is None else values.sum(axis=-1)
 
 
 def screen_and_fit(

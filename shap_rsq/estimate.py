@@ -73,8 +73,8 @@ def estimate_rsq(
     outliers) was covered 44-76% of the time at ``n_sample`` 60-200: draw more rows, or compute it
     exactly with ``rsq``.
     """
-    if explainer.model_info.n_outputs > 1:
-        raise NotImplementedError("estimate_rsq supports single-output models only.")
+    if explainer.model_info.by_output:
+        raise NotImplementedError("estimate_rsq supports single-output regressors only.")
     if isinstance(n_sample, bool) or not isinstance(n_sample, numbers.Integral):
         raise ValueError(f"n_sample must be an integer number of rows; got {n_sample!r}.")
     if int(n_sample) < 2:

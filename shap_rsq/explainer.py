@@ -157,7 +157,7 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
             ``(n_features, n_outputs)`` (a DataFrame with one column per class or output).
             Memory stays O(n + p): no ``(n, p)`` array is formed.
         """
-        if self.model_info.n_outputs > 1:
+        if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, multioutput, local=False, groups=groups)
             shares = combine(games.values, games.sst(), games.multioutput, brier=games.brier)
             return labelled(shares, games.names, self.model_info, "rsq")
@@ -203,7 +203,7 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
             ``(n_samples, n_features)`` with ``local=True``; a classifier or multi-output
             regressor adds a last axis over its outputs (a DataFrame with one column each).
         """
-        if self.model_info.n_outputs > 1:
+        if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, None, local=local, require_variance=False, groups=groups)
             return games.values if local else labelled(games.values, games.names, self.model_info, "loss_reduction")
         rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=False)
@@ -325,7 +325,7 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
         return self._local_shares(X, y, sample_weight, check_additivity, None, None)[0]
 
     def _local_shares(self, X, y, sample_weight, check_additivity: bool, multioutput: str | None, groups):
-        if self.model_info.n_outputs > 1:
+        if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, multioutput, local=True, groups=groups)
             values, base = local_output_shares(games, check_additivity)
             names = list(self.model_info.outputs) if games.multioutput == "raw_values" else "R²"
@@ -341,16 +341,37 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
             check_row_totals(values, base, target, result.prediction, weights, mean, sst)
         return values, base, rows, player_index(rows.labels, players), "R²"
 
+    def _class_loss_reduction(self, X: Any, Y: np.ndarray, sample_weight: Any, *, local: bool, groups: Any = None):
+        """A classifier's loss reductions on a one-hot target ``Y`` already matched to ``classes_``.
+
+        The selector's folds and out-of-bag rows may hold labels the fold's model never saw (rows of
+        zeros in ``Y``), which :meth:`loss_reduction` refuses; ``Y`` has one column per class, even
+        for a model of one class.  Returns the values with their last axis over classes.
+        """
+        games = self._output_games(
+            X, Y, sample_weight, None, local=local, require_variance=False, groups=groups, one_hot=True
+        )
+        return games.values
+
     def _output_games(
-        self, X, y, sample_weight, multioutput, *, local: bool, require_variance: bool = True, groups: Any = None
+        self,
+        X,
+        y,
+        sample_weight,
+        multioutput,
+        *,
+        local: bool,
+        require_variance: bool = True,
+        groups: Any = None,
+        one_hot: bool = False,
     ):
         info = self.model_info
         how = checked_multioutput(multioutput, info)
         if is_dask_array(X):
-            raise NotImplementedError("dask arrays of rows are supported for single-output models only.")
+            raise NotImplementedError("dask arrays of rows are supported for single-output regressors only.")
         rows = check_rows(X, info.n_features, self._names_for_matching(), info.family, 2 if require_variance else 1)
         weights = check_weights(sample_weight, rows.array)
-        Y = target_columns(y, info, rows.array.shape[0])
+        Y = np.asarray(y, dtype=np.float64) if one_hot else target_columns(y, info, rows.array.shape[0])
         players = self._players(groups, rows.columns)
         forests, caches = self._game_sets.get(players)
         results = [

@@ -170,3 +170,45 @@ def test_a_missing_label_is_refused_by_name_whatever_holds_the_labels(dtype):
         explainer.rsq(X, labels)
     complete = pd.Series(y, dtype=dtype)  # the same container without the missing value reads as the labels
     np.testing.assert_allclose(explainer.rsq(X, complete), explainer.rsq(X, y), atol=1e-14)
+
+
+def test_a_classifier_of_one_class_is_a_classifier_at_every_entry_point():
+    # it has one output, which sent it down the regressor's path: labels it never saw gave shares 0,
+    # text labels failed with "y holds text" and interaction shares of R² were computed
+    X, code, w = _data(3, nan=False)
+    model = RandomForestClassifier(5, max_depth=3, random_state=0).fit(X, np.full(len(X), "spam"))
+    explainer = RSquaredExplainer(model)
+    other = np.where(code > 0, "spam", "ham")
+    for call in (
+        lambda: explainer.rsq(X, other),
+        lambda: explainer(X, other),
+        lambda: explainer.shap_values(X, other),
+        lambda: explainer.loss_reduction(X, other),
+    ):
+        with pytest.raises(
+            ValueError, match=r"y has labels \['ham'\] that are not among the model's classes \['spam'\]"
+        ):
+            call()
+    numeric = RSquaredExplainer(RandomForestClassifier(5, max_depth=3, random_state=0).fit(X, np.full(len(X), 3)))
+    with pytest.raises(ValueError, match=r"y has labels \[\d, \d, \d\] that are not among the model's classes \[3\]"):
+        numeric.rsq(X, code)
+    # every label is then the one class: y is constant and the Brier skill score undefined, as for
+    # any classifier given one label
+    spam = np.full(len(X), "spam")
+    for call in (lambda: explainer.rsq(X, spam, sample_weight=w), lambda: explainer(X, spam)):
+        with pytest.raises(ValueError, match=r"y is constant \(over the rows with positive weight\)"):
+            call()
+    three = RSquaredExplainer(RandomForestClassifier(5, max_depth=3, random_state=0).fit(X, code))
+    with pytest.raises(ValueError, match=r"y is constant \(over the rows with positive weight\)"):
+        three.rsq(X, np.zeros(len(X), dtype=int))
+    with pytest.raises(NotImplementedError, match="single-output regressors; this model is a classifier with 1 class"):
+        explainer.rsq_interactions(X, spam)
+    # the loss reduction needs no variance: the model and E f both give probability 1, which removes nothing
+    frame = pd.DataFrame(X, columns=[f"g{j}" for j in range(X.shape[1])])
+    reduction = explainer.loss_reduction(frame, spam, sample_weight=w)
+    assert list(reduction.columns) == ["spam"] and list(reduction.index) == list(frame.columns)
+    Y = _one_hot(spam, model.classes_)
+    mean_prediction = explainer.forests[0].base_offset + explainer.forests[0].nodes.tree_mean.sum()
+    expected = np.sum(w[:, None] * ((Y - mean_prediction) ** 2 - (Y - model.predict_proba(frame)) ** 2))
+    assert reduction.to_numpy().sum() == pytest.approx(expected, abs=1e-12)
+    np.testing.assert_allclose(explainer.loss_reduction(X, spam, local=True).sum(0), reduction.to_numpy(), atol=1e-12)

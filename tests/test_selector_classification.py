@@ -195,3 +195,31 @@ def test_multi_output_regressors_are_refused_by_the_selector_with_what_it_select
         RSquaredSelector(model).fit(X[:, 2:], Y)
     with pytest.raises(UnsupportedModelError, match="single-output regressors and for forest classifiers"):
         RSquaredSelector(model, prefit=True).fit(X[:, 2:], Y[:, 0])
+
+
+def test_a_fold_model_of_one_class_counts_the_held_out_labels_it_never_saw(wine):
+    X, labels = wine
+    only = np.flatnonzero(labels == "barolo")
+    held = np.setdiff1d(np.arange(len(labels)), only[::2])
+    rest = np.setdiff1d(np.arange(len(labels)), only)
+    # the first fold's model sees one class and its held-out rows hold all three; the second is ordinary
+    folds = [(only[::2], held), (np.concatenate([only, rest[::2]]), rest[1::2])]
+    selector = RSquaredSelector(FOREST, cv=folds, threshold=-np.inf, uncertainty="se").fit(X, labels)
+    reductions, ssts = [], []
+    for train, test in folds:
+        model = RandomForestClassifier(n_estimators=20, max_depth=4, random_state=0).fit(X[train], labels[train])
+        reduction, sst = _brier_reduction(model, X[test], labels[test], np.unique(labels))
+        reductions.append(reduction)
+        ssts.append(sst)
+    one_class = RandomForestClassifier(n_estimators=20, max_depth=4, random_state=0).fit(
+        X[only[::2]], labels[only[::2]]
+    )
+    assert list(one_class.classes_) == ["barolo"]
+    # it predicts probability 1 for its class everywhere, as E f does: it explains nothing, but its
+    # held-out rows' sum of squares (over all three classes) still weighs in the pooled shares
+    assert reductions[0] == pytest.approx(0.0, abs=1e-12) and ssts[0] > 0
+    assert selector.feature_rsq_.sum() == pytest.approx(sum(reductions) / sum(ssts), abs=1e-10)
+    assert np.all(selector.feature_rsq_se_ >= 0) and np.any(selector.feature_rsq_se_ > 0)
+    message = r"y has labels \['grignolino', 'barbera'\] that are not among the model's classes \['barolo'\]"
+    with pytest.raises(ValueError, match=message):  # prefit: the rows are not held out by the selector
+        RSquaredSelector(one_class, prefit=True).fit(X[held], labels[held])

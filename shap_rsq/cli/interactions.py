@@ -62,11 +62,12 @@ def refuse_several_outputs(args: argparse.Namespace, explainer: RSquaredExplaine
     outputs = {"--interactions": args.interactions, "--plot-interactions": args.plot_interactions}
     asked = [option for option, path in outputs.items() if path]
     n_outputs = explainer.model_info.n_outputs
-    if asked and n_outputs > 1:
+    if asked and explainer.model_info.by_output:  # a classifier of one class has one output, a probability
         kind = "a classifier" if explainer.model_info.classes is not None else "a model"
         raise InputError(
             f"{asked[0]}: interaction shares of R² are available for single-output regressors; "
-            f"{type(model).__name__} is {kind} with {n_outputs} outputs.  Leave out {' and '.join(asked)}."
+            f"{type(model).__name__} is {kind} with {n_outputs} output{'s' if n_outputs != 1 else ''}.  "
+            f"Leave out {' and '.join(asked)}."
         )
 
 

@@ -80,6 +80,19 @@ class ModelInfo:
         """
         return max(1, len(self.outputs))
 
+    @property
+    def by_output(self) -> bool:
+        """Whether the target is played output by output: a multi-output regressor, or a classifier
+        (even one fitted on a single class, whose one output is still a class probability over a
+        one-hot target, not a regression on the labels).
+
+        Returns
+        -------
+        bool
+            True for classifiers and models with several outputs.
+        """
+        return self.n_outputs > 1 or self.classes is not None
+
 
 def as_names(values) -> list[str] | None:
     """Feature names as strings, or ``None`` when the model recorded none.
