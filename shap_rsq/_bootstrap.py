@@ -14,7 +14,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils import _safe_indexing, resample
 
-from ._screening import evaluate, screen_and_fit, subset_params
+from ._screening import UndefinedScoreError, evaluate, screen_and_fit, subset_params
 from ._selector_groups import PlayerMap
 
 __all__ = ["bootstrap_shares", "check_replicates", "defined_replicates"]
@@ -82,13 +82,20 @@ def defined_replicates(shares: np.ndarray) -> np.ndarray:
     return ~np.isnan(shares).any(axis=1)
 
 
-def check_replicates(shares: np.ndarray, *, out_of_bag: bool) -> None:
-    """Warn of bootstrap replicates on which R² is undefined (NaN rows); refuse fewer than two defined."""
+def check_replicates(shares: np.ndarray, *, out_of_bag: bool, screen: bool = False) -> None:
+    """Warn of bootstrap replicates on which R² is undefined (NaN rows); refuse fewer than two defined.
+
+    With ``screen``, a replicate is also undefined when its drawn rows have one target value: the
+    screen ranks the columns by their in-sample shares on those rows.
+    """
     defined = int(defined_replicates(shares).sum())
     undefined = len(shares) - defined
+    rows = "out-of-bag rows" if out_of_bag else "rows"
+    if screen and out_of_bag:
+        rows = "drawn rows (which the screen ranks on) or out-of-bag rows"
     said = (
         f"{undefined} of {len(shares)} bootstrap replicates have one target value (one class) on their "
-        f"{'out-of-bag rows' if out_of_bag else 'rows'}, where R² is undefined"
+        f"{rows}, where R² is undefined"
     )
     if defined < 2:
         raise ValueError(f"{said}, leaving fewer than 2 for a standard error.  Pass more rows or uncertainty='se'.")
@@ -105,7 +112,10 @@ def _replicate(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players
     n = len(y)
     Xb, yb, wb = _safe_indexing(X, rows), y[rows], w[rows]
     params = subset_params(fit_params, rows, n)
-    columns, _, model = screen_and_fit(estimator, Xb, yb, wb, params, screen, players=players)
+    try:
+        columns, _, model = screen_and_fit(estimator, Xb, yb, wb, params, screen, players=players)
+    except UndefinedScoreError:  # the screen ranks by in-sample shares, undefined on a draw of one target value
+        return np.full(players.n_players, np.nan)
     if out_of_bag:
         del Xb  # as large as X: drop it before the out-of-bag rows are copied
         held = np.setdiff1d(np.arange(n), rows)

@@ -9,7 +9,7 @@ the shares and for their delta-method standard errors, so that folds and row blo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,10 +25,14 @@ from .explainer import RSquaredExplainer
 from .models.inspect import UnsupportedModelError
 from .tuning import DEFAULT_TUNING
 
-__all__ = ["Moments", "evaluate", "out_of_fold", "screen_and_fit", "subset_params"]
+__all__ = ["Moments", "UndefinedScoreError", "evaluate", "out_of_fold", "screen_and_fit", "subset_params"]
 
 
 # --------------------------------------------------------------------------------------------- shares and SEs
+
+
+class UndefinedScoreError(ValueError):
+    """The target is constant over the rows a model is evaluated on: R² (or the Brier skill score) is undefined."""
 
 
 @dataclass
@@ -36,7 +40,8 @@ class Moments:
     """Sums over evaluation rows from which shares and their standard errors follow.
 
     ``aa``, ``as_`` and ``ss`` (sums of ``a_ij^2``, ``a_ij s_i`` and ``s_i^2``) are only kept when
-    per-row contributions were computed.
+    per-row contributions were computed.  ``rows`` names the rows the sums are over, for the error
+    of a constant target.
     """
 
     a: np.ndarray
@@ -45,6 +50,7 @@ class Moments:
     aa: np.ndarray | None = None
     as_: np.ndarray | None = None
     ss: float = 0.0
+    rows: str = "the rows the model is evaluated on"
 
     def __add__(self, other: Moments) -> Moments:
         def add(x, y):
@@ -57,6 +63,7 @@ class Moments:
             add(self.aa, other.aa),
             add(self.as_, other.as_),
             self.ss + other.ss,
+            self.rows,
         )
 
     @property
@@ -69,10 +76,7 @@ class Moments:
             The shares.
         """
         if not self.sst > 0:
-            raise ValueError(
-                "y is constant over the rows the model is evaluated on (every held-out fold, with cv=), "
-                "so R² is undefined."
-            )
+            raise UndefinedScoreError(f"y is constant over {self.rows}, so R² is undefined.")
         return self.a / self.sst
 
     def standard_errors(self) -> np.ndarray:
@@ -369,7 +373,7 @@ def out_of_fold(
         evaluate(model, _safe_indexing(X, test), y[test], w[test], per_row=per_row, groups=groups, held_out=True)
         for model, test in zip(folds["estimator"], folds["indices"]["test"], strict=True)
     ]
-    return sum(results[1:], results[0])
+    return replace(sum(results[1:], results[0]), rows="every held-out fold of cv=")
 
 
 def _no_score(estimator: Any, X: Any, y: Any) -> float:

@@ -266,7 +266,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
                 n_jobs=self.n_jobs,
                 players=players,
             )
-            check_replicates(shares, out_of_bag=self.cv is not None)
+            check_replicates(shares, out_of_bag=self.cv is not None, screen=self.screen is not None)
             self.bootstrap_rsq_ = shares[:, players.of_feature]
             self.feature_rsq_se_ = np.nanstd(self.bootstrap_rsq_, axis=0, ddof=1)
         return self

@@ -11,6 +11,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import label_binarize
+from sklearn.utils import check_random_state, resample
 
 from shap_rsq import RSquaredExplainer, RSquaredSelector, UnsupportedModelError
 
@@ -223,3 +224,45 @@ def test_a_fold_model_of_one_class_counts_the_held_out_labels_it_never_saw(wine)
     message = r"y has labels \['grignolino', 'barbera'\] that are not among the model's classes \['barolo'\]"
     with pytest.raises(ValueError, match=message):  # prefit: the rows are not held out by the selector
         RSquaredSelector(one_class, prefit=True).fit(X[held], labels[held])
+
+
+def test_bootstrap_with_a_screen_keeps_draws_of_one_class_as_nan_replicates():
+    # the screen ranks columns by in-sample shares on the draw: a draw that misses the rare class
+    # has none, and used to stop the fit with "y is constant ... (every held-out fold, with cv=)"
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 6))
+    labels = np.where(X[:, 0] > 2.0, "rare", "common")  # one rare row
+    forest = RandomForestClassifier(n_estimators=10, max_depth=3, random_state=0)
+    options = {"threshold": -np.inf, "uncertainty": "bootstrap", "n_bootstrap": 12, "random_state": 1}
+    with pytest.warns(
+        UserWarning, match=r"of 12 bootstrap replicates have one target value \(one class\) on their rows"
+    ):
+        screened = RSquaredSelector(forest, screen=3, **options).fit(X, labels)
+    with pytest.warns(UserWarning, match="bootstrap replicates"):
+        unscreened = RSquaredSelector(forest, **options).fit(X, labels)
+    undefined = np.isnan(screened.bootstrap_rsq_).all(axis=1)
+    state = check_random_state(1)
+    draws = [resample(np.arange(100), random_state=state) for _ in range(12)]
+    one_class = np.array([len(np.unique(labels[rows])) == 1 for rows in draws])
+    assert 0 < one_class.sum() < 11
+    np.testing.assert_array_equal(undefined, one_class)
+    np.testing.assert_array_equal(np.isnan(unscreened.bootstrap_rsq_).all(axis=1), one_class)
+    # a defined replicate is the screened selector fitted on its draw
+    first = int(np.flatnonzero(~one_class)[0])
+    rows = draws[first]
+    again = RSquaredSelector(forest, screen=3, threshold=-np.inf).fit(X[rows], labels[rows])
+    np.testing.assert_allclose(screened.bootstrap_rsq_[first], again.feature_rsq_, atol=1e-12)
+    np.testing.assert_allclose(screened.feature_rsq_se_, np.std(screened.bootstrap_rsq_[~undefined], axis=0, ddof=1))
+
+
+def test_a_constant_target_names_the_rows_it_is_constant_on():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, X[:, 0] > 0)
+    message = r"^y is constant over the rows the model is evaluated on, so R² is undefined\.$"
+    with pytest.raises(ValueError, match=message):  # no cv= is set: the message no longer mentions it
+        RSquaredSelector(model, prefit=True).fit(X, np.ones(40, dtype=bool))
+    with pytest.raises(ValueError, match=message):
+        RSquaredSelector(FOREST, screen=2).fit(X, np.full(40, "one"))
+    with pytest.raises(ValueError, match=r"^y is constant over every held-out fold of cv=, so R² is undefined\.$"):
+        RSquaredSelector(RandomForestRegressor(5), cv=2).fit(X, np.repeat([0.0, 1.0], 20))
