@@ -135,8 +135,10 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
             (pandas, polars, pyarrow) is matched to the model's features by column name when
             the model recorded names; a dask array is evaluated block by block.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Observed target.  For a classifier, class labels (any of ``classes_``); for a multi-output regressor,
-            ``(n_samples, n_outputs)``.
+            Observed target.  For a classifier, class labels (any of ``classes_``, matched by value), or
+            a 0/1 indicator as ``sklearn.preprocessing.label_binarize`` returns it (one column per class,
+            a DataFrame's matched by name; one column, 1 for ``classes_[1]``, for a binary classifier);
+            for a multi-output regressor, ``(n_samples, n_outputs)``.
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative row weights; R² and its shares are then weighted.
         multioutput : {"raw_values", "uniform_average", "variance_weighted"}, optional

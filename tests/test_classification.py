@@ -13,6 +13,7 @@ import pytest
 from oracle import rsq_oracle
 from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor, RandomForestClassifier, RandomForestRegressor
 from sklearn.metrics import r2_score
+from sklearn.preprocessing import label_binarize
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor, ExtraTreeClassifier
 
 from shap_rsq import RSquaredExplainer
@@ -212,3 +213,54 @@ def test_a_classifier_of_one_class_is_a_classifier_at_every_entry_point():
     expected = np.sum(w[:, None] * ((Y - mean_prediction) ** 2 - (Y - model.predict_proba(frame)) ** 2))
     assert reduction.to_numpy().sum() == pytest.approx(expected, abs=1e-12)
     np.testing.assert_allclose(explainer.loss_reduction(X, spam, local=True).sum(0), reduction.to_numpy(), atol=1e-12)
+
+
+def test_a_named_indicator_is_matched_to_the_classes_by_name():
+    # pd.get_dummies of a Categorical follows its categories, not the sorted classes_: the columns were
+    # read by position, and the shares came out negative (-1.06 for the leading feature)
+    X, code, w = _data(3, nan=False)
+    categories = ["zeta", "alpha", "mid"]
+    labels = pd.Series(pd.Categorical(np.array(categories)[code], categories=categories))
+    model = RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, labels)
+    assert list(model.classes_) == ["alpha", "mid", "zeta"]
+    explainer = RSquaredExplainer(model)
+    dummies = pd.get_dummies(labels, dtype=int)
+    assert list(dummies.columns) == categories
+    for how in ("variance_weighted", "raw_values"):
+        expected = explainer.rsq(X, labels, sample_weight=w, multioutput=how)
+        np.testing.assert_allclose(explainer.rsq(X, dummies, sample_weight=w, multioutput=how), expected, atol=1e-14)
+    numbers = pd.get_dummies(pd.Series(code))[[2, 0, 1]]  # classes named by value, in another order
+    numeric = RSquaredExplainer(RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, code))
+    np.testing.assert_allclose(numeric.rsq(X, numbers), numeric.rsq(X, code), atol=1e-14)
+    # an array has no names: its columns are the classes in the order of classes_
+    relabelled = model.classes_[np.argmax(dummies.to_numpy(), axis=1)]
+    np.testing.assert_allclose(explainer.rsq(X, dummies.to_numpy()), explainer.rsq(X, relabelled), atol=1e-14)
+    with pytest.raises(ValueError, match=r"y's columns \['a', 'b', 'c'\] are not the model's classes"):
+        explainer.rsq(X, dummies.set_axis(["a", "b", "c"], axis=1))
+    polars = pytest.importorskip("polars")  # polars names every column with text: the class 2 is "2"
+    np.testing.assert_allclose(numeric.rsq(X, polars.from_pandas(numbers.rename(columns=str))), numeric.rsq(X, code))
+
+
+@pytest.mark.parametrize("classes", [np.array(["neg", "pos"]), np.array([1, 2]), np.array([0, 1])])
+def test_label_binarize_of_a_binary_classifier_is_its_one_column_of_the_positive_class(classes):
+    # label_binarize gives a binary classifier ONE column, 1 for classes_[1]: it was read as labels
+    # 0 and 1, which are not the classes ["neg", "pos"] or [1, 2]
+    X, code, w = _data(2, nan=False)
+    y = classes[code]
+    model = RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)
+    column = label_binarize(y, classes=model.classes_)
+    assert column.shape == (len(y), 1)
+    expected = explainer.rsq(X, y, sample_weight=w)
+    np.testing.assert_allclose(explainer.rsq(X, column, sample_weight=w), expected, atol=1e-14)
+    np.testing.assert_allclose(explainer(X, column.astype(bool)).values, explainer(X, y).values, atol=1e-14)
+    Y = _one_hot(y, model.classes_)
+    constant = np.array([forest.base_offset + forest.nodes.tree_mean.sum() for forest in explainer.forests])
+    gain = _brier_skill(Y, model.predict_proba(X), w) - _brier_skill(Y, np.tile(constant, (len(y), 1)), w)
+    assert expected.sum() == pytest.approx(gain, abs=1e-10)
+    # a DataFrame's one column named after a class marks that class: get_dummies(drop_first=True) of
+    # categories in reverse order keeps the column of classes_[0]
+    reverse = pd.Series(pd.Categorical(y, categories=model.classes_[::-1]))
+    kept = pd.get_dummies(reverse, drop_first=True, dtype=int)
+    assert list(kept.columns) == [model.classes_[0]]
+    np.testing.assert_allclose(explainer.rsq(X, kept, sample_weight=w), expected, atol=1e-14)

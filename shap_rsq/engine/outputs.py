@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import narwhals.stable.v2 as nw
 import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_array
@@ -220,11 +221,14 @@ def refuse_unknown_labels(labels: np.ndarray, known: np.ndarray, classes: np.nda
 
 
 def _one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:
-    labels = np.asarray(y)
+    """The one-hot target over ``classes`` from labels, or from a 0/1 indicator (checked)."""
+    names, labels = _named_columns(y)
+    if labels.ndim == 2 and labels.shape[1] == 1 and len(classes) == 2 and _zero_one(labels):
+        return _binary_indicator(labels[:, 0], classes, n_rows, names)
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim == 2 and labels.shape[1] == len(classes) > 1:
-        return _indicator(labels, classes, n_rows)
+        return _indicator(labels, classes, n_rows, names)
     check_column_shape("y", labels.shape, n_rows)
     if labels.ndim != 1:
         raise ValueError(f"y must hold one class label per row; got shape {labels.shape}.")
@@ -235,14 +239,75 @@ def _one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:
     return matches.astype(np.float64)
 
 
-def _indicator(Y: np.ndarray, classes: np.ndarray, n_rows: int) -> np.ndarray:
+def _named_columns(y: Any) -> tuple[list | None, np.ndarray]:
+    """A DataFrame's column names (``None`` for arrays, Series and the labels pandas makes up for an
+    array's columns, ``0 .. m-1``) and its values as an array."""
+    if isinstance(y, pd.DataFrame):
+        default = isinstance(y.columns, pd.RangeIndex) and y.columns.equals(pd.RangeIndex(y.shape[1]))
+        return (None if default else list(y.columns)), y.to_numpy()
+    frame = nw.from_native(y, eager_only=True, pass_through=True)
+    if isinstance(frame, nw.DataFrame):  # polars, pyarrow: their columns always have names
+        return list(frame.columns), frame.to_numpy()
+    return None, np.asarray(y)
+
+
+def _zero_one(Y: np.ndarray) -> bool:
+    return Y.dtype.kind in "biuf" and bool(np.all((Y == 0) | (Y == 1)))
+
+
+def _binary_indicator(column: np.ndarray, classes: np.ndarray, n_rows: int, names: list | None) -> np.ndarray:
+    """A binary classifier's one 0/1 column, as ``label_binarize`` gives it: 1 marks ``classes[1]``.
+
+    A DataFrame whose column is named after a class marks that class instead (``pd.get_dummies(y,
+    drop_first=True)`` keeps whichever category came second); for classes ``0`` and ``1`` either
+    reading is the labels themselves.
+    """
+    if column.shape[0] != n_rows:
+        raise ValueError(f"y has {column.shape[0]} rows but X has {n_rows} rows.")
+    marked = 1
+    if names is not None:
+        named = np.flatnonzero(match_labels(np.array(names, dtype=object), classes)[0])
+        if named.size == 0:
+            named = np.flatnonzero([str(names[0]) == str(c) for c in classes])
+        marked = int(named[0]) if named.size == 1 else 1
+    positive = column.astype(np.float64)
+    return np.column_stack([positive, 1.0 - positive] if marked == 0 else [1.0 - positive, positive])
+
+
+def _name_matches(names: list, classes: np.ndarray) -> np.ndarray:
+    """``(m, K)`` which class each column name is: by value as labels are matched, or else by spelling
+    (polars and pyarrow columns are always text, so the class ``1`` is the column ``"1"`` there)."""
+    matches = match_labels(np.array(names, dtype=object), classes)
+    if _one_to_one(matches):
+        return matches
+    return np.array([str(n) for n in names], dtype=object)[:, None] == np.array([str(c) for c in classes])[None, :]
+
+
+def _one_to_one(matches: np.ndarray) -> bool:
+    return matches.shape[0] == matches.shape[1] and bool(
+        np.all(matches.sum(axis=0) == 1) and np.all(matches.sum(1) == 1)
+    )
+
+
+def _indicator(Y: np.ndarray, classes: np.ndarray, n_rows: int, names: list | None = None) -> np.ndarray:
     """An ``(n, K)`` 0/1 indicator over ``classes`` (``label_binarize``'s output), checked.
 
-    A row of zeros is a label the model never saw: its predicted probabilities still count in the
-    Brier score (as the selector's held-out folds need).
+    An array's columns are the classes in the order of ``classes``; a DataFrame's are matched to them
+    by name (``pd.get_dummies`` of a Categorical follows its categories, not the sorted ``classes_``)
+    and refused when their names are not the classes.  A row of zeros is a label the model never
+    saw: its predicted probabilities still count in the Brier score.
     """
     if Y.shape[0] != n_rows:
         raise ValueError(f"y has {Y.shape[0]} rows but X has {n_rows} rows.")
+    if names is not None:
+        matches = _name_matches(names, classes)
+        if not _one_to_one(matches):
+            raise ValueError(
+                f"y's columns {names} are not the model's classes {classes.tolist()}: name the indicator's "
+                "columns after the classes (in any order), or pass an array, whose columns are read in the "
+                "order of classes_."
+            )
+        Y = Y[:, np.argmax(matches, axis=0)]
     if Y.dtype.kind not in "biuf" or not np.all((Y == 0) | (Y == 1)) or np.any(Y.sum(axis=1) > 1):
         raise ValueError(
             f"A 2-D y for a classifier must be a 0/1 indicator with one column per class of {classes.tolist()} "
