@@ -15,6 +15,8 @@ from sklearn.metrics import r2_score
 from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
+from shap_rsq.engine.budget import row_bytes, unit_bytes
+from shap_rsq.engine.run import decompose
 from shap_rsq.kernels.hybrid_tree import HybridUnit, plan_pieces
 from shap_rsq.kernels import pairs
 from shap_rsq.kernels.pairs import choose_pair_nodes, node_costs
@@ -242,12 +244,62 @@ def test_refusal_gives_the_estimate_and_what_to_change():
 
 
 def test_a_refusal_no_number_of_rows_can_fix_does_not_advise_fewer_rows():
-    # at the smallest budget a tree's own working memory is over it: "pass fewer rows (about 0 fit)"
+    # depth-4 trees go through the recursion on all 2^15 split patterns: the pattern weights of a
+    # batch of 40 trees (about 60 MiB) are over the smallest budget however few the rows
     X, y, _ = make_data(n=100, p=20)
-    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y), memory_budget=1 / 64)
+    model = RandomForestRegressor(40, max_depth=4, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model, memory_budget=1 / 64)
     with pytest.raises(MemoryBudgetError, match="exceeds memory_budget=16 MiB: raise RSquaredExplainer") as error:
-        explainer(X, y)
-    assert "fewer rows" not in str(error.value)
+        explainer.rsq(X, y)
+    message = str(error.value)
+    assert "fewer rows" not in message and "grow shallower trees" in message
+
+
+def test_shallow_trees_fit_the_smallest_budget():
+    # a flat 64 MiB for every batch of shallow trees refused a depth-2 tree on 20 rows at 1/64 GiB
+    # (with "grow shallower trees") while deeper trees ran
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    y = X[:, 0] + rng.normal(size=20)
+    model = DecisionTreeRegressor(max_depth=2).fit(X, y)
+    small = RSquaredExplainer(model, memory_budget=1 / 64)
+    np.testing.assert_allclose(small.rsq(X, y), RSquaredExplainer(model).rsq(X, y), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(small.rsq(X, y).sum(), r2_score(y, model.predict(X)), atol=1e-12)
+    X, y, _ = make_data(n=200, p=5)
+    for depth in (2, 3, 4):
+        model = DecisionTreeRegressor(max_depth=depth, random_state=0).fit(X, y)
+        small, full = RSquaredExplainer(model, memory_budget=1 / 64), RSquaredExplainer(model)
+        np.testing.assert_allclose(small.rsq(X, y), full.rsq(X, y), rtol=0, atol=1e-14)
+        np.testing.assert_allclose(small(X, y).values, full(X, y).values, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(small.rsq_interactions(X, y), full.rsq_interactions(X, y), rtol=0, atol=1e-14)
+
+
+def test_a_shallow_batch_is_charged_for_the_rows_of_one_chunk():
+    X, y, _ = make_data(n=20_000, p=10)
+    model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
+    (unit,) = RSquaredExplainer(model)._units.units()
+    assert unit_bytes(unit, 20, False) < 1 << 20  # a few tables over 128 split patterns
+    assert unit_bytes(unit, 2_000, False) < unit_bytes(unit, 20_000, False)
+    chunk = unit.chunk_rows()
+    assert unit_bytes(unit, chunk, False) == unit_bytes(unit, 100 * chunk, False)  # one chunk at a time
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_the_estimate_of_shallow_trees_is_above_their_peak(local):
+    X, y, _ = make_data(n=30_000, p=10)
+    model = RandomForestRegressor(60, max_depth=3, random_state=0).fit(X[:2000], y[:2000])
+    explainer = RSquaredExplainer(model)
+    units = explainer._units.units(local)
+    forest = explainer.forest
+    estimate = row_bytes(len(y), forest.n_features, forest.n_trees, local, 1)
+    estimate += max(unit_bytes(unit, len(y), local) for unit in units)
+    tracemalloc.start()
+    try:
+        decompose(forest, units, X, y, np.ones(len(y)), local=local, n_jobs=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < estimate < 4 * peak
 
 
 @pytest.mark.parametrize("budget", [0, -1.0, float("nan"), "big"])

@@ -5,19 +5,23 @@ per-row shares one ``(n, p)`` block per worker) grow with the data and are what 
 to refuse.  The kernels' own memory is bounded by construction: an LCA kernel call sizes its
 blocks of patterns to a quarter of the budget (``LcaUnit.pattern_step``), compiling a plan takes
 at most another quarter (``Tuning.plan_item_cap``: larger trees are compiled in pieces,
-``kernels.hybrid_tree``), and the per-pair kernel and the small-tree kernels work in fixed-size
-blocks.  Each worker process runs one unit at a time, so the number of workers is capped to what
-fits.
+``kernels.hybrid_tree``), and the per-pair kernel works in fixed-size blocks.  Batches of shallow
+trees route rows in chunks of a fixed number of elements: they are charged for one chunk of the
+rows at hand and their tables over split patterns (:func:`unit_bytes`).  Each worker process runs
+one unit at a time, so the number of workers is capped to what fits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from joblib import effective_n_jobs
 
+from ..kernels import pattern_recursion
 from ..kernels.hybrid_tree import HybridUnit
 from ..kernels.lca_tree import LcaUnit
+from ..kernels.small_trees import ObliviousUnit
 from ..tuning import DEFAULT_TUNING, Tuning
 
 __all__ = [
@@ -32,6 +36,7 @@ __all__ = [
 ]
 
 _GIB = float(1 << 30)
+_SMALL = 1 << 18  # a batch's small arrays and index tables, whatever its size (measured 20-90 KiB)
 
 
 class MemoryBudgetError(ValueError):
@@ -53,14 +58,70 @@ def row_bytes(n_rows: int, n_features: int, n_trees: int, local: bool, jobs: int
 def unit_bytes(unit, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING) -> int:
     """Peak bytes of one unit of work while it runs (an estimate, from before its plan exists)."""
     if not isinstance(unit, LcaUnit):
-        # enumeration and recursion batches work in fixed-size blocks of rows (measured 4-36 MiB
-        # for global values, 130 MiB for per-row values of 256 depth-3 trees on 50,000 rows)
-        return (32 if local else 16) * tuning.chunk_elements
+        return _batch_bytes(unit, n_rows, local, tuning)
     per_element = tuning.lca_local_bytes if local else tuning.lca_global_bytes
     items = unit.work / 4.0  # lca_work counts items x quadrature nodes (4-10 of them)
     kernel = min(tuning.memory_budget // 4, items * n_rows * per_element)
     plan = min(tuning.memory_budget // 4, items * tuning.lca_item_bytes)
     return int(kernel + plan)
+
+
+def _batch_bytes(unit, n_rows: int, local: bool, tuning: Tuning) -> int:
+    """Peak bytes of a batch of shallow or symmetric trees (``HeapUnit``, ``ObliviousUnit``).
+
+    Two parts.  Rows are routed in chunks of ``unit.chunk_rows()``, so what grows with them stops
+    at one chunk: per row and tree a few floats (pattern cells, predictions, the engine's residual
+    weights: 9 for global values) and for per-row values ``5 K + 5`` (the ``(n, T, K)`` gathers and
+    products of ``K`` players before they are scattered into the ``(n, p)`` output), plus the
+    chunk's copy of the split columns.  The tables over the cube of ``P`` split patterns do not
+    grow with the rows (except at the root of a depth-4 batch, below): the pattern weights summed
+    over chunks (``6 T P`` floats), each group's subset tables (``2^K P`` floats a tree, kept),
+    its recursion over ``S`` states of the repeated features and ``Q`` quadrature nodes, and for
+    per-row values the ``(T, P, K)`` tables of unit values.
+
+    Measured with ``tracemalloc`` (``decompose`` of one process, less its ``(n, p)`` output; the
+    estimate above every peak): one tree of depth 2-3 0.01-0.4 MiB on 20-2,000 rows (estimate
+    0.3-0.7), 9-20 MiB on 200,000 (21-32); 100-300 XGBoost trees of depth 2-3 on 20 rows 0.2-20
+    MiB (0.6-20), on 2,000-200,000 rows 8-76 MiB global (14-100) and 25-171 MiB per row
+    (31-244); depth-4 batches (32 trees) 33-98 MiB (55-412: their root's patterns are counted
+    as ``min(n, 2^15)``).  The flat 64 MiB charged before refused a depth-2 tree on 20 rows at
+    the smallest budget and fell short on 200,000 rows.
+    """
+    batch = unit.batch
+    n_trees, n_players, depth = batch.n_trees, batch.n_players, batch.depth
+    oblivious = isinstance(unit, ObliviousUnit)
+    n_patterns = 1 << depth if oblivious else unit.n_patterns
+    columns = int(np.unique(batch.feature).size)
+    per_row = 8 * (columns + 4 + n_trees * ((5 * n_players + 5) if local else 9))
+    chunk = min(n_rows, unit.chunk_rows()) * per_row
+    floats = 0 if local else 6 * n_trees * n_patterns
+    if local:
+        floats += 3 * n_trees * n_patterns * n_players
+    if oblivious:  # tables by known levels (T, 2^D, 2^D), built with the unit; squared, and weighted
+        floats += 3 * n_trees * n_patterns * (n_patterns + n_players)
+        return int(_SMALL + chunk + 8 * floats)
+    quadrature = max(1, depth)
+    splits = (1 << depth) - 1
+    repeated = pattern_recursion.repeated_players(batch).sum(axis=1)
+    largest = 0  # groups take their turns: only the largest group's temporaries are held at once
+    for use_recursion, k, group in unit._groups():
+        subsets = len(group) * (1 << k) * n_patterns
+        if not use_recursion:  # subset tables stay with the unit; built level by level, 3 at the bottom
+            floats += subsets
+            largest = max(largest, (3 << (depth - 1)) * subsets + subsets)
+            continue
+        states = 1 << int(repeated[group].max())
+        if local:  # every level's values on every pattern, kept for the reverse pass
+            size = 12 * len(group) * states * quadrature * splits * n_patterns
+        elif depth <= pattern_recursion.CUBE_ROOT_DEPTH:  # each node on its own sub-patterns
+            size = 8 * len(group) * states * quadrature * n_patterns
+        else:  # below the root on sub-patterns; the root on the patterns that occur, in blocks of trees
+            below = 10 * len(group) * states * quadrature * (1 << (splits // 2 + 2))
+            seen = states * quadrature * min(n_rows, n_patterns)
+            size = below + 16 * min(len(group) * seen, max(tuning.root_elements, seen))
+            size += 6 * len(group) * min(n_rows, n_patterns)  # the patterns that occur, their weights
+        largest = max(largest, size)
+    return int(_SMALL + chunk + 8 * (floats + largest))
 
 
 def fit_jobs(
@@ -80,7 +141,22 @@ def fit_jobs(
         if row_bytes(n_rows, n_features, n_trees, local, allowed) + allowed * largest <= budget:
             return n_jobs if allowed == jobs else allowed
     need = row_bytes(n_rows, n_features, n_trees, local, 1) + largest
-    raise MemoryBudgetError(_refusal(need, budget, n_rows, n_features, local, largest))
+
+    def fits(rows: int) -> bool:
+        within = max((unit_bytes(unit, rows, local, tuning) for unit in units), default=0)
+        return row_bytes(rows, n_features, n_trees, local, 1) + within <= budget
+
+    # the units' own memory grows with the rows too (chunks, patterns): the most rows that fit,
+    # by bisection, since every part grows with them
+    fitting, above = 0, n_rows
+    while above - fitting > 1:
+        middle = (fitting + above) // 2
+        fitting, above = (middle, above) if fits(middle) else (fitting, middle)
+    # the trees' own part: batches of shallow trees at one row (their tables), LCA units at n rows
+    own = max(
+        (unit_bytes(unit, n_rows if isinstance(unit, LcaUnit) else 1, local, tuning) for unit in units), default=0
+    )
+    raise MemoryBudgetError(_refusal(need, budget, n_rows, n_features, local, largest, fitting, own))
 
 
 def estimated_seconds(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> float:
@@ -150,20 +226,20 @@ def out_of_memory(n_rows: int, n_features: int, local: bool, tuning: Tuning = DE
     )
 
 
-def _refusal(need: int, budget: int, n_rows: int, n_features: int, local: bool, largest: int) -> str:
-    per_row = row_bytes(1, n_features, 0, local, 1)
-    fitting = max(0, int((budget - largest) // per_row))
+def _refusal(
+    need: int, budget: int, n_rows: int, n_features: int, local: bool, largest: int, fitting: int, own: int
+) -> str:
     what = "per-row shares" if local else "R² shares"
     advice = [f"pass fewer rows (about {fitting:,} fit)", "or raise RSquaredExplainer(memory_budget=...)"]
     if fitting == 0:  # the trees' own working memory alone is over the budget: rows are not the problem
         advice = ["raise RSquaredExplainer(memory_budget=...)"]
     if local:
         advice.insert(1, "compute global shares with rsq() (memory O(n + p))")
-    if largest > budget / 4:
+    if own > budget / 4:  # what the trees need whatever the rows
         advice.insert(1, "grow shallower trees (max_depth, min_samples_leaf, num_leaves)")
     return (
         f"Estimated working memory {_size(need)} for the {what} of {n_rows:,} rows x {n_features} features "
-        f"(of which {_size(largest)} for the deepest tree) exceeds memory_budget={_size(budget)}: "
+        f"(of which {_size(largest)} for the trees' kernels) exceeds memory_budget={_size(budget)}: "
         + ", ".join(advice)
         + "."
     )
