@@ -53,6 +53,14 @@ def resolve_groups(groups: Any, feature_names: Sequence[str] | None, n_features:
             'groups must be a non-empty dict from a group name to its columns, e.g. {"diet": ["bmi", "s5"]}; '
             f"got {type(groups).__name__}."
         )
+    seen: dict[str, Any] = {}
+    for group in groups:  # players are labelled by text: {1: [...], "1": [...]} would give two '1's
+        if str(group) in seen:
+            raise ValueError(
+                f"Groups {seen[str(group)]!r} and {group!r} have the same name as text, {str(group)!r}; "
+                "rename one of them."
+            )
+        seen[str(group)] = group
     names = None if feature_names is None else [str(name) for name in feature_names]
     # one lookup table, not a search of the names per column: a selector's groups at genomics width
     # list every column, and list.index made that quadratic (3 s for 20,000 columns)

@@ -118,6 +118,19 @@ def test_group_names_must_not_shadow_an_ungrouped_feature():
         RSquaredExplainer(model).rsq(frame, frame["a"], groups={"g": ["a", "zz"]})
 
 
+def test_group_names_equal_as_text_are_refused():
+    # players are labelled by text: 1 and "1" gave a Series indexed ['1', '1', ...]
+    frame = pd.DataFrame(np.random.default_rng(0).normal(size=(50, 4)), columns=list("abcd"))
+    model = DecisionTreeRegressor(max_depth=3).fit(frame, frame["a"] * frame["b"] + frame["c"])
+    explainer = RSquaredExplainer(model)
+    message = r"Groups 1 and '1' have the same name as text, '1'; rename one of them\."
+    for call in (explainer.rsq, explainer.rsq_interactions, explainer):
+        with pytest.raises(ValueError, match=message):
+            call(frame, frame["a"], groups={1: ["a"], "1": ["b"]})
+    shares = explainer.rsq(frame, frame["a"], groups={1: ["a"], "2": ["b"]})  # distinct as text: accepted
+    assert list(shares.index) == ["1", "2", "c", "d"]
+
+
 @pytest.mark.parametrize("kernel", ["auto", "pairs", "lca"])
 def test_groups_on_a_fully_grown_tree_through_each_deep_kernel(fitted, kernel):
     # a fully grown tree sends its upper nodes' leaf pairs to the pair kernel: it reads coins by player too

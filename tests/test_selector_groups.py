@@ -268,6 +268,7 @@ def test_arrays_take_positions_and_name_ungrouped_columns_like_get_feature_names
         ({"color": COLORS}, True, "features have no names here: give positions"),
         ({"color": [4, 5, 6, 8]}, True, "column 8 is out of range for 8 features"),
         ({"x3": [4, 5]}, True, "the name 'x3' is given to a group and to another group or an ungrouped column"),
+        ({1: ["age"], "1": ["bmi"]}, False, "feature_groups: Groups 1 and '1' have the same name as text, '1'"),
         ({"bp": ["age", "bmi"]}, False, "'bp' is also the name of an ungrouped feature"),
         ({"color": []}, False, "Group 'color' has no columns"),
         ({"color": "color_red"}, False, "must list its columns"),
