@@ -18,7 +18,7 @@ import pandas as pd
 
 from ._names import did_you_mean
 
-__all__ = ["GroupedGames", "Players", "player_index", "resolve_groups"]
+__all__ = ["GroupedGames", "Players", "player_index", "position_labels", "resolve_groups"]
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,17 @@ def player_index(columns: list | None, players: Players | None) -> pd.Index | No
     if players is not None:
         return pd.Index(players.names) if columns is not None else None
     return None if columns is None else pd.Index(columns)
+
+
+def position_labels(players: Players, n_groups: int) -> list[str | int]:
+    """Labels of the players of rows without column names (a NumPy array): each group's name, then
+    each ungrouped feature's column position, as labelled without groups.
+
+    The players' own positions would be ambiguous: with ``{"g": [0, 1]}`` player 1 is column 2.
+    """
+    column_of = np.empty(len(players.names), dtype=np.int64)
+    column_of[players.of_feature] = np.arange(len(players.of_feature))  # a single's one column
+    return [*players.names[:n_groups], *(int(j) for j in column_of[n_groups:])]
 
 
 class GroupedGames:

@@ -17,7 +17,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ._explainer_checks import refuse_weights_without_target
-from ._groups import player_index
+from ._groups import player_index, position_labels
 from .engine.distributed import is_dask_array
 from .engine.interactions import interaction_indices
 from .engine.run import check_row_totals
@@ -72,7 +72,8 @@ class InteractionShares:
             its whole Shapley interaction index).  No ``(p, p)`` array is formed, so this is the
             form for thousands of features.  Pairs that no tree splits on together interact by
             exactly 0 and are not listed, so fewer than ``top_k`` rows come back when fewer pairs
-            interact; ties are broken by column order.
+            interact; ties are broken by column order.  Features are labelled by their names
+            when ``X`` has them, else by their column positions (ints); groups by their names.
         groups : dict of str to list, optional
             Grouped features as single players, as in :meth:`rsq`: the interactions are then
             between groups (and the ungrouped features, listed after them).
@@ -98,7 +99,9 @@ class InteractionShares:
         names = player_index(rows.labels, players)
         indices = self._indices(rows.array, target, weights, players, local=False)
         if top_k is not None:
-            labels = names if names is not None else range(indices.shape[0])
+            labels = names
+            if labels is None:  # an array: column positions, as without groups, and the groups' names
+                labels = range(indices.shape[0]) if players is None else position_labels(players, len(groups))
             return top_pairs(indices / sst, list(labels), int(top_k))
         shares = self._decompose(rows.array, target, weights, local=False, players=players).values / sst
         matrix = shares_matrix(np.asarray((indices + indices.T).todense()) / sst, shares)

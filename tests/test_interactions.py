@@ -118,6 +118,29 @@ def test_top_k_lists_the_strongest_pairs_of_the_full_matrix(fitted):
         assert row.rsq == pytest.approx(2 * matrix.loc[row.feature_a, row.feature_b], abs=1e-12)
 
 
+def test_top_k_on_an_array_with_groups_labels_groups_by_name_and_columns_by_position():
+    # the labels were the players' positions: with {"g": [0, 1]} the pair (0, 1) was g x column 2
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 5))
+    y = X[:, 0] * X[:, 1] + X[:, 2] * X[:, 3] + X[:, 4] + 0.3 * rng.normal(size=150)
+    explainer = RSquaredExplainer(RandomForestRegressor(20, max_depth=4, random_state=0).fit(X, y))
+    groups = {"g": [0, 1]}
+    matrix = explainer.rsq_interactions(X, y, groups=groups)  # players g, columns 2, 3, 4
+    top = explainer.rsq_interactions(X, y, top_k=6, groups=groups)
+    player = {"g": 0, 2: 1, 3: 2, 4: 3}
+    assert set(top.feature_a) | set(top.feature_b) <= set(player) and len(top) == 6
+    for _, row in top.iterrows():
+        assert row.rsq == pytest.approx(2 * matrix[player[row.feature_a], player[row.feature_b]], abs=1e-12)
+    labels = ["g", 2, 3, 4]
+    pairs = sorted((abs(2 * matrix[a, b]), labels[a], labels[b]) for a in range(4) for b in range(a + 1, 4))
+    expected = [(a, b) for _, a, b in reversed(pairs)]
+    assert list(zip(top.feature_a, top.feature_b, strict=True)) == expected
+    assert explainer(X, y, groups=groups).feature_names == ["g", "Feature 2", "Feature 3", "Feature 4"]
+    # without groups the same columns keep the same labels
+    plain = explainer.rsq_interactions(X, y, top_k=15)
+    assert set(plain.feature_a) | set(plain.feature_b) <= set(range(5))
+
+
 def test_top_k_on_wide_data_stays_sparse():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(200, 5000))
