@@ -231,6 +231,26 @@ def test_rows_problems_are_named(data, explainer):
         explainer.rsq(frame, y)
 
 
+def test_object_columns_of_numbers_are_read_as_numbers_and_of_text_are_refused(data, explainer):
+    # scikit-learn's check_array converts object columns of numbers; they were refused as
+    # "non-numeric columns", which they are not
+    X, y, _ = data
+    expected = explainer.rsq(X, y)
+    np.testing.assert_array_equal(explainer.rsq(pd.DataFrame(X.astype(object)), y).to_numpy(), expected)
+    mixed = pd.DataFrame(X).astype({2: object})
+    mixed[2] = [int(v > 0) if i % 2 else float(v) for i, v in enumerate(X[:, 2])]  # ints and floats
+    mixed.iloc[3, 2] = None  # missing, as astype(float) reads it
+    with_nan = X.copy()
+    with_nan[:, 2] = [int(v > 0) if i % 2 else float(v) for i, v in enumerate(X[:, 2])]
+    with_nan[3, 2] = np.nan
+    np.testing.assert_array_equal(explainer.rsq(mixed, y).to_numpy(), explainer.rsq(with_nan, y))
+    text = pd.DataFrame(X.astype(object), columns=[f"x{j}" for j in range(6)])
+    text.iloc[5, 4] = "1.5"
+    message = r"X has non-numeric columns 'x4' \(object dtype holding '1\.5', which is not a number\); encode"
+    with pytest.raises(ValueError, match=message):
+        explainer.rsq(text, y)
+
+
 def test_columns_must_match_the_names_the_model_was_fitted_with(data):
     X, y, _ = data
     frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(6)])

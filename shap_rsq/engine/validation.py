@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from decimal import Decimal
+from numbers import Real
 from typing import Any
 
 import narwhals.stable.v2 as nw
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 from sklearn.utils.validation import _check_sample_weight, check_array, column_or_1d
 
@@ -58,7 +61,8 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
     in the model's order, and missing or extra columns are named in the error.  Only a model
     without names (or with the names its library makes up for arrays) is matched by position.
     NaN is allowed (trees route it to their default child); infinity and non-numeric values
-    are refused.
+    are refused.  A pandas column of object dtype whose values are all numbers is converted, as
+    scikit-learn's ``check_array`` converts it.
 
     Parameters
     ----------
@@ -348,9 +352,36 @@ def _made_up_names(names: list[str], family: str) -> bool:
 
 
 def _check_numeric_columns(frame, columns: list[str]) -> None:
-    bad = [name for name, dtype in zip(columns, frame.schema.values(), strict=True) if not _is_number(dtype)]
+    """Refuse columns that do not hold numbers; accept pandas object columns whose values all are.
+
+    scikit-learn's ``check_array`` converts object columns of numbers to floats (and refuses text),
+    so ``pd.DataFrame(array.astype(object))`` reads as numbers; such columns are converted the same
+    way by :func:`_array`.  An object column holding anything else is named with one such value.
+    """
+    bad, example = [], None
+    for position, (name, dtype) in enumerate(zip(columns, frame.schema.values(), strict=True)):
+        if _is_number(dtype):
+            continue
+        if dtype == nw.Object and frame.implementation.is_pandas():
+            values = nw.to_native(frame).iloc[:, position]
+            kind = pd.api.types.infer_dtype(values, skipna=True)
+            if kind in _NUMBER_KINDS or (kind == "mixed" and all(map(_is_number_value, values))):
+                continue
+            if example is None:  # the first value that is not a number says what the column holds
+                example = next(v for v in values if not _is_number_value(v))
+        bad.append(name)
     if bad:
-        raise ValueError(f"X has non-numeric columns {_listed(bad)}; encode them as numbers first.")
+        held = f" (object dtype holding {example!r}, which is not a number)" if example is not None else ""
+        raise ValueError(f"X has non-numeric columns {_listed(bad)}{held}; encode them as numbers first.")
+
+
+def _is_number_value(value: Any) -> bool:
+    """A value scikit-learn converts to a float (None is missing, as ``astype(float)`` reads it)."""
+    return value is None or isinstance(value, Real | Decimal | np.bool_)
+
+
+# what pandas infers for object columns holding numbers only (NaN and None aside); "empty" is all missing
+_NUMBER_KINDS = frozenset({"floating", "integer", "mixed-integer-float", "boolean", "decimal", "empty"})
 
 
 def _is_number(dtype) -> bool:
