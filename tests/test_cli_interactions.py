@@ -103,9 +103,9 @@ def test_groups_interact_as_players_by_name(model, folder, tmp_path, capsys):
         groups = GROUPS
     expected = RSquaredExplainer(joblib.load(folder / model)).rsq_interactions(X, y, w, top_k=100, groups=groups)
     players = ["body", "serum", "age", "noise"]
-    if model == "bare.joblib":  # the library labels players of an array by position; the CLI by name
+    if model == "bare.joblib":  # the library labels an array's columns by position (groups by name); the CLI by name
         for column in ("feature_a", "feature_b"):
-            expected[column] = [players[j] for j in expected[column]]
+            expected[column] = [c if isinstance(c, str) else NAMES[c] for c in expected[column]]
     assert len(written) == len(expected) == 6  # every pair of the four players
     assert set(written.feature_a) | set(written.feature_b) == set(players)
     pd.testing.assert_frame_equal(written[["feature_a", "feature_b"]], expected[["feature_a", "feature_b"]])
