@@ -20,7 +20,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
 from ._selector_groups import PlayerMap
-from .engine.outputs import match_labels, refuse_unknown_labels
+from .engine.labels import match_labels, refuse_unknown_labels
 from .explainer import RSquaredExplainer
 from .models.inspect import UnsupportedModelError
 from .tuning import DEFAULT_TUNING

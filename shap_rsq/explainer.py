@@ -19,8 +19,9 @@ from ._explainer_checks import (
 from ._groups import GroupedGames, Players, player_index, resolve_groups
 from ._interactions import InteractionShares
 from ._prediction_shap import PredictionShap
+from ._several_outputs import SeveralOutputs
 from .engine.distributed import is_dask_array, rsq_over_blocks
-from .engine.outputs import OutputGames, checked_multioutput, combine, labelled, local_output_shares, target_columns
+from .engine.outputs import checked_multioutput, combine, labelled, local_output_shares
 from .engine.routing import Kernel
 from .engine.run import Decomposition, UnitCache, check_row_totals, decompose
 from .engine.validation import check_rows, check_target, check_weights
@@ -30,7 +31,7 @@ from .tuning import DEFAULT_TUNING, Tuning
 __all__ = ["RSquaredExplainer"]
 
 
-class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
+class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.TreeExplainer):
     """Exact Shapley decomposition of R² for tree models (Q-SHAP).
 
     A :class:`shap.TreeExplainer` (tree-path-dependent) that also splits the
@@ -342,51 +343,6 @@ class RSquaredExplainer(InteractionShares, PredictionShap, shap.TreeExplainer):
         if check_additivity:
             check_row_totals(values, base, target, result.prediction, weights, mean, sst)
         return values, base, rows, player_index(rows.labels, players), "R²"
-
-    def _class_loss_reduction(self, X: Any, Y: np.ndarray, sample_weight: Any, *, local: bool, groups: Any = None):
-        """A classifier's loss reductions on a one-hot target ``Y`` already matched to ``classes_``.
-
-        The selector's folds and out-of-bag rows may hold labels the fold's model never saw (rows of
-        zeros in ``Y``), which :meth:`loss_reduction` refuses; ``Y`` has one column per class, even
-        for a model of one class.  Returns the values with their last axis over classes.
-        """
-        games = self._output_games(
-            X, Y, sample_weight, None, local=local, require_variance=False, groups=groups, one_hot=True
-        )
-        return games.values
-
-    def _output_games(
-        self,
-        X,
-        y,
-        sample_weight,
-        multioutput,
-        *,
-        local: bool,
-        require_variance: bool = True,
-        groups: Any = None,
-        one_hot: bool = False,
-    ):
-        info = self.model_info
-        how = checked_multioutput(multioutput, info)
-        if is_dask_array(X):
-            raise NotImplementedError("dask arrays of rows are supported for single-output regressors only.")
-        rows = check_rows(X, info.n_features, self._names_for_matching(), info.family, 2 if require_variance else 1)
-        weights = check_weights(sample_weight, rows.array)
-        Y = np.asarray(y, dtype=np.float64) if one_hot else target_columns(y, info, rows.array.shape[0])
-        players = self._players(groups, rows.columns)
-        forests, caches = self._game_sets.get(players)
-        results = [
-            decompose(game, units.units(local), rows.array, Y[:, k], weights, **self._run_options(local))
-            for k, (game, units) in enumerate(zip(forests, caches, strict=True))
-        ]
-        predictions = np.column_stack([result.prediction for result in results])
-        self._prediction_check(rows.array, predictions)
-        values = np.stack([result.values for result in results], axis=-1)
-        means = np.array([result.mean_prediction for result in results])
-        names = player_index(rows.labels, players)
-        brier = info.classes is not None
-        return OutputGames(rows, Y, weights, how, values, predictions, means, info.outputs, names, brier)
 
     def _inputs(self, X, y, sample_weight):
         rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=True)

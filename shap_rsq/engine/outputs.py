@@ -19,14 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import narwhals.stable.v2 as nw
 import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_array
 
 from ..models.info import ModelInfo
+from .labels import one_hot
 from .run import check_row_totals
-from .validation import Rows, check_column_shape, target_values
+from .validation import Rows
 
 __all__ = [
     "MULTIOUTPUT",
@@ -35,9 +35,7 @@ __all__ = [
     "combine",
     "labelled",
     "local_output_shares",
-    "match_labels",
     "output_sst",
-    "refuse_unknown_labels",
     "target_columns",
 ]
 
@@ -85,7 +83,7 @@ def target_columns(y: Any, info: ModelInfo, n_rows: int) -> np.ndarray:
         Float targets, one column per output.
     """
     if info.classes is not None:
-        return _one_hot(y, info.classes, n_rows)
+        return one_hot(y, info.classes, n_rows)
     shape = np.shape(y)
     if len(shape) != 2 or shape[1] != info.n_outputs:
         raise ValueError(
@@ -160,160 +158,6 @@ def combine(per_output: np.ndarray, sst: np.ndarray, multioutput: str, *, brier:
         return np.mean(per_output / sst, axis=-1)
     counted = per_output if brier else per_output[..., sst > 0]
     return counted.sum(axis=-1) / sst.sum()
-
-
-def match_labels(labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
-    """``(n, K)`` True where row ``i``'s label is ``classes[k]``, labels compared by value.
-
-    Values are compared as NumPy compares them, whatever the containers' dtypes: ``1.0`` and
-    ``True`` are the class ``1``, a label held as an object is the same text held as ``<U``, and
-    labels of another kind (text against numbers) match no class.  A missing value (``None``,
-    NaN, ``pd.NA``) matches no class.
-
-    Parameters
-    ----------
-    labels : ndarray of shape (n_samples,)
-        Class labels.
-    classes : ndarray of shape (n_classes,)
-        The model's ``classes_``.
-
-    Returns
-    -------
-    ndarray of bool, shape (n_samples, n_classes)
-        Which class each row's label is (a row of False: a label the model never saw).
-    """
-    labels = np.asarray(labels)
-    if labels.dtype == object:
-        missing = pd.isna(labels)
-        if missing.any():  # pd.NA == "a" is NA, whose truth value NumPy cannot take: compare no missing value
-            labels = labels.copy()
-            labels[missing] = _MISSING
-    return labels[:, None] == np.asarray(classes)[None, :]
-
-
-_MISSING = object()  # equal to nothing but itself: stands for a missing label in comparisons
-
-
-def refuse_unknown_labels(labels: np.ndarray, known: np.ndarray, classes: np.ndarray) -> None:
-    """Refuse labels that are not among the model's classes, naming them.
-
-    Parameters
-    ----------
-    labels : ndarray of shape (n_samples,)
-        Class labels.
-    known : ndarray of bool, shape (n_samples,)
-        Which labels are classes (a row of :func:`match_labels` with a True).
-    classes : ndarray of shape (n_classes,)
-        The model's ``classes_``.
-
-    Raises
-    ------
-    ValueError
-        When some label is not a class.
-    """
-    if known.all():
-        return
-    unknown = list(dict.fromkeys(np.asarray(labels)[~known].tolist()))
-    raise ValueError(
-        f"y has labels {unknown[:10]} that are not among the model's classes {np.asarray(classes).tolist()} "
-        f"(first at row {int(np.flatnonzero(~known)[0])})."
-    )
-
-
-def _one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:
-    """The one-hot target over ``classes`` from labels, or from a 0/1 indicator (checked)."""
-    names, labels = _named_columns(y)
-    if labels.ndim == 2 and labels.shape[1] == 1 and len(classes) == 2 and _zero_one(labels):
-        return _binary_indicator(labels[:, 0], classes, n_rows, names)
-    if labels.ndim == 2 and labels.shape[1] == 1:
-        labels = labels[:, 0]
-    if labels.ndim == 2 and labels.shape[1] == len(classes) > 1:
-        return _indicator(labels, classes, n_rows, names)
-    check_column_shape("y", labels.shape, n_rows)
-    if labels.ndim != 1:
-        raise ValueError(f"y must hold one class label per row; got shape {labels.shape}.")
-    if labels.dtype.kind == "f":
-        target_values(labels)  # NaN or infinity named as for regressors
-    matches = match_labels(labels, classes)
-    refuse_unknown_labels(labels, matches.any(axis=1), classes)
-    return matches.astype(np.float64)
-
-
-def _named_columns(y: Any) -> tuple[list | None, np.ndarray]:
-    """A DataFrame's column names (``None`` for arrays, Series and the labels pandas makes up for an
-    array's columns, ``0 .. m-1``) and its values as an array."""
-    if isinstance(y, pd.DataFrame):
-        default = isinstance(y.columns, pd.RangeIndex) and y.columns.equals(pd.RangeIndex(y.shape[1]))
-        return (None if default else list(y.columns)), y.to_numpy()
-    frame = nw.from_native(y, eager_only=True, pass_through=True)
-    if isinstance(frame, nw.DataFrame):  # polars, pyarrow: their columns always have names
-        return list(frame.columns), frame.to_numpy()
-    return None, np.asarray(y)
-
-
-def _zero_one(Y: np.ndarray) -> bool:
-    return Y.dtype.kind in "biuf" and bool(np.all((Y == 0) | (Y == 1)))
-
-
-def _binary_indicator(column: np.ndarray, classes: np.ndarray, n_rows: int, names: list | None) -> np.ndarray:
-    """A binary classifier's one 0/1 column, as ``label_binarize`` gives it: 1 marks ``classes[1]``.
-
-    A DataFrame whose column is named after a class marks that class instead (``pd.get_dummies(y,
-    drop_first=True)`` keeps whichever category came second); for classes ``0`` and ``1`` either
-    reading is the labels themselves.
-    """
-    if column.shape[0] != n_rows:
-        raise ValueError(f"y has {column.shape[0]} rows but X has {n_rows} rows.")
-    marked = 1
-    if names is not None:
-        named = np.flatnonzero(match_labels(np.array(names, dtype=object), classes)[0])
-        if named.size == 0:
-            named = np.flatnonzero([str(names[0]) == str(c) for c in classes])
-        marked = int(named[0]) if named.size == 1 else 1
-    positive = column.astype(np.float64)
-    return np.column_stack([positive, 1.0 - positive] if marked == 0 else [1.0 - positive, positive])
-
-
-def _name_matches(names: list, classes: np.ndarray) -> np.ndarray:
-    """``(m, K)`` which class each column name is: by value as labels are matched, or else by spelling
-    (polars and pyarrow columns are always text, so the class ``1`` is the column ``"1"`` there)."""
-    matches = match_labels(np.array(names, dtype=object), classes)
-    if _one_to_one(matches):
-        return matches
-    return np.array([str(n) for n in names], dtype=object)[:, None] == np.array([str(c) for c in classes])[None, :]
-
-
-def _one_to_one(matches: np.ndarray) -> bool:
-    return matches.shape[0] == matches.shape[1] and bool(
-        np.all(matches.sum(axis=0) == 1) and np.all(matches.sum(1) == 1)
-    )
-
-
-def _indicator(Y: np.ndarray, classes: np.ndarray, n_rows: int, names: list | None = None) -> np.ndarray:
-    """An ``(n, K)`` 0/1 indicator over ``classes`` (``label_binarize``'s output), checked.
-
-    An array's columns are the classes in the order of ``classes``; a DataFrame's are matched to them
-    by name (``pd.get_dummies`` of a Categorical follows its categories, not the sorted ``classes_``)
-    and refused when their names are not the classes.  A row of zeros is a label the model never
-    saw: its predicted probabilities still count in the Brier score.
-    """
-    if Y.shape[0] != n_rows:
-        raise ValueError(f"y has {Y.shape[0]} rows but X has {n_rows} rows.")
-    if names is not None:
-        matches = _name_matches(names, classes)
-        if not _one_to_one(matches):
-            raise ValueError(
-                f"y's columns {names} are not the model's classes {classes.tolist()}: name the indicator's "
-                "columns after the classes (in any order), or pass an array, whose columns are read in the "
-                "order of classes_."
-            )
-        Y = Y[:, np.argmax(matches, axis=0)]
-    if Y.dtype.kind not in "biuf" or not np.all((Y == 0) | (Y == 1)) or np.any(Y.sum(axis=1) > 1):
-        raise ValueError(
-            f"A 2-D y for a classifier must be a 0/1 indicator with one column per class of {classes.tolist()} "
-            "and at most one 1 per row (as sklearn.preprocessing.label_binarize returns); pass labels otherwise."
-        )
-    return Y.astype(np.float64)
 
 
 @dataclass(frozen=True)

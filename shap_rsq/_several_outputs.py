@@ -1,0 +1,68 @@
+"""The games of a model with several outputs: a classifier's classes or a multi-output regressor's targets.
+
+Each output is a forest of its own, played on its own target column (``engine.outputs``); a mixin
+of :class:`~shap_rsq.RSquaredExplainer`, whose validation, players and runs it reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._groups import player_index
+from .engine.distributed import is_dask_array
+from .engine.outputs import OutputGames, checked_multioutput, target_columns
+from .engine.run import decompose
+from .engine.validation import check_rows, check_weights
+
+__all__ = ["SeveralOutputs"]
+
+
+class SeveralOutputs:
+    """Per-output games of :class:`~shap_rsq.RSquaredExplainer` (a mixin)."""
+
+    def _class_loss_reduction(self, X: Any, Y: np.ndarray, sample_weight: Any, *, local: bool, groups: Any = None):
+        """A classifier's loss reductions on a one-hot target ``Y`` already matched to ``classes_``.
+
+        The selector's folds and out-of-bag rows may hold labels the fold's model never saw (rows of
+        zeros in ``Y``), which :meth:`loss_reduction` refuses; ``Y`` has one column per class, even
+        for a model of one class.  Returns the values with their last axis over classes.
+        """
+        games = self._output_games(
+            X, Y, sample_weight, None, local=local, require_variance=False, groups=groups, one_hot=True
+        )
+        return games.values
+
+    def _output_games(
+        self,
+        X,
+        y,
+        sample_weight,
+        multioutput,
+        *,
+        local: bool,
+        require_variance: bool = True,
+        groups: Any = None,
+        one_hot: bool = False,
+    ):
+        info = self.model_info
+        how = checked_multioutput(multioutput, info)
+        if is_dask_array(X):
+            raise NotImplementedError("dask arrays of rows are supported for single-output regressors only.")
+        rows = check_rows(X, info.n_features, self._names_for_matching(), info.family, 2 if require_variance else 1)
+        weights = check_weights(sample_weight, rows.array)
+        Y = np.asarray(y, dtype=np.float64) if one_hot else target_columns(y, info, rows.array.shape[0])
+        players = self._players(groups, rows.columns)
+        forests, caches = self._game_sets.get(players)
+        results = [
+            decompose(game, units.units(local), rows.array, Y[:, k], weights, **self._run_options(local))
+            for k, (game, units) in enumerate(zip(forests, caches, strict=True))
+        ]
+        predictions = np.column_stack([result.prediction for result in results])
+        self._prediction_check(rows.array, predictions)
+        values = np.stack([result.values for result in results], axis=-1)
+        means = np.array([result.mean_prediction for result in results])
+        names = player_index(rows.labels, players)
+        brier = info.classes is not None
+        return OutputGames(rows, Y, weights, how, values, predictions, means, info.outputs, names, brier)
