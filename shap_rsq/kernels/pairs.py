@@ -200,7 +200,8 @@ def pair_values(plan: PairPlan, bits: np.ndarray, w_quad: np.ndarray | None, blo
             # rows first: each pair's matrix products run over a long block of rows
             per_pair_row = max(len(columns), n_q)
             row_step = max(1, min(n, block // per_pair_row))
-            pairs_fit = max(1, block // (per_pair_row * row_step))
+            # (pairs, rows, features or nodes) temporaries, and the pairs' own (pairs, features, nodes)
+            pairs_fit = max(1, min(block // (per_pair_row * row_step), block // (len(columns) * n_q)))
             b_step = max(1, min(n_b, pairs_fit))
             a_step = max(1, min(n_a, pairs_fit // b_step))
         else:  # temporaries of (features, pairs x rows, nodes)
