@@ -17,8 +17,8 @@ from sklearn.tree import DecisionTreeRegressor
 from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
 from shap_rsq.engine.budget import row_bytes, unit_bytes
 from shap_rsq.engine.run import decompose
-from shap_rsq.kernels.hybrid_tree import HybridUnit, plan_pieces
 from shap_rsq.kernels import pairs
+from shap_rsq.kernels.hybrid_tree import HybridUnit, plan_pieces
 from shap_rsq.kernels.pairs import choose_pair_nodes, node_costs
 from shap_rsq.tuning import DEFAULT_TUNING
 
@@ -160,7 +160,9 @@ def test_pair_slopes_from_logarithms_equal_the_products_all_but_one(seed):
     n, n_a, n_b, k = 7, 4, 5, 9
     covers = [np.where(rng.random((m, k)) < 0.3, 1.0, rng.random((m, k)) ** 4) for m in (n_a, n_b)]
     covers[0][0, 0] = 1e-300
-    sides = [(rng.random((n, m, k)) < 0.6, cover, rng.normal(size=m)) for m, cover in zip((n_a, n_b), covers)]
+    sides = [
+        (rng.random((n, m, k)) < 0.6, cover, rng.normal(size=m)) for m, cover in zip((n_a, n_b), covers, strict=True)
+    ]
     args = (*sides, slice(0, n), slice(0, n_a), slice(0, n_b), 5)
     for weight in (None, rng.normal(size=n)):
         direct = pairs._direct_slopes(*args, weight)
