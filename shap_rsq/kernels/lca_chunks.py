@@ -200,28 +200,6 @@ class ChunkPart:
         self.items = items
         self.order = order
 
-    def _split_products(self, members, value, constant, size, entry, comb, low: int) -> None:
-        """:meth:`_cell_values` for wide tables with many cells: each member's products over its
-        low ``low`` bits and over the others, on all their combinations by doubling, then one
-        product of two gathered rows per cell, where factor by factor took ``w`` passes over the
-        cells (the cell tables of a fully grown tree: w = 10-20)."""
-        n_q = value.shape[-1]
-        w = value.shape[1]
-        n_low, n_high = 1 << low, 1 << (w - low)
-        step = max(1, self.block // ((n_low + n_high) * n_q))
-        start = np.concatenate([[0], np.cumsum(size)])
-        for first in range(0, len(members), step):
-            last = min(len(members), first + step)
-            lower = _doubled(value[first:last, :low], constant[first:last]).reshape(-1, n_q)
-            upper = _doubled(value[first:last, low:], np.ones((last - first, n_q))).reshape(-1, n_q)
-            member = np.repeat(np.arange(last - first), size[first:last])
-            for a in range(int(start[first]), int(start[last]), max(1, self.block // n_q)):
-                b = min(int(start[last]), a + max(1, self.block // n_q))
-                code, who = comb[a:b], member[a - int(start[first]) : b - int(start[first])]
-                product = rows_of(lower, who * n_low + (code & (n_low - 1)))
-                product *= rows_of(upper, who * n_high + (code >> low))
-                self.values[entry[a:b]] = product
-
     def blocks(self, plan: TreePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """As :meth:`Chunk.blocks`."""
         return _runs(plan.item_block[self.items[self.order]], np.zeros(len(self.order), dtype=np.int64))
