@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from ._explainer_checks import refuse_weights_without_target
 from ._groups import player_index, position_labels
+from .engine.budget import check_matrix_budget
 from .engine.distributed import is_dask_array
 from .engine.interactions import interaction_indices
 from .engine.run import check_row_totals
@@ -97,6 +98,9 @@ class InteractionShares:
             raise ValueError(f"top_k must be a positive integer; got {top_k!r}.")
         rows, target, weights, sst, players = self._interaction_inputs(X, y, sample_weight, groups)
         names = player_index(rows.labels, players)
+        if top_k is None:
+            n_players = self.model_info.n_features if players is None else len(players.names)
+            check_matrix_budget(n_players, self._tuning.memory_budget)
         indices = self._indices(rows.array, target, weights, players, local=False)
         if top_k is not None:
             labels = names
@@ -104,7 +108,9 @@ class InteractionShares:
                 labels = range(indices.shape[0]) if players is None else position_labels(players, len(groups))
             return top_pairs(indices / sst, list(labels), int(top_k))
         shares = self._decompose(rows.array, target, weights, local=False, players=players).values / sst
-        matrix = shares_matrix(np.asarray((indices + indices.T).todense()) / sst, shares)
+        matrix = (indices + indices.T).toarray()
+        matrix /= sst
+        matrix = shares_matrix(matrix, shares)
         return matrix if names is None else pd.DataFrame(matrix, index=names, columns=names)
 
     def shap_interaction_values(
@@ -142,7 +148,8 @@ class InteractionShares:
     def _local_interactions(self, X, y, sample_weight, check_additivity: bool, groups):
         """Per-row interaction shares ``(n, p, p)``, their base values, rows and player names."""
         rows, target, weights, sst, players = self._interaction_inputs(X, y, sample_weight, groups)
-        indices = self._indices(rows.array, target, weights, players, local=True) / sst
+        indices = self._indices(rows.array, target, weights, players, local=True)
+        indices /= sst
         result = self._decompose(rows.array, target, weights, local=True, players=players)
         values = shares_matrix(indices, result.values / sst)
         mean = np.average(target, weights=weights)
@@ -171,8 +178,12 @@ class InteractionShares:
 
 def shares_matrix(indices: np.ndarray, shares: np.ndarray) -> np.ndarray:
     """shap's layout: half of each index off the diagonal, and on it what makes each row sum to
-    the share (``shares`` ``(..., p)``, ``indices`` ``(..., p, p)`` symmetric with zero diagonal)."""
-    matrix = indices / 2.0
+    the share (``shares`` ``(..., p)``, ``indices`` ``(..., p, p)`` symmetric with zero diagonal).
+
+    Written over ``indices`` (returned): per-row matrices are the largest arrays of a call.
+    """
+    matrix = indices
+    matrix *= 0.5
     diagonal = shares - matrix.sum(axis=-1)
     p = matrix.shape[-1]
     matrix[..., np.arange(p), np.arange(p)] = diagonal

@@ -194,7 +194,7 @@ def test_bad_requests_are_refused_with_the_reason(fitted):
     wide = np.random.default_rng(0).normal(size=(300, 400))
     stump = DecisionTreeRegressor(max_depth=2).fit(wide, wide[:, 0])
     with pytest.raises(
-        MemoryBudgetError, match=r"Per-row interaction shares of 300 rows and 400 players need about 0.7"
+        MemoryBudgetError, match=r"Per-row interaction shares of 300 rows and 400 players need about 1.07"
     ):
         RSquaredExplainer(stump, memory_budget=1 / 64)(wide, wide[:, 0], interactions=True)
     with pytest.raises(ValueError, match="tree_limit"):
@@ -203,3 +203,17 @@ def test_bad_requests_are_refused_with_the_reason(fitted):
     classifier = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, labels)
     with pytest.raises(NotImplementedError, match="single-output regressors"):
         RSquaredExplainer(classifier).rsq_interactions(X, labels)
+
+
+def test_a_matrix_whose_dense_arrays_cannot_fit_is_refused_and_top_k_still_works():
+    # 2 x 8 x 1,500^2 bytes = 34 MiB of (p, p) arrays over a 16 MiB budget; top_k forms none
+    rng = np.random.default_rng(0)
+    wide = rng.normal(size=(200, 1500))
+    model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(wide, wide[:, 0] * wide[:, 1])
+    explainer = RSquaredExplainer(model, memory_budget=1 / 64)
+    with pytest.raises(MemoryBudgetError, match=r"matrix of 1,500 players takes about 34 MiB .*pass top_k="):
+        explainer.rsq_interactions(wide, wide[:, 0] * wide[:, 1])
+    top = explainer.rsq_interactions(wide, wide[:, 0] * wide[:, 1], top_k=3)
+    full = RSquaredExplainer(model).rsq_interactions(wide, wide[:, 0] * wide[:, 1])
+    for a, b, value in top.itertuples(index=False):
+        assert value == pytest.approx(2 * full[a, b], abs=1e-12)

@@ -88,11 +88,7 @@ def interaction_indices(
         rows = X[first]
         if local:
             on_m2, on_m = pattern_interactions(plan, rows, None, None, tuning, forest.input_dtype)
-            upper = (
-                w_quad[:, None, None] * on_m2[inverse, :n_k, :n_k] + w_lin[:, None, None] * on_m[inverse, :n_k, :n_k]
-            )
-            block = upper + np.swapaxes(upper, 1, 2)
-            out[:, ids[:, None], ids[None, :]] += block
+            _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, max(1, tuning.block_elements // (n_k * n_k)))
         else:
             per_quad = np.bincount(inverse, weights=w_quad, minlength=len(first))
             per_lin = np.bincount(inverse, weights=w_lin, minlength=len(first))
@@ -101,9 +97,25 @@ def interaction_indices(
     return (out if local else out.total()), f
 
 
+def _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, step: int) -> None:
+    """Add one tree's per-row indices into ``out (n, P, P)``, a block of ``step`` rows at a time,
+    so that its temporaries stay at ``block_elements`` whatever the rows."""
+    n_k = len(ids)
+    for start in range(0, len(inverse), step):
+        rows = slice(start, start + step)
+        upper = on_m2[inverse[rows], :n_k, :n_k]
+        upper *= w_quad[rows, None, None]
+        linear = on_m[inverse[rows], :n_k, :n_k]
+        linear *= w_lin[rows, None, None]
+        upper += linear
+        out[rows, ids[:, None], ids[None, :]] += upper + np.swapaxes(upper, 1, 2)
+
+
 def _check_local_budget(n: int, n_players: int, tuning: Tuning) -> None:
-    """Per-row interactions hold two ``(n, p, p)`` arrays (the sum and the Explanation's)."""
-    needed = 2 * 8 * n * n_players * n_players
+    """Per-row interactions hold the ``(n, p, p)`` result and, per tree, its ``(patterns, K, K)``
+    tables on the rows' distinct patterns, two of them (``K <= p`` the tree's players): at most
+    three ``(n, p, p)`` arrays.  (The result becomes the Explanation's values in place.)"""
+    needed = 3 * 8 * n * n_players * n_players
     if needed > tuning.memory_budget:
         raise MemoryBudgetError(
             f"Per-row interaction shares of {n} rows and {n_players} players need about "
