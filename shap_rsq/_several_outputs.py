@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._groups import player_index
+from .engine.budget import check_output_rows
 from .engine.distributed import is_dask_array
 from .engine.outputs import OutputGames, checked_multioutput, target_columns
 from .engine.run import decompose
@@ -54,6 +55,9 @@ class SeveralOutputs:
         weights = check_weights(sample_weight, rows.array)
         Y = np.asarray(y, dtype=np.float64) if one_hot else target_columns(y, info, rows.array.shape[0])
         players = self._players(groups, rows.columns)
+        if local:
+            n_players = info.n_features if players is None else len(players.names)
+            check_output_rows(rows.array.shape[0], n_players, len(info.outputs), self._tuning.memory_budget)
         forests, caches = self._game_sets.get(players)
         results = [
             decompose(game, units.units(local), rows.array, Y[:, k], weights, **self._run_options(local))

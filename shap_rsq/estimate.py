@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .engine.budget import MemoryBudgetError, fit_jobs
+
 __all__ = ["RsqEstimate", "estimate_rsq"]
 
 
@@ -82,8 +84,19 @@ def estimate_rsq(
     rows, target, weights, sst = explainer._inputs(X, y, sample_weight)
     n = len(target)
     m = min(int(n_sample), n)
+    _check_sample_budget(explainer, m)
     pick = np.sort(np.random.default_rng(random_state).choice(n, size=m, replace=False))
     raw = explainer._decompose(rows.array[pick], target[pick], weights[pick], local=True).values
     values = raw.mean(axis=0) * n / sst
     spread = raw.std(axis=0, ddof=1) * n / np.sqrt(m) * np.sqrt(max(0.0, 1.0 - m / n))
     return RsqEstimate(values, spread / sst, m, n)
+
+
+def _check_sample_budget(explainer, m: int) -> None:
+    """Refuse a sample whose per-row contributions cannot fit the budget, before its rows are copied."""
+    units = explainer._units.units(True)
+    forest = explainer.forest
+    try:
+        fit_jobs(units, m, forest.n_players, forest.n_trees, True, explainer.n_jobs, explainer._tuning)
+    except MemoryBudgetError as error:
+        raise MemoryBudgetError(f"estimate_rsq(n_sample={m}): {error}  Here, pass a smaller n_sample.") from None

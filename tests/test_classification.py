@@ -16,7 +16,7 @@ from sklearn.metrics import r2_score
 from sklearn.preprocessing import label_binarize
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor, ExtraTreeClassifier
 
-from shap_rsq import RSquaredExplainer
+from shap_rsq import MemoryBudgetError, RSquaredExplainer
 
 CLASSIFIERS = {
     "DecisionTreeClassifier": lambda: DecisionTreeClassifier(max_depth=4, random_state=0),
@@ -264,3 +264,16 @@ def test_label_binarize_of_a_binary_classifier_is_its_one_column_of_the_positive
     kept = pd.get_dummies(reverse, drop_first=True, dtype=int)
     assert list(kept.columns) == [model.classes_[0]]
     np.testing.assert_allclose(explainer.rsq(X, kept, sample_weight=w), expected, atol=1e-14)
+
+
+def test_per_row_shares_of_many_outputs_are_refused_when_their_arrays_cannot_fit():
+    # each output's run was sized for one (n, p) block, but the outputs' blocks are kept and
+    # stacked: 40 classes, 20,000 rows and 200 features took 2.5 GB at a 200 MB budget
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 20))
+    labels = np.digitize(X[:, 0], np.quantile(X[:, 0], np.linspace(0.1, 0.9, 9)))  # 10 classes
+    model = RandomForestClassifier(n_estimators=2, max_depth=3, random_state=0).fit(X, labels)
+    explainer = RSquaredExplainer(model, memory_budget=1 / 64)  # 3 x 8 x 20 x 10 bytes a row: 3,495 fit
+    with pytest.raises(MemoryBudgetError, match=r"5,000 rows x 20 players x 10 outputs .*\(about 3,495 fit\)"):
+        explainer(X, labels)
+    np.testing.assert_allclose(explainer(X[:3000], labels[:3000]).values.sum(0), explainer.rsq(X[:3000], labels[:3000]))

@@ -361,3 +361,15 @@ def test_an_out_of_memory_error_becomes_a_budget_error(monkeypatch):
     message = r"ran out of memory .* 80 rows x 6 features .* memory_budget=2\.00 GiB"
     with pytest.raises(MemoryBudgetError, match=message):
         explainer.rsq(X, y)
+
+
+def test_estimate_rsq_refuses_a_sample_that_cannot_fit_before_copying_its_rows():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 600))
+    model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, X[:, 0])
+    explainer = RSquaredExplainer(model, memory_budget=1 / 64)  # per-row shares: 600 floats x 5 a row
+    with pytest.raises(MemoryBudgetError, match=r"estimate_rsq\(n_sample=4000\): .* pass a smaller n_sample"):
+        estimate_rsq(explainer, X, X[:, 0], n_sample=4000)
+    estimate = estimate_rsq(explainer, X, X[:, 0], n_sample=200, random_state=0)  # 200 rows fit
+    exact = explainer.rsq(X, X[:, 0])
+    assert np.all(np.abs(estimate.values - exact) <= 5 * estimate.standard_error + 1e-12)

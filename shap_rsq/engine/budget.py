@@ -26,6 +26,8 @@ from ..tuning import DEFAULT_TUNING, Tuning
 
 __all__ = [
     "MemoryBudgetError",
+    "check_matrix_budget",
+    "check_output_rows",
     "check_shap_output",
     "estimated_seconds",
     "fit_jobs",
@@ -187,8 +189,9 @@ def check_shap_output(n_rows: int, n_features: int, n_outputs: int, interactions
     shap's TreeSHAP returns an ``(n, p)`` array per output, ``(n, p, p)`` for interactions, with
     no chunking: interaction values of 2,000 rows x 600 features are 5.4 GiB.  Measured peaks
     (shap 0.51, 1,000 x 200, per output): 1.0x the float64 ``(n, p + 1, p + 1)`` array for
-    LightGBM and scikit-learn, 1.0x as well for XGBoost, whose float32 result is converted; SHAP
-    values peak at twice their ``(n, p + 1)`` array.
+    LightGBM and scikit-learn, 1.0x as well for XGBoost, whose float32 result is converted; 1.8x
+    for a forest classifier's 20 classes.  SHAP values peak at twice their ``(n, p + 1)`` arrays,
+    plus shap's copy of ``X``.
 
     Raises
     ------
@@ -196,7 +199,12 @@ def check_shap_output(n_rows: int, n_features: int, n_outputs: int, interactions
         When that estimate exceeds ``budget``.
     """
     width = n_features + 1
-    per_row = 8 * n_outputs * (width * width if interactions else 2 * width)
+    # several outputs' interaction values peaked at 1.8x their array (20 classes, 300 features); shap
+    # also copies X for its SHAP values (a forest's values peaked at 1.2 GB against 1 GB counted)
+    if interactions:
+        per_row = 8 * n_outputs * width * width * (2 if n_outputs > 1 else 1)
+    else:
+        per_row = 8 * (2 * n_outputs + 1) * width
     need = n_rows * per_row
     if need <= budget:
         return
@@ -213,6 +221,48 @@ def check_shap_output(n_rows: int, n_features: int, n_outputs: int, interactions
         f"memory_budget={_size(budget)}: pass fewer rows (about {budget // per_row:,} fit) or raise "
         f"RSquaredExplainer(memory_budget=...); {instead}."
     )
+
+
+def check_output_rows(n_rows: int, n_players: int, n_outputs: int, budget: int) -> None:
+    """Refuse per-row shares of a model with several outputs whose ``(n, p, K)`` arrays cannot fit.
+
+    Each output's run is sized for its own ``(n, p)`` block, but the outputs' blocks are kept and
+    stacked, and their combination adds copies: 40 classes, 20,000 rows and 200 features peaked
+    at 1.9x one ``(n, p, K)`` array (2.8x with ``multioutput="raw_values"``); three are counted.
+
+    Raises
+    ------
+    MemoryBudgetError
+        When ``3 x 8 x n x p x K`` bytes exceed ``budget``.
+    """
+    per_row = 3 * 8 * n_players * n_outputs
+    need = n_rows * per_row
+    if need > budget:
+        raise MemoryBudgetError(
+            f"Per-row shares of {n_rows:,} rows x {n_players:,} players x {n_outputs} outputs take about "
+            f"{_size(need)}, over memory_budget={_size(budget)}: pass fewer rows (about {budget // per_row:,} fit), "
+            "compute global shares with rsq() (memory O(n + p)), or raise RSquaredExplainer(memory_budget=...)."
+        )
+
+
+def check_matrix_budget(n_players: int, budget: int) -> None:
+    """Refuse an interaction matrix of ``n_players`` players whose dense ``(p, p)`` arrays cannot fit.
+
+    The sparse sum of the trees' blocks becomes one dense matrix, its symmetric sum another while
+    it forms: two ``(p, p)`` float arrays (20,000 features: 6 GiB).
+
+    Raises
+    ------
+    MemoryBudgetError
+        When ``2 x 8 x p^2`` bytes exceed ``budget``.
+    """
+    need = 2 * 8 * n_players * n_players
+    if need > budget:
+        raise MemoryBudgetError(
+            f"The interaction matrix of {n_players:,} players takes about {_size(need)} as dense (p, p) arrays, "
+            f"over memory_budget={_size(budget)}: pass top_k= for the strongest pairs (no (p, p) array), or raise "
+            "RSquaredExplainer(memory_budget=...)."
+        )
 
 
 def out_of_memory(n_rows: int, n_features: int, local: bool, tuning: Tuning = DEFAULT_TUNING) -> str:
