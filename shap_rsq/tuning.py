@@ -129,7 +129,9 @@ class Tuning:
         fully grown tree (500 leaves, 500 rows: all LCA 11.8 s, all pairs 13.3 s, per unit of each
         cost, on a loaded machine) once a pair's product came from one matrix product of its bits
         with the factors' logarithms; 9.7 with prefix and suffix products, 2 before the LCA slopes
-        came from the log-derivative.  At 3 the fully grown tree took 10% less than at 10.
+        came from the log-derivative.  In the mix the optimum is flat: that tree took 4.7-4.8 s at 5,
+        4.9-5.0 at 3 and 5.1-5.5 at 10; XGBoost of depth 12 on 2,000 rows 23.3 s at 10, 24-25 s at
+        3 and 5 (one core, quiet).
     pair_min_pairs : int
         Nodes with fewer leaf pairs keep their LCA items whatever the costs: near the leaves
         (one or two leaves a side) moving them saves nothing, and a tree with pair nodes sizes
@@ -168,14 +170,15 @@ class Tuning:
         quarter divided by it caps ``max_lca_items``.
     lca_seconds : float
         Seconds per unit of LCA work (``lca_work``) and row on one core, for the time estimate
-        shown with ``progress=True`` (1.9-2.6 ns measured on depth-8 to depth-12 XGBoost and
-        forests, 1.3 on LightGBM with 255 leaves, 3.2 on a tree with ``min_samples_leaf=5``).
+        shown with ``progress=True`` (1.7-2.0 ns measured on XGBoost of depth 12 and forests of
+        depth 10 on 2,000-10,000 rows, 0.9 on LightGBM with 255 leaves).
     lca_dense_seconds : float
-        ... for trees with pair nodes, per item x quadrature node (4.7 ns measured on a fully grown
-        tree, whose items rarely share cells).
+        ... for trees with pair nodes, per item x quadrature node (about 3.6 ns on fully grown
+        trees, whose items rarely share cells: with ``pair_seconds`` the estimates of a fully grown
+        tree on 500 and 2,000 rows meet the 4.8 s and 488 s measured).
     pair_seconds : float
-        ... per pair x feature x quadrature node and row of the per-pair kernel (2.3 ns measured
-        on a fully grown tree).
+        ... per pair x feature x quadrature node and row of the per-pair kernel (about 0.6 ns on a
+        fully grown tree since a pair's product comes from logarithms; 2.3 ns before).
     interaction_code_bits : int
         Widest entry of the interaction kernel (``kernels.interactions``) whose rows are merged by
         their pass bits (an ``int64`` key of code x entry): wider entries, which only trees deeper
@@ -209,7 +212,7 @@ class Tuning:
     kept_plan_bytes: int = 256 << 20
     selector_block_entries: int = 1 << 22
     pair_min_work: float = 65536.0
-    pair_cost: float = 3.0
+    pair_cost: float = 5.0
     pair_min_pairs: int = 16
     max_lca_items: int = 1 << 20
     memory_budget: int = 2 << 30
@@ -218,9 +221,9 @@ class Tuning:
     lca_dense_global_bytes: int = 4
     lca_dense_local_bytes: int = 4
     lca_item_bytes: int = 1280
-    lca_seconds: float = 2.5e-9
-    lca_dense_seconds: float = 5e-9
-    pair_seconds: float = 2.5e-9
+    lca_seconds: float = 2.0e-9
+    lca_dense_seconds: float = 3.6e-9
+    pair_seconds: float = 0.6e-9
     interaction_code_bits: int = 40
 
     @property
