@@ -194,7 +194,7 @@ def test_bad_requests_are_refused_with_the_reason(fitted):
     wide = np.random.default_rng(0).normal(size=(300, 400))
     stump = DecisionTreeRegressor(max_depth=2).fit(wide, wide[:, 0])
     with pytest.raises(
-        MemoryBudgetError, match=r"Per-row interaction shares of 300 rows and 400 players need about 1.07"
+        MemoryBudgetError, match=r"Per-row interaction shares of 300 rows and 400 players need about 2.15"
     ):
         RSquaredExplainer(stump, memory_budget=1 / 64)(wide, wide[:, 0], interactions=True)
     with pytest.raises(ValueError, match="tree_limit"):

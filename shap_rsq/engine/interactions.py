@@ -112,10 +112,11 @@ def _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, step: int) -> None:
 
 
 def _check_local_budget(n: int, n_players: int, tuning: Tuning) -> None:
-    """Per-row interactions hold the ``(n, p, p)`` result and, per tree, its ``(patterns, K, K)``
-    tables on the rows' distinct patterns, two of them (``K <= p`` the tree's players): at most
-    three ``(n, p, p)`` arrays.  (The result becomes the Explanation's values in place.)"""
-    needed = 3 * 8 * n * n_players * n_players
+    """Per-row interactions hold the ``(n, p, p)`` result and, per tree, the kernel's
+    ``(patterns, K, K)`` tables on the rows' distinct patterns and their temporaries (``K <= p``
+    the tree's players): six ``(n, p, p)`` arrays are counted, since 13,744 rows of 24 players
+    (trees on all of them, 60 MB a result) peaked 326 MB above the data (5.4 of them)."""
+    needed = 6 * 8 * n * n_players * n_players
     if needed > tuning.memory_budget:
         raise MemoryBudgetError(
             f"Per-row interaction shares of {n} rows and {n_players} players need about "
