@@ -157,6 +157,10 @@ def test_bad_targets_are_refused_by_name():
         regressor.rsq(X, X[:, 0])
     with pytest.raises(ValueError, match=r"y is constant for output\(s\) \['output 1'\]"):
         regressor.rsq(X, np.column_stack([X[:, 0], np.ones(len(X))]), multioutput="raw_values")
+    # every output constant: no combination is defined, so none is suggested
+    for how in ("raw_values", "uniform_average", "variance_weighted"):
+        with pytest.raises(ValueError, match=r"^y is constant \(over the rows with positive weight\)"):
+            regressor.rsq(X, np.ones((len(X), 2)), multioutput=how)
 
 
 @pytest.mark.parametrize("dtype", [object, "string", "category"])

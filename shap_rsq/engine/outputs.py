@@ -118,10 +118,9 @@ def output_sst(Y: np.ndarray, weights: np.ndarray, multioutput: str, outputs: tu
     """
     mean = np.average(Y, axis=0, weights=weights)
     sst = np.sum(weights[:, None] * (Y - mean) ** 2, axis=0)
-    if multioutput == "variance_weighted":
-        if not sst.sum() > 0:
-            raise ValueError("y is constant (over the rows with positive weight): the score is undefined.")
-    elif np.any(sst <= 0):
+    if not sst.sum() > 0:  # every output constant: no combination is defined
+        raise ValueError("y is constant (over the rows with positive weight): the score is undefined.")
+    if multioutput != "variance_weighted" and np.any(sst <= 0):
         constant = [outputs[k] for k in np.flatnonzero(sst <= 0)]
         raise ValueError(
             f"y is constant for output(s) {constant} over these rows, so their R² is undefined; "
