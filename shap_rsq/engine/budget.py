@@ -26,6 +26,7 @@ from ..tuning import DEFAULT_TUNING, Tuning
 
 __all__ = [
     "MemoryBudgetError",
+    "check_interaction_rows",
     "check_matrix_budget",
     "check_output_rows",
     "check_shap_output",
@@ -106,7 +107,7 @@ def _batch_bytes(unit, n_rows: int, local: bool, tuning: Tuning) -> int:
     splits = (1 << depth) - 1
     repeated = pattern_recursion.repeated_players(batch).sum(axis=1)
     largest = 0  # groups take their turns: only the largest group's temporaries are held at once
-    for use_recursion, k, group in unit._groups():
+    for use_recursion, k, group in unit.method_groups():
         subsets = len(group) * (1 << k) * n_patterns
         if not use_recursion:  # subset tables stay with the unit; built level by level, 3 at the bottom
             floats += subsets
@@ -242,6 +243,28 @@ def check_output_rows(n_rows: int, n_players: int, n_outputs: int, budget: int) 
             f"Per-row shares of {n_rows:,} rows x {n_players:,} players x {n_outputs} outputs take about "
             f"{_size(need)}, over memory_budget={_size(budget)}: pass fewer rows (about {budget // per_row:,} fit), "
             "compute global shares with rsq() (memory O(n + p)), or raise RSquaredExplainer(memory_budget=...)."
+        )
+
+
+def check_interaction_rows(n_rows: int, n_players: int, budget: int) -> None:
+    """Refuse per-row interaction shares whose ``(n, p, p)`` arrays cannot fit.
+
+    Besides the result, each tree's kernel holds ``(patterns, K, K)`` tables on the rows' distinct
+    patterns and their temporaries (``K <= p`` the tree's players): six ``(n, p, p)`` arrays are
+    counted, since 13,744 rows of 24 players (trees on all of them, 60 MB a result) peaked 326 MB
+    above the data (5.4 of them).
+
+    Raises
+    ------
+    MemoryBudgetError
+        When ``6 x 8 x n x p^2`` bytes exceed ``budget``.
+    """
+    need = 6 * 8 * n_rows * n_players * n_players
+    if need > budget:
+        raise MemoryBudgetError(
+            f"Per-row interaction shares of {n_rows} rows and {n_players} players need about {_size(need)}, "
+            f"over the memory budget of {_size(budget)}.  Pass fewer rows, raise memory_budget=, or use "
+            "rsq_interactions(X, y) (summed over rows; top_k= for many features)."
         )
 
 

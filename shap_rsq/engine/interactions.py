@@ -17,7 +17,7 @@ from ..kernels.lca import reached_leaf, split_decisions
 from ..kernels.lca_tree import distinct_rows
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
-from .budget import MemoryBudgetError
+from .budget import check_interaction_rows
 from .worker_plans import plan_bytes
 
 __all__ = ["InteractionPlans", "interaction_indices"]
@@ -70,7 +70,7 @@ def interaction_indices(
     forest = plans.forest
     n, n_players = X.shape[0], forest.n_players
     if local:
-        _check_local_budget(n, n_players, tuning)
+        check_interaction_rows(n, n_players, tuning.memory_budget)
     f = np.full(n, forest.base_offset + float(forest.nodes.tree_mean.sum()))
     out = np.zeros((n, n_players, n_players)) if local else _SparseSum(n_players)
     for t, mean in enumerate(forest.nodes.tree_mean):
@@ -109,21 +109,6 @@ def _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, step: int) -> None:
         linear *= w_lin[rows, None, None]
         upper += linear
         out[rows, ids[:, None], ids[None, :]] += upper + np.swapaxes(upper, 1, 2)
-
-
-def _check_local_budget(n: int, n_players: int, tuning: Tuning) -> None:
-    """Per-row interactions hold the ``(n, p, p)`` result and, per tree, the kernel's
-    ``(patterns, K, K)`` tables on the rows' distinct patterns and their temporaries (``K <= p``
-    the tree's players): six ``(n, p, p)`` arrays are counted, since 13,744 rows of 24 players
-    (trees on all of them, 60 MB a result) peaked 326 MB above the data (5.4 of them)."""
-    needed = 6 * 8 * n * n_players * n_players
-    if needed > tuning.memory_budget:
-        raise MemoryBudgetError(
-            f"Per-row interaction shares of {n} rows and {n_players} players need about "
-            f"{needed / (1 << 30):.2f} GiB, over the memory budget of {tuning.memory_budget / (1 << 30):.2f} GiB.  "
-            "Pass fewer rows, raise memory_budget=, or use rsq_interactions(X, y) (summed over rows; "
-            "top_k= for many features)."
-        )
 
 
 class _SparseSum:

@@ -16,7 +16,7 @@ import numpy as np
 from ..tuning import DEFAULT_TUNING, Tuning
 from .lca_cells import Cells, rows_of
 from .lca_plan import TreePlan
-from .sparse import ranges
+from .sparse import offsets, ranges
 
 __all__ = ["Chunk", "ChunkPart", "factor_values"]
 
@@ -167,15 +167,17 @@ class Chunk:
         w = value.shape[1]
         n_low, n_high = 1 << low, 1 << (w - low)
         step = max(1, self.block // ((n_low + n_high) * n_q))
-        start = np.concatenate([[0], np.cumsum(size)])
+        start = offsets(size)
+        span = max(1, self.block // n_q)  # cells per product
         for first in range(0, len(members), step):
             last = min(len(members), first + step)
             lower = _doubled(value[first:last, :low], constant[first:last]).reshape(-1, n_q)
             upper = _doubled(value[first:last, low:], np.ones((last - first, n_q))).reshape(-1, n_q)
             member = np.repeat(np.arange(last - first), size[first:last])
-            for a in range(int(start[first]), int(start[last]), max(1, self.block // n_q)):
-                b = min(int(start[last]), a + max(1, self.block // n_q))
-                code, who = comb[a:b], member[a - int(start[first]) : b - int(start[first])]
+            begin, end = int(start[first]), int(start[last])
+            for a in range(begin, end, span):
+                b = min(end, a + span)
+                code, who = comb[a:b], member[a - begin : b - begin]
                 product = rows_of(lower, who * n_low + (code & (n_low - 1)))
                 product *= rows_of(upper, who * n_high + (code >> low))
                 self.values[entry[a:b]] = product

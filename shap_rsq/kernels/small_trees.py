@@ -68,7 +68,7 @@ class HeapUnit:
     def finish(self, weights: tuple[np.ndarray, np.ndarray], out: np.ndarray) -> None:
         """Add the values of the games weighted by ``weights``, each ``(T, 2^N)`` summed over rows."""
         per_quad, per_lin = weights
-        for use_recursion, k, group in self._groups():
+        for use_recursion, k, group in self.method_groups():
             batch = self.batch.select(group, k)
             if use_recursion:
                 phi = pattern_recursion.summed_recursion_gradients(
@@ -108,7 +108,7 @@ class HeapUnit:
         if "local" not in self._tables:
             shape = (len(self.trees), self.n_patterns, self.batch.n_players)
             unit_quad, unit_lin = np.zeros(shape), np.zeros(shape)
-            for use_recursion, k, group in self._groups():
+            for use_recursion, k, group in self.method_groups():
                 if use_recursion:
                     batch = self.batch.select(group, k)
                     decisions = np.broadcast_to(self._cube(), (len(group), *self._cube().shape))
@@ -121,7 +121,7 @@ class HeapUnit:
             self._tables["local"] = unit_quad, unit_lin
         return self._tables["local"]
 
-    def _groups(self):
+    def method_groups(self):
         """Trees by exact method: ``(use_recursion, players, trees)``.
 
         Per tree the cheaper method: ``2^K`` subsets, or the recursion over ``2^R`` states of
