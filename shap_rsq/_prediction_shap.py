@@ -14,7 +14,7 @@ import numpy as np
 import shap
 
 from .engine.budget import check_shap_output
-from .engine.validation import aligned_frame
+from .engine.columns import aligned_frame
 from .models.shap_trees import forest_model
 
 __all__ = ["PredictionShap"]

@@ -123,12 +123,14 @@ def test_lightgbm_fitted_on_an_array_matches_any_frame_by_position(rows):
     np.testing.assert_allclose(shares.to_numpy(), RSquaredExplainer(model).rsq(X, y), atol=1e-12)
 
 
+@pytest.mark.parametrize("kind", ["sklearn", "catboost"])
 @pytest.mark.parametrize("library", ["polars", "pyarrow"])
-def test_other_dataframe_libraries_are_read_by_name(rows, library):
+def test_other_dataframe_libraries_are_read_by_name(rows, library, kind):
     X, y = rows
     frame = pd.DataFrame(X, columns=["g", "a", "c", "e", "b"])
-    explainer = RSquaredExplainer(_fit("sklearn", frame, y))
+    explainer = RSquaredExplainer(_fit(kind, frame, y))
     expected = explainer.rsq(frame, y)
+    expected_values = explainer(frame)
     shuffled = frame[["b", "e", "a", "g", "c"]]
     if library == "polars":
         polars = pytest.importorskip("polars")
@@ -140,6 +142,12 @@ def test_other_dataframe_libraries_are_read_by_name(rows, library):
         target = pyarrow.chunked_array([y])
     shares = explainer.rsq(other, target)
     pd.testing.assert_series_equal(shares, expected, atol=1e-12)
+    # shap's own calls: shap reads pandas only (scikit-learn models failed inside shap on 'dtype')
+    explanation = explainer(other)
+    assert explanation.feature_names == list(frame.columns)
+    np.testing.assert_allclose(explanation.values, expected_values.values, atol=1e-12)
+    np.testing.assert_allclose(explainer.shap_values(other), expected_values.values, atol=1e-12)
+    np.testing.assert_allclose(explainer.shap_interaction_values(other).sum(2), expected_values.values, atol=1e-9)
     polars_text = pytest.importorskip("polars").DataFrame({"g": ["1"] * 3}) if library == "polars" else None
     if polars_text is not None:
         with pytest.raises(ValueError, match="non-numeric columns 'g'"):

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..engine.validation import _generic_names as generic_names  # one rule for names made up for arrays
+from ..engine.columns import generic_names  # one rule for names made up for arrays
 from .errors import InputError, did_you_mean
 
 __all__ = ["ModelInputs", "model_inputs", "preview"]

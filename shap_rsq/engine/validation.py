@@ -6,7 +6,6 @@ problem is reported with the same words whatever container it came in.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 from numbers import Real
@@ -18,15 +17,15 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.utils.validation import _check_sample_weight, check_array, column_or_1d
 
+from .columns import as_frame, in_model_order, listed
+
 __all__ = [
     "Rows",
-    "aligned_frame",
     "check_column_shape",
     "check_rows",
     "check_target",
     "check_weight_total",
     "check_weights",
-    "column_mismatch",
     "numeric_dtype",
     "target_values",
 ]
@@ -83,7 +82,7 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
         The float array in the model's order and its column labels.
     """
     _refuse_sparse(X)
-    frame = _as_frame(X)
+    frame = as_frame(X)
     labels = None
     if isinstance(frame, nw.DataFrame):
         array, labels = _frame_rows(frame, n_features, model_names, family, min_rows)
@@ -98,20 +97,6 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
     if array.shape[1] != n_features:
         raise ValueError(f"X has {array.shape[1]} features, but the model was fitted with {n_features} features.")
     return Rows(array, columns, labels)
-
-
-def aligned_frame(X: Any, model_names: list[str] | None, family: str = "") -> Any:
-    """``X`` with its columns in the model's order, in its own DataFrame library, when it is matched
-    by name (as :func:`check_rows` matches it); arrays and frames already in order as they are.
-
-    shap's prediction SHAP values read a DataFrame by position: this puts reordered columns back
-    (and names missing or extra ones in the error) before shap sees them.
-    """
-    frame = _as_frame(X)
-    if not isinstance(frame, nw.DataFrame):
-        return X
-    ordered, order = _in_model_order(frame, model_names, family)
-    return X if order is None else nw.to_native(ordered)
 
 
 def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool = True) -> np.ndarray:
@@ -248,107 +233,17 @@ def numeric_dtype(name: str, dtype: Any) -> None:
         raise ValueError(f"{name} holds text ({dtype}); pass numbers.")
 
 
-def column_mismatch(columns: list[str], expected: list[str]) -> str:
-    """A sentence naming the missing and the unexpected columns (empty when the sets agree).
-
-    Parameters
-    ----------
-    columns : list of str
-        The columns given.
-    expected : list of str
-        The columns the model was fitted with.
-
-    Returns
-    -------
-    str
-        ``"missing 'a'; unexpected 'b'"``, or an empty string.
-    """
-    present, wanted = set(columns), set(expected)
-    missing = [c for c in expected if c not in present]
-    extra = [c for c in columns if c not in wanted]
-    parts = []
-    if missing:
-        parts.append(f"missing {_listed(missing)}")
-    if extra:
-        parts.append(f"unexpected {_listed(extra)}")
-    return "; ".join(parts)
-
-
-def _as_frame(X: Any):
-    """A narwhals DataFrame for any eager DataFrame library, else ``X`` itself."""
-    columns = getattr(X, "columns", None)
-    if columns is not None:
-        # narwhals refuses duplicated names too, without saying which input it was reading
-        names = [str(c) for c in columns]
-        duplicated = sorted(name for name, count in Counter(names).items() if count > 1)
-        if duplicated:
-            raise ValueError(f"X has duplicated column names {_listed(duplicated)}.")
-    return nw.from_native(X, eager_only=True, pass_through=True)
-
-
 def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int) -> tuple[np.ndarray, list]:
     """The frame's rows in the model's order, and its column labels in that order (as the frame holds them)."""
     labels = list(frame.columns)
     _check_numeric_columns(frame, [str(c) for c in labels])
-    frame, order = _in_model_order(frame, model_names, family)
+    frame, order = in_model_order(frame, model_names, family)
     if order is not None:
         labels = [labels[i] for i in order]
     native = nw.to_native(frame)
     # pandas frames go to scikit-learn as they are (it knows their extension dtypes); others through NumPy
     data = native if frame.implementation.is_pandas() else frame.to_numpy()
     return _array(data, min_rows), labels
-
-
-def _in_model_order(frame, model_names, family: str) -> tuple[Any, list[int] | None]:
-    """The frame with its columns in the model's order, and that order (``None``: the frame as it
-    is, already in order or matched by position).  A reordering copies the frame."""
-    order = _model_order([str(c) for c in frame.columns], model_names, family)
-    if order is None or order == list(range(len(order))):
-        return frame, None
-    return frame.select([nw.col(frame.columns[i]) for i in order]), order
-
-
-def _model_order(columns: list[str], model_names, family: str) -> list[int] | None:
-    """Positions of the model's features among ``columns``, or ``None`` to match by position.
-
-    A model that recorded real names is matched by name, and a mismatch is an error.  Names that a
-    library makes up when fitted on an array (LightGBM's ``Column_0``, CatBoost's ``0``) are only
-    used when the columns are exactly those names, in any order.
-    """
-    # scikit-learn's feature-name check (validate_data) refuses reordered columns and knows no
-    # LightGBM spelling; here columns are put in the model's order (tests/test_library_choices.py)
-    if model_names is None:
-        return None
-    spelled = {_spelling(c): i for i, c in enumerate(columns)}
-    if len(spelled) == len(columns) and all(_spelling(m) in spelled for m in model_names):
-        if len(columns) == len(model_names):
-            return [spelled[_spelling(m)] for m in model_names]
-    if _made_up_names(model_names, family):
-        return None
-    mismatch = column_mismatch([_spelling(c) for c in columns], [_spelling(m) for m in model_names])
-    raise ValueError(f"X does not have the columns the model was fitted with: {mismatch}.")
-
-
-def _spelling(name: str) -> str:
-    # LightGBM stores the column 'a b' as 'a_b'; the frame it was fitted on must still match
-    return name.replace(" ", "_")
-
-
-def _generic_names(names: list[str], family: str | None = None) -> bool:
-    """Names made up for arrays; without ``family``, any library's invented pattern counts."""
-    if family is not None:
-        return _made_up_names(names, family)
-    return all(n in (f"f{i}", f"Column_{i}", str(i), f"Feature_{i}") for i, n in enumerate(names))
-
-
-def _made_up_names(names: list[str], family: str) -> bool:
-    """Names the library invented because it was fitted on an array (so they carry no meaning).
-
-    scikit-learn and XGBoost record no names for arrays: any names they hold are the user's, even
-    '0'..'4' (XGBoost stores integer column names as strings).
-    """
-    invented = {"lightgbm": "Column_{}", "catboost": "{}"}.get(family)
-    return invented is not None and all(n == invented.format(i) for i, n in enumerate(names))
 
 
 def _check_numeric_columns(frame, columns: list[str]) -> None:
@@ -372,7 +267,7 @@ def _check_numeric_columns(frame, columns: list[str]) -> None:
         bad.append(name)
     if bad:
         held = f" (object dtype holding {example!r}, which is not a number)" if example is not None else ""
-        raise ValueError(f"X has non-numeric columns {_listed(bad)}{held}; encode them as numbers first.")
+        raise ValueError(f"X has non-numeric columns {listed(bad)}{held}; encode them as numbers first.")
 
 
 def _is_number_value(value: Any) -> bool:
@@ -414,9 +309,3 @@ def _array(data: Any, min_rows: int) -> np.ndarray:
 def _is_plain(value: Any) -> bool:
     # a number is one weight for every row, as scikit-learn's sample_weight takes it
     return value is None or np.isscalar(value) or isinstance(value, (np.ndarray, list, tuple))
-
-
-def _listed(names: list[str], limit: int = 20) -> str:
-    shown = ", ".join(repr(n) for n in names[:limit])
-    more = f" and {len(names) - limit} more" if len(names) > limit else ""
-    return f"{shown}{more}"
