@@ -114,6 +114,10 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         self.progress = progress
         self.forests = read_forests(self.model, info, type(model).__name__)
         self.forest = self.forests[0]
+        if info.adjust is not None:
+            # shap's expected value comes from its own reading, which missed the fix (CatBoost's
+            # bias); shap puts it right only once shap_values has run
+            self.expected_value = self.forest.expected_value
         # the games square tree values: centred on each tree's mean they stay on the scale of y's
         # spread, not of y itself, so a target in the millions keeps its digits
         self._games = [forest.centred() for forest in self.forests]

@@ -86,6 +86,38 @@ def test_catboost_model_scale_is_applied():
     np.testing.assert_allclose(RSquaredExplainer(model).forest.predict(X), model.predict(X), atol=1e-9)
 
 
+@pytest.mark.parametrize(("scale", "bias"), [(1.0, 5.0), (2.0, 0.0), (2.0, 0.5)])
+def test_catboost_scale_and_bias_reach_shap_values_and_interaction_values(scale, bias):
+    X, y, _ = make_data(seed=27)
+    model = _fit(X, y)
+    model.set_scale_and_bias(scale, bias)
+    shap_explainer = shap.TreeExplainer(model)
+    # the gaps: shap's expected value drops the bias until shap_values has run, and CatBoost's
+    # own SHAP values, which shap asks for, refuse a scale
+    if bias:
+        assert abs(shap_explainer.expected_value - model.predict(X).mean()) > 0.9 * bias
+    if scale != 1.0:
+        with pytest.raises(catboost.CatBoostError, match="Scale"):
+            shap_explainer.shap_values(X)
+
+    explainer = RSquaredExplainer(model)
+    interactions = explainer.shap_interaction_values(X)
+    np.testing.assert_allclose(interactions.sum((1, 2)) + explainer.expected_value, model.predict(X), atol=1e-9)
+    np.testing.assert_allclose(explainer.shap_values(X).sum(1) + explainer.expected_value, model.predict(X), atol=1e-9)
+    np.testing.assert_allclose(interactions.sum(2), explainer.shap_values(X), atol=1e-9)
+    if scale == 1.0:  # shap's own values, unchanged
+        np.testing.assert_array_equal(explainer.shap_values(X), shap_explainer.shap_values(X))
+
+
+def test_catboost_nan_mode_max_reaches_shap_values():
+    X, y, _ = make_data(seed=23)
+    X[::5, 0] = np.nan
+    model = _fit(X, y, nan_mode="Max")
+    explainer = RSquaredExplainer(model)
+    for values in (explainer.shap_values(X), explainer.shap_interaction_values(X).sum(2)):
+        np.testing.assert_allclose(values.sum(1) + explainer.expected_value, model.predict(X), atol=1e-9)
+
+
 def test_catboost_nan_mode_max_sends_missing_values_left_on_features_without_nan_in_training():
     # CatBoost treats NaN as 'above every border' only on features that had NaN when it was fitted
     X, y, _ = make_data(seed=25)

@@ -219,6 +219,12 @@ class Forest:
             for t in range(self.n_trees)
         )
 
+    @property
+    def expected_value(self) -> float:
+        """The path-dependent expected prediction, ``f`` of the empty coalition: each tree's
+        cover-weighted mean plus the base offset (TreeSHAP's base value)."""
+        return self.base_offset + float(np.sum(self.nodes.tree_mean))
+
     def centred(self) -> Forest:
         """The same function with each tree's leaves centred on its cover-weighted mean.
 
