@@ -109,6 +109,7 @@ def evaluate(
     block_entries: int = DEFAULT_TUNING.selector_block_entries,
     groups: dict | None = None,
     held_out: bool = False,
+    pooled: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Moments:
     """Moments of ``model``'s R² decomposition on ``(X, y, w)`` (a classifier's: its Brier skill score).
 
@@ -132,6 +133,10 @@ def evaluate(
     held_out : bool, default=False
         The rows are held out from ``model``'s fit (a fold, out-of-bag rows): a classifier's label the
         model never saw counts with probability 0.  Otherwise such a label is refused by name.
+    pooled : (y, w), optional
+        The target and weights of all the rows these are pooled with (every held-out fold): the sum
+        of squares is about their mean, as the R² of pooled out-of-fold predictions is.  Default:
+        about the mean of ``y`` itself.
 
     Returns
     -------
@@ -141,7 +146,7 @@ def evaluate(
     explainer = RSquaredExplainer(model, n_jobs=n_jobs)
     p = explainer.model_info.n_features if groups is None else len(groups)
     target = _target(explainer, y, held_out=held_out)
-    s = _squares(target.all_columns, w)
+    s = _squares(target.all_columns, w, None if pooled is None else _pooled_means(explainer, target, *pooled))
     sst, n = float(s.sum()), int(np.count_nonzero(w))
     y = target.model_columns
     # numerators, not shares: a held-out fold with a constant target still adds to the pooled shares
@@ -192,6 +197,7 @@ class _Target:
 
     all_columns: np.ndarray
     model_columns: np.ndarray
+    unseen: np.ndarray | None = None  # a classifier's labels of the columns past the model's classes
 
 
 def _target(explainer: RSquaredExplainer, y: np.ndarray, *, held_out: bool = False) -> _Target:
@@ -218,19 +224,40 @@ def _target(explainer: RSquaredExplainer, y: np.ndarray, *, held_out: bool = Fal
     if not held_out:
         refuse_unknown_labels(labels, known, info.classes)
     model_columns = matches.astype(np.float64)
-    codes, _ = pd.factorize(labels[~known])
+    codes, uniques = pd.factorize(labels[~known])
     unseen = np.zeros((len(labels), codes.max() + 1 if codes.size else 0))
     unseen[np.flatnonzero(~known), codes] = 1.0
-    return _Target(np.hstack([model_columns, unseen]), model_columns)
+    return _Target(np.hstack([model_columns, unseen]), model_columns, np.asarray(uniques))
 
 
-def _squares(Y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Each row's weighted squared deviation from the weighted mean, summed over target columns."""
+def _pooled_means(explainer: RSquaredExplainer, target: _Target, y: np.ndarray, w: np.ndarray):
+    """The weighted mean over the pooled rows ``(y, w)`` of each column of ``target.all_columns``
+    (a classifier's: each label's frequency there), and for a classifier the sum of the squared
+    frequencies of the pooled labels these rows have no column for (each row is 0 there)."""
+    total = w.sum()
+    if not total > 0:
+        return np.zeros(target.all_columns.shape[1:]), 0.0
+    classes = explainer.model_info.classes
+    if classes is None:
+        return np.asarray(w @ y / total), 0.0
+    labels = np.asarray(y)
+    known = match_labels(labels, classes)
+    seen = known.any(axis=1) | np.isin(labels, target.unseen)
+    columns = [w @ known.astype(np.float64), [w @ (labels == label) for label in target.unseen]]
+    codes, _ = pd.factorize(labels[~seen])
+    absent = np.bincount(codes, weights=w[~seen]) / total if codes.size else np.zeros(0)
+    return np.concatenate(columns) / total, float(absent @ absent)
+
+
+def _squares(Y: np.ndarray, w: np.ndarray, pooled: tuple[np.ndarray, float] | None = None) -> np.ndarray:
+    """Each row's weighted squared deviation from the rows' weighted mean, summed over target
+    columns; or from the ``pooled`` means, plus the squares of the columns the rows lack."""
     total = w.sum()
     if not total > 0:  # a fold whose rows all have weight 0 adds nothing
         return np.zeros(len(Y))
-    deviation = Y - (w @ Y) / total
-    return w * (deviation**2 if deviation.ndim == 1 else np.sum(deviation**2, axis=1))
+    means, absent = ((w @ Y) / total, 0.0) if pooled is None else pooled
+    deviation = Y - means
+    return w * ((deviation**2 if deviation.ndim == 1 else np.sum(deviation**2, axis=1)) + absent)
 
 
 def _contributions(explainer: RSquaredExplainer, X: Any, y: np.ndarray, w: np.ndarray, groups, p: int) -> np.ndarray:
@@ -369,9 +396,23 @@ def out_of_fold(
         return_indices=True,
         error_score="raise",
     )
+    # every fold's sum of squares about the mean of all held-out rows, as r2_score of the pooled
+    # out-of-fold predictions takes it: about each fold's own mean, folds of a few rows shrank the
+    # sums of squares and not the numerators (shares summing to 1.6 with 100 folds of 2 rows)
+    tests = folds["indices"]["test"]
+    held = np.concatenate(tests)
     results = [
-        evaluate(model, _safe_indexing(X, test), y[test], w[test], per_row=per_row, groups=groups, held_out=True)
-        for model, test in zip(folds["estimator"], folds["indices"]["test"], strict=True)
+        evaluate(
+            model,
+            _safe_indexing(X, test),
+            y[test],
+            w[test],
+            per_row=per_row,
+            groups=groups,
+            held_out=True,
+            pooled=(y[held], w[held]),
+        )
+        for model, test in zip(folds["estimator"], tests, strict=True)
     ]
     return replace(sum(results[1:], results[0]), rows="every held-out fold of cv=")
 

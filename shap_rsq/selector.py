@@ -61,8 +61,9 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         computes the shares on ``(X, y)``.  Not combinable with ``cv``, ``screen`` or the bootstrap.
     cv : int, cross-validation generator or iterable, default=None
         If set, shares are out of fold: a model is fitted on all folds but one and decomposed on the
-        held-out fold, and the folds are pooled (numerators and sums of squares added, i.e. the
-        folds weighted by their sums of squares).  In-sample shares credit features that the model
+        held-out fold, and the folds are pooled: their numerators are added and divided by the sum
+        of squares of all held-out rows about their common mean, as ``r2_score`` of out-of-fold
+        predictions takes it.  In-sample shares credit features that the model
         used to overfit; out-of-fold shares of such features are near zero or negative.  Resolved with
         :func:`sklearn.model_selection.check_cv` (``KFold`` for an int, ``StratifiedKFold`` for a
         classifier).  A held-out label the fold's model never saw counts with probability 0.

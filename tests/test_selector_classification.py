@@ -25,15 +25,17 @@ def wine():
     return X[:, :8], labels
 
 
-def _brier_reduction(model, X, labels, classes):
-    """SSE of the constant E f minus SSE of the model, over ``classes`` (a class the model lacks: p = 0)."""
+def _brier_reduction(model, X, labels, classes, pooled=None):
+    """SSE of the constant E f minus SSE of the model, over ``classes`` (a class the model lacks: p = 0),
+    and the sum of squares about the class frequencies of ``pooled`` labels (default: ``labels``)."""
     Y = (labels[:, None] == classes[None, :]).astype(float)
     P = np.zeros_like(Y)
     P[:, np.searchsorted(classes, model.classes_)] = model.predict_proba(X)
     mean_prediction = np.zeros(len(classes))
     explainer = RSquaredExplainer(model)
     mean_prediction[np.searchsorted(classes, model.classes_)] = [f.base_offset for f in explainer._games]
-    sst = np.sum((Y - Y.mean(axis=0)) ** 2)
+    frequency = Y.mean(axis=0) if pooled is None else (pooled[:, None] == classes[None, :]).mean(axis=0)
+    sst = np.sum((Y - frequency) ** 2)
     return np.sum((Y - mean_prediction) ** 2) - np.sum((Y - P) ** 2), sst
 
 
@@ -106,7 +108,7 @@ def test_integer_cv_folds_are_stratified_and_pooled_over_every_class(wine):
     classes = np.unique(labels)
     for train, test in StratifiedKFold(4).split(X, labels):
         model = RandomForestClassifier(n_estimators=20, max_depth=4, random_state=0).fit(X[train], labels[train])
-        reduction, sst = _brier_reduction(model, X[test], labels[test], classes)
+        reduction, sst = _brier_reduction(model, X[test], labels[test], classes, pooled=labels)
         reductions.append(reduction)
         ssts.append(sst)
     # efficiency, fold by fold: the pooled shares add up to the pooled Brier score reduction
@@ -209,7 +211,8 @@ def test_a_fold_model_of_one_class_counts_the_held_out_labels_it_never_saw(wine)
     reductions, ssts = [], []
     for train, test in folds:
         model = RandomForestClassifier(n_estimators=20, max_depth=4, random_state=0).fit(X[train], labels[train])
-        reduction, sst = _brier_reduction(model, X[test], labels[test], np.unique(labels))
+        pooled = labels[np.concatenate([test for _, test in folds])]
+        reduction, sst = _brier_reduction(model, X[test], labels[test], np.unique(labels), pooled=pooled)
         reductions.append(reduction)
         ssts.append(sst)
     one_class = RandomForestClassifier(n_estimators=20, max_depth=4, random_state=0).fit(
@@ -265,4 +268,8 @@ def test_a_constant_target_names_the_rows_it_is_constant_on():
     with pytest.raises(ValueError, match=message):
         RSquaredSelector(FOREST, screen=2).fit(X, np.full(40, "one"))
     with pytest.raises(ValueError, match=r"^y is constant over every held-out fold of cv=, so R² is undefined\.$"):
-        RSquaredSelector(RandomForestRegressor(5), cv=2).fit(X, np.repeat([0.0, 1.0], 20))
+        RSquaredSelector(RandomForestRegressor(5), cv=2).fit(X, np.full(40, 2.0))
+    # folds constant each on its own, not together: the sum of squares is about the pooled mean,
+    # and each fold's model, fitted on the other value alone, explains nothing
+    split = RSquaredSelector(RandomForestRegressor(5), cv=2).fit(X, np.repeat([0.0, 1.0], 20))
+    np.testing.assert_array_equal(split.feature_rsq_, 0.0)

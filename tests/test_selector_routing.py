@@ -53,12 +53,12 @@ def test_routed_weights_are_subset_with_the_folds(data):
     folds = list(KFold(3, shuffle=True, random_state=0).split(X))
     selector = RSquaredSelector(tree(True), cv=folds).set_fit_request(sample_weight=False)
     shares = selector.fit(X, y, sample_weight=w).feature_rsq_
-    numerator, total = np.zeros(X.shape[1]), 0.0
+    numerator = np.zeros(X.shape[1])
     for train, test in folds:  # weighted fits, unweighted held-out R²
         model = tree().fit(X[train], y[train], sample_weight=w[train])
         sst = np.sum((y[test] - y[test].mean()) ** 2)
         numerator += RSquaredExplainer(model).rsq(X[test], y[test]) * sst
-        total += sst
+    total = np.sum((y - y.mean()) ** 2)  # the pooled held-out rows' sum of squares, unweighted
     np.testing.assert_allclose(shares, numerator / total, atol=1e-12)
 
 

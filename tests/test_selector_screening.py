@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from sklearn.base import clone
 from sklearn.ensemble import GradientBoostingRegressor
-from sklearn.model_selection import KFold
+from sklearn.metrics import r2_score
+from sklearn.model_selection import KFold, cross_val_predict
 from sklearn.tree import DecisionTreeRegressor
 
 import shap_rsq._screening as screening
@@ -59,12 +60,14 @@ def test_out_of_fold_pools_numerators_and_sums_of_squares():
     X, y = noisy_data(90, p=5, seed=3)
     w = np.random.default_rng(0).uniform(0.5, 2.0, size=len(y))
     folds = list(KFold(3, shuffle=True, random_state=1).split(X))
-    numerator, total = np.zeros(X.shape[1]), 0.0
+    numerator = np.zeros(X.shape[1])
     for train, test in folds:
         model = clone(deep_tree()).fit(X[train], y[train], sample_weight=w[train])
         sst = np.sum(w[test] * (y[test] - np.average(y[test], weights=w[test])) ** 2)
         numerator += RSquaredExplainer(model).rsq(X[test], y[test], w[test]) * sst
-        total += sst
+    # the pooled sum of squares is about the mean of all held-out rows, as r2_score of out-of-fold
+    # predictions takes it (the folds partition the rows: about the mean of y)
+    total = np.sum(w * (y - np.average(y, weights=w)) ** 2)
     selector = RSquaredSelector(deep_tree(), cv=folds).fit(X, y, sample_weight=w)
     np.testing.assert_allclose(selector.feature_rsq_, numerator / total, atol=1e-12)
     # estimator_ is still fitted on all rows, as in SelectFromModel
@@ -82,8 +85,28 @@ def test_a_held_out_fold_with_a_constant_target_still_counts():
         model = deep_tree().fit(X[train], y[train])
         mean = RSquaredExplainer(model).expected_value
         gains += np.sum((y[test] - mean) ** 2 - (y[test] - model.predict(X[test])) ** 2)
-        total += np.sum((y[test] - y[test].mean()) ** 2)
+    total = np.sum((y - y.mean()) ** 2)
     assert selector.feature_rsq_.sum() == pytest.approx(gains / total, abs=1e-10)
+
+
+def test_out_of_fold_shares_do_not_grow_with_the_number_of_folds():
+    # about each fold's own mean, folds of few rows shrank the sums of squares and not the
+    # numerators: 100 folds of 2 rows gave one feature a share of 1.14 and a total of 1.64,
+    # against an out-of-fold R^2 of 0.73
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 6))
+    y = 3 * X[:, 0] + 2 * X[:, 1] + X[:, 2] + rng.normal(scale=0.5, size=200)
+    tree = DecisionTreeRegressor(max_depth=4, random_state=0)
+    totals = []
+    for k in (5, 20, 100):
+        cv = KFold(k, shuffle=True, random_state=0)
+        shares = RSquaredSelector(tree, cv=cv).fit(X, y).feature_rsq_
+        out_of_fold = r2_score(y, cross_val_predict(tree, X, y, cv=cv))
+        # the shares add up to the pooled reduction of the squared error from the fold models' means
+        assert abs(shares.sum() - out_of_fold) < 0.03
+        assert shares.max() < 0.6
+        totals.append(shares.sum())
+    assert np.ptp(totals) < 0.05
 
 
 def test_out_of_fold_is_the_same_in_parallel():
