@@ -56,6 +56,8 @@ def route(selector: Any, sample_weight: Any, w: np.ndarray, fit_params: dict) ->
     fit_params, split_params : dict
         For the estimator's ``fit`` and the splitter's ``split``.
     """
+    if selector.prefit:  # nothing is fitted: as SelectFromModel, no estimator's request is asked for
+        return {}, {}
     if _routing_enabled():
         routed = process_routing(selector, "fit", sample_weight=sample_weight, **fit_params)
         split_params = routed.splitter.split if "splitter" in routed else {}

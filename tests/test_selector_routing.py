@@ -48,6 +48,19 @@ def test_sample_weight_goes_where_it_is_requested(data, selector_wants, estimato
     np.testing.assert_allclose(fitted.feature_rsq_, expected, atol=1e-12)
 
 
+def test_a_prefit_estimator_is_asked_for_no_request(data):
+    # nothing is refitted, so the estimator's request does not matter, as in SelectFromModel; the
+    # selector asked process_routing anyway and raised UnsetMetadataPassedError for the estimator
+    X, y, w = data
+    model = tree().fit(X, y)
+    selector = RSquaredSelector(model, prefit=True).set_fit_request(sample_weight=True)
+    shares = selector.fit(X, y, sample_weight=w).feature_rsq_
+    np.testing.assert_allclose(shares, RSquaredExplainer(model).rsq(X, y, w), atol=1e-12)
+    pipeline = Pipeline([("select", selector), ("ols", LinearRegression().set_fit_request(sample_weight=True))])
+    fitted = pipeline.fit(X, y, sample_weight=w).named_steps["select"]
+    np.testing.assert_allclose(fitted.feature_rsq_, shares, atol=1e-12)
+
+
 def test_routed_weights_are_subset_with_the_folds(data):
     X, y, w = data
     folds = list(KFold(3, shuffle=True, random_state=0).split(X))
