@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .engine.columns import generic_names
 from .models.inspect import ModelInfo, UnsupportedModelError
 
 __all__ = [
@@ -94,7 +95,25 @@ def check_names(feature_names: Any, info: ModelInfo) -> list[str] | None:
     names = [str(name) for name in feature_names]
     if len(names) != info.n_features:
         raise ValueError(f"feature_names has {len(names)} names, but the model has {info.n_features} features.")
+    _refuse_moved_names(names, info)
     return names
+
+
+def _refuse_moved_names(names: list[str], info: ModelInfo) -> None:
+    # names label the model's features in its order: one of the model's own names at another
+    # position would put a feature's share under another feature's name (rows as arrays)
+    recorded = info.feature_names
+    if recorded is None or generic_names(recorded, info.family):
+        return
+    position = {name: j for j, name in enumerate(recorded)}
+    moved = [(name, j, position[name]) for j, name in enumerate(names) if position.get(name, j) != j]
+    if moved:
+        name, given, own = moved[0]
+        raise ValueError(
+            f"feature_names puts {name!r} at position {given}, but the model was fitted with {name!r} at "
+            f"position {own}: its share would be labelled with another feature's name.  Give the names in "
+            "the model's order, or leave feature_names out (the model's own names are used)."
+        )
 
 
 def check_model_predictions(info: ModelInfo, sample: np.ndarray, prediction: np.ndarray) -> None:

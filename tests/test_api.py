@@ -68,6 +68,17 @@ def test_feature_names_of_the_wrong_length_are_refused(frame_model):
         RSquaredExplainer(model, feature_names=["a", "b"])
 
 
+def test_feature_names_that_move_the_models_own_names_are_refused(frame_model):
+    # the model's names in another order labelled each share with another feature's name on arrays
+    # (and with the right one on frames, matched by name): the strongest feature read as the weakest
+    model, frame, y, _ = frame_model
+    moved = list(frame.columns[::-1])
+    with pytest.raises(ValueError, match=f"feature_names puts '{moved[0]}' at position 0, but the model"):
+        RSquaredExplainer(model, feature_names=moved)
+    renamed = [f"{name} (units)" for name in frame.columns]  # other names are labels, as shap takes them
+    assert RSquaredExplainer(model, feature_names=renamed)(frame.to_numpy(), y).feature_names == renamed
+
+
 def test_a_booster_trained_on_a_frame_explains_arrays(frame_model):
     model, frame, y, _ = frame_model
     booster = model.get_booster()
