@@ -21,6 +21,7 @@ from sklearn.utils.validation import _num_samples
 
 from ._selector_groups import PlayerMap
 from .engine.labels import match_labels, refuse_unknown_labels
+from .engine.validation import check_squares_finite
 from .explainer import RSquaredExplainer
 from .models.inspect import UnsupportedModelError
 from .tuning import DEFAULT_TUNING
@@ -75,6 +76,7 @@ class Moments:
         ndarray of shape (n_features,)
             The shares.
         """
+        check_squares_finite(self.sst)
         if not self.sst > 0:
             raise UndefinedScoreError(f"y is constant over {self.rows}, so R² is undefined.")
         return self.a / self.sst
@@ -146,7 +148,8 @@ def evaluate(
     explainer = RSquaredExplainer(model, n_jobs=n_jobs)
     p = explainer.model_info.n_features if groups is None else len(groups)
     target = _target(explainer, y, held_out=held_out)
-    s = _squares(target.all_columns, w, None if pooled is None else _pooled_means(explainer, target, *pooled))
+    with np.errstate(over="ignore"):  # an overflow is refused by name when the shares are read
+        s = _squares(target.all_columns, w, None if pooled is None else _pooled_means(explainer, target, *pooled))
     sst, n = float(s.sum()), int(np.count_nonzero(w))
     y = target.model_columns
     # numerators, not shares: a held-out fold with a constant target still adds to the pooled shares

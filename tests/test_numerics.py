@@ -78,3 +78,24 @@ def test_per_row_shares_of_a_target_near_1e12_pass_their_additivity_check():
     target = y + 1e12
     with pytest.raises(AssertionError, match="do not add up"):  # the check still sees a wrong total
         check_row_totals(np.full((200, 1), 1e-3), np.zeros(200), target, target, np.ones(200), 1e12, 200.0)
+
+
+def test_a_target_whose_sum_of_squares_overflows_is_refused_by_name():
+    # y near 1e160: the sum of squares overflowed to infinity and every share read NaN (the selector's
+    # 0, keeping nothing), with numpy's RuntimeWarnings only
+    from shap_rsq import RSquaredSelector
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (2 * X[:, 0] + rng.normal(size=200)) * 1e160
+    tree = DecisionTreeRegressor(max_depth=3, random_state=0)
+    message = "y spreads too widely for float64"
+    with pytest.raises(ValueError, match=message):
+        RSquaredExplainer(copy.deepcopy(tree).fit(X, y)).rsq(X, y)
+    for options in ({}, {"cv": 3}):
+        with pytest.raises(ValueError, match=message):
+            RSquaredSelector(tree, **options).fit(X, y)
+    # the same spread in a larger unit is fine, and gives the shares of any unit
+    scaled = RSquaredExplainer(copy.deepcopy(tree).fit(X, y / 1e150)).rsq(X, y / 1e150)
+    unit = RSquaredExplainer(copy.deepcopy(tree).fit(X, y / 1e160)).rsq(X, y / 1e160)
+    np.testing.assert_allclose(scaled, unit, atol=1e-9)

@@ -23,6 +23,7 @@ __all__ = [
     "Rows",
     "check_column_shape",
     "check_rows",
+    "check_squares_finite",
     "check_target",
     "check_weight_total",
     "check_weights",
@@ -122,9 +123,28 @@ def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool =
     check_column_shape("y", np.shape(y), n_rows)
     target = target_values(y)
     mean = np.average(target, weights=w)
-    if require_variance and np.sum(w * (target - mean) ** 2) <= 0.0:
+    with np.errstate(over="ignore"):
+        sst = np.sum(w * (target - mean) ** 2)
+    check_squares_finite(sst)
+    if require_variance and sst <= 0.0:
         raise ValueError("y is constant (over the rows with positive weight): R² is undefined.")
     return target
+
+
+def check_squares_finite(sst: float) -> None:
+    """Refuse a target whose sum of squares overflows float64: every share would read 0 or NaN.
+
+    Parameters
+    ----------
+    sst : float
+        The weighted sum of squares of ``y`` about its mean.
+    """
+    if not np.isfinite(sst):
+        raise ValueError(
+            "y spreads too widely for float64: its sum of squares about the mean overflows (above 1.8e308).  "
+            "R² does not depend on the unit of y: fit the model on y in a larger unit (y divided by a "
+            "power of ten)."
+        )
 
 
 def target_values(y: Any) -> np.ndarray:
