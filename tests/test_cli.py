@@ -376,6 +376,16 @@ ERROR_CASES = {
     "out suffix": ([("--out", "r2.txt")], "--out r2.txt: the file name must end with .csv or .json."),
     "out folder": ([("--out", "nowhere/r2.csv")], "--out nowhere/r2.csv: folder nowhere does not exist."),
     "out is a folder": ([("--out", "folder.csv")], "--out folder.csv is a directory; give a file name."),
+    # each of these was written, the data file or the first output replaced, with exit 0
+    "out is the data": (
+        [("--out", "data.csv")],
+        "--out data.csv would overwrite --data; give each output a file of its own.",
+    ),
+    "two outputs, one file": (
+        [("--out", "r2.csv"), ("--local", "./r2.csv")],
+        "--local ./r2.csv would name the same file as --out; give each output a file of its own.",
+    ),
+    "out under a file": ([("--out", "data.csv/r2.csv")], "--out data.csv/r2.csv: data.csv is a file, not a folder."),
     "local suffix": (
         [("--local", "rows.json")],
         "--local rows.json: the file name must end with .csv or .parquet or .pq.",
@@ -583,3 +593,16 @@ def test_groups_file_explains_each_group_as_one_player(files, table, capsys, tmp
     (tmp_path / "list.json").write_text("[1, 2]")
     code, _, err = run([*argv, "--groups", tmp_path / "list.json"], capsys)
     assert code == 1 and "must hold an object from group name to a non-empty list of columns" in err
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs a folder no file can be made in")
+def test_an_output_that_cannot_be_written_is_refused_before_the_others_are_written(files, tmp_path, capsys):
+    # the plot failed after the shares were computed and --out already replaced
+    model_path, _ = files("xgboost.json")
+    out = tmp_path / "r2.csv"
+    out.write_text("previous results\n")
+    argv = ["explain", "--model", model_path, "--data", files.folder / "data.csv", "--target", "y", "--out", out]
+    code, _, err = run([*argv, "--plot", "/proc/shares.png"], capsys)
+    assert code == 1
+    assert err.startswith("shap-rsq: error: --plot /proc/shares.png: cannot create a file in /proc (")
+    assert out.read_text() == "previous results\n"

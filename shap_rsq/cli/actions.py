@@ -7,8 +7,11 @@ pandas, scikit-learn nor shap (which take seconds to load).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -190,8 +193,28 @@ def _check_outputs(args: argparse.Namespace) -> None:
     _check_plot_name(args.plot, "--plot")
     _check_plot_name(args.plot_interactions, "--plot-interactions")
     outputs = {"--out": args.out, "--local": args.local, "--plot": args.plot, "--interactions": args.interactions}
-    for option, path in {**outputs, "--plot-interactions": args.plot_interactions}.items():
+    outputs = {**outputs, "--plot-interactions": args.plot_interactions}
+    for option, path in outputs.items():
         _check_destination(path, option)
+    _check_distinct(outputs, {"--data": args.data, "--model": args.model, "--groups": getattr(args, "groups", None)})
+
+
+def _check_distinct(outputs: dict, inputs: dict) -> None:
+    """Refuse two outputs naming one file, or an output naming an input: the second write would
+    replace the first silently (and an input is read before its replacement is written)."""
+    seen: dict[Path, str] = {}
+    for option, path in inputs.items():
+        if isinstance(path, str | Path):
+            seen.setdefault(Path(path).resolve(), option)
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        resolved = Path(path).resolve()
+        if resolved in seen:
+            other = seen[resolved]
+            what = "overwrite" if other in inputs else "name the same file as"
+            raise InputError(f"{option} {path} would {what} {other}; give each output a file of its own.")
+        seen[resolved] = option
 
 
 def _read_inputs(args: argparse.Namespace, explainer: RSquaredExplainer) -> ModelInputs:
@@ -230,5 +253,17 @@ def _check_destination(path: str | None, option: str) -> None:
     target = Path(path)
     if target.is_dir():
         raise InputError(f"{option} {path} is a directory; give a file name.")
+    if target.parent.exists() and not target.parent.is_dir():
+        raise InputError(f"{option} {path}: {target.parent} is a file, not a folder.")
     if not target.parent.is_dir():
         raise InputError(f"{option} {path}: folder {target.parent} does not exist.")
+    # permissions alone do not tell (root, read-only mounts, /proc): a file is made there and removed,
+    # so that no output is written before another one fails
+    try:
+        with tempfile.TemporaryFile(dir=target.parent):
+            pass
+        if target.exists() and not os.access(target, os.W_OK):
+            raise PermissionError(errno.EACCES, "permission denied")
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise InputError(f"{option} {path}: cannot create a file in {target.parent} ({reason.lower()}).") from None
