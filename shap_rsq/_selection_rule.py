@@ -82,7 +82,12 @@ def _cumulative_cut(shares: np.ndarray, fraction: float) -> float:
     return float(positive[min(k, positive.size - 1)])
 
 
-def support_mask(shares: np.ndarray, rule: Callable[[np.ndarray], float], max_features: int | None) -> np.ndarray:
+def support_mask(
+    shares: np.ndarray,
+    rule: Callable[[np.ndarray], float],
+    max_features: int | None,
+    eligible: np.ndarray | None = None,
+) -> np.ndarray:
     """Features whose share is at least the cut-off and, with ``max_features``, among the largest ones.
 
     As in ``SelectFromModel``, ties in the ranking are broken by column order (stable sort).
@@ -95,6 +100,8 @@ def support_mask(shares: np.ndarray, rule: Callable[[np.ndarray], float], max_fe
         From :func:`threshold_rule`.
     max_features : int or None
         Keep at most this many.
+    eligible : ndarray of bool, optional
+        The features that may be selected at all (the cut-off is still over all shares).
 
     Returns
     -------
@@ -102,9 +109,13 @@ def support_mask(shares: np.ndarray, rule: Callable[[np.ndarray], float], max_fe
         The selected features.
     """
     mask = shares >= rule(shares)
+    ranked = shares
+    if eligible is not None:
+        mask &= eligible
+        ranked = np.where(eligible, shares, -np.inf)
     if max_features is not None:
         top = np.zeros(shares.shape, dtype=bool)
-        top[np.argsort(-shares, kind="mergesort")[:max_features]] = True
+        top[np.argsort(-ranked, kind="mergesort")[:max_features]] = True
         mask &= top
     return mask
 

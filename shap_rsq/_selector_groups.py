@@ -145,7 +145,11 @@ def resolve_players(
 
 
 def player_support(
-    shares: np.ndarray, rule: Callable[[np.ndarray], float], limit: int | None, of_feature: np.ndarray
+    shares: np.ndarray,
+    rule: Callable[[np.ndarray], float],
+    limit: int | None,
+    of_feature: np.ndarray,
+    eligible_features: np.ndarray | None = None,
 ) -> np.ndarray:
     """The columns of the players that the rule selects (``shares`` per player, ``limit`` in players).
 
@@ -159,13 +163,19 @@ def player_support(
         Keep at most this many players.
     of_feature : ndarray of int, shape (n_features,)
         Each column's player.
+    eligible_features : ndarray of bool, shape (n_features,), optional
+        The columns that may be selected; a player may be when any of its columns may.
 
     Returns
     -------
     ndarray of bool, shape (n_features,)
         The selected columns: all columns of a selected player.
     """
-    return support_mask(shares, rule, limit)[of_feature]
+    eligible = None
+    if eligible_features is not None:
+        eligible = np.zeros(len(shares), dtype=bool)
+        eligible[of_feature[eligible_features]] = True
+    return support_mask(shares, rule, limit, eligible)[of_feature]
 
 
 def first_columns(of_feature: np.ndarray) -> np.ndarray:

@@ -72,8 +72,9 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     screen : int, default=None
         Two-stage screening (Jiang et al. 2025, section 6): fit on all features, keep the ``screen``
         features of largest in-sample share, refit on them and recompute the shares, which ``threshold``
-        and ``max_features`` then act on.  Features screened out get share 0.  Ignored if it is at least
-        the number of features.  With ``feature_groups`` it counts players, and a group is kept whole.
+        and ``max_features`` then act on.  Features screened out get share 0 and are never selected.
+        Ignored if it is at least the number of features.  With ``feature_groups`` it counts players,
+        and a group is kept whole.
     uncertainty : {"se", "bootstrap"}, default=None
         ``"se"``: a delta-method standard error of each share from the per-row contributions, holding
         the fitted model(s) fixed.  ``"bootstrap"``: refit on ``n_bootstrap`` resamples of the rows
@@ -350,7 +351,11 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
 
     def _get_support_mask(self) -> np.ndarray:
         check_is_fitted(self)
-        return player_support(self.player_rsq_, threshold_rule(self.threshold), self._limit(), self.player_of_feature_)
+        # a column the screen dropped is not in estimator_: its share 0 is not a reason to keep it,
+        # even above the negative out-of-fold shares of columns the screen kept
+        screened = getattr(self, "screen_support_", None)
+        rule = threshold_rule(self.threshold)
+        return player_support(self.player_rsq_, rule, self._limit(), self.player_of_feature_, screened)
 
     def _limit(self) -> int | None:
         """The ``max_features`` in force: an int as set now (like ``threshold``), a callable's value in ``fit``."""

@@ -134,7 +134,8 @@ def test_two_stage_screen_reports_both_rounds():
     second = RSquaredExplainer(selector.estimator_).rsq(frame.iloc[:, kept], y).to_numpy()
     np.testing.assert_allclose(selector.feature_rsq_[kept], second, atol=1e-12)
     assert np.all(selector.feature_rsq_[~selector.screen_support_] == 0)
-    assert selector.get_support().sum() == 10  # -inf keeps all, as SelectFromModel would
+    # -inf keeps every column round two saw; the screen already dropped the others
+    np.testing.assert_array_equal(selector.get_support(), selector.screen_support_)
     assert list(selector.summary().columns) == ["rsq", "screen_rsq", "selected"]
 
 
@@ -259,3 +260,21 @@ def test_bootstrap_holds_one_resample_of_wide_data_at_a_time(cv):
     finally:
         tracemalloc.stop()
     assert peak < 1.5 * X.nbytes, peak / X.nbytes
+
+
+def test_columns_the_screen_dropped_are_never_selected():
+    # screened-out columns have share 0 and are not in estimator_; out of fold, screened-in noise
+    # columns have negative shares, so max_features with threshold=-inf picked columns 2 and 3,
+    # which the final model never saw
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 8))
+    y = 2 * X[:, 0] + rng.normal(size=150)
+    tree = DecisionTreeRegressor(max_depth=6, random_state=0)
+    selector = RSquaredSelector(tree, screen=4, cv=5, max_features=6, threshold=-np.inf).fit(X, y)
+    assert np.any(selector.feature_rsq_[selector.screen_support_] < 0)  # the case: negative kept shares
+    np.testing.assert_array_equal(selector.get_support(), selector.screen_support_)
+    assert selector.transform(X).shape[1] == selector.estimator_.n_features_in_
+    # the cut-off is still over every share: 'mean' counts the screened-out zeros
+    by_mean = RSquaredSelector(tree, screen=4, cv=5).fit(X, y)
+    keep = by_mean.screen_support_ & (by_mean.feature_rsq_ >= by_mean.feature_rsq_.mean())
+    np.testing.assert_array_equal(by_mean.get_support(), keep)
