@@ -22,6 +22,7 @@ from .engine.budget import check_matrix_budget
 from .engine.distributed import is_dask_array
 from .engine.interactions import interaction_indices
 from .engine.run import check_row_totals
+from .engine.validation import weighted_mean
 
 __all__ = ["NO_MULTIOUTPUT_INTERACTIONS", "InteractionShares", "model_outputs", "shares_matrix", "top_pairs"]
 
@@ -152,7 +153,7 @@ class InteractionShares:
         indices /= sst
         result = self._decompose(rows.array, target, weights, local=True, players=players)
         values = shares_matrix(indices, result.values / sst)
-        mean = np.average(target, weights=weights)
+        mean = weighted_mean(target, weights)
         base = weights * ((target - mean) ** 2 - (target - result.mean_prediction) ** 2) / sst
         if check_additivity:
             check_row_totals(values.sum(axis=2), base, target, result.prediction, weights, mean, sst)

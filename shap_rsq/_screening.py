@@ -21,7 +21,7 @@ from sklearn.utils.validation import _num_samples
 
 from ._selector_groups import PlayerMap
 from .engine.labels import match_labels, refuse_unknown_labels
-from .engine.validation import check_squares_finite
+from .engine.validation import check_squares_finite, weighted_mean
 from .explainer import RSquaredExplainer
 from .models.inspect import UnsupportedModelError
 from .tuning import DEFAULT_TUNING
@@ -242,14 +242,14 @@ def _pooled_means(explainer: RSquaredExplainer, target: _Target, y: np.ndarray, 
         return np.zeros(target.all_columns.shape[1:]), 0.0
     classes = explainer.model_info.classes
     if classes is None:
-        return np.asarray(w @ y / total), 0.0
+        return np.asarray(weighted_mean(y, w)), 0.0
     labels = np.asarray(y)
     known = match_labels(labels, classes)
     seen = known.any(axis=1) | np.isin(labels, target.unseen)
-    columns = [w @ known.astype(np.float64), [w @ (labels == label) for label in target.unseen]]
+    indicators = [known, *[(labels == label)[:, None] for label in target.unseen]]
     codes, _ = pd.factorize(labels[~seen])
     absent = np.bincount(codes, weights=w[~seen]) / total if codes.size else np.zeros(0)
-    return np.concatenate(columns) / total, float(absent @ absent)
+    return weighted_mean(np.hstack(indicators).astype(np.float64), w), float(absent @ absent)
 
 
 def _squares(Y: np.ndarray, w: np.ndarray, pooled: tuple[np.ndarray, float] | None = None) -> np.ndarray:
@@ -258,7 +258,7 @@ def _squares(Y: np.ndarray, w: np.ndarray, pooled: tuple[np.ndarray, float] | No
     total = w.sum()
     if not total > 0:  # a fold whose rows all have weight 0 adds nothing
         return np.zeros(len(Y))
-    means, absent = ((w @ Y) / total, 0.0) if pooled is None else pooled
+    means, absent = (weighted_mean(Y, w), 0.0) if pooled is None else pooled
     deviation = Y - means
     return w * ((deviation**2 if deviation.ndim == 1 else np.sum(deviation**2, axis=1)) + absent)
 

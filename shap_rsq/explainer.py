@@ -24,7 +24,7 @@ from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import checked_multioutput, combine, labelled, local_output_shares
 from .engine.routing import Kernel
 from .engine.run import Decomposition, UnitCache, check_row_totals, decompose
-from .engine.validation import check_rows, check_target, check_weights
+from .engine.validation import check_rows, check_target, check_weights, weighted_mean
 from .models.inspect import ModelInfo, inspect_model, read_forests
 from .tuning import DEFAULT_TUNING, Tuning
 
@@ -342,7 +342,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         players = self._players(groups, rows.columns)
         result = self._decompose(rows.array, target, weights, local=True, players=players)
         values = result.values / sst
-        mean = np.average(target, weights=weights)
+        mean = weighted_mean(target, weights)
         base = weights * ((target - mean) ** 2 - (target - result.mean_prediction) ** 2) / sst
         if check_additivity:
             check_row_totals(values, base, target, result.prediction, weights, mean, sst)
@@ -350,7 +350,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
 
     def _inputs(self, X, y, sample_weight):
         rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=True)
-        sst = float(np.sum(weights * (target - np.average(target, weights=weights)) ** 2))
+        sst = float(np.sum(weights * (target - weighted_mean(target, weights)) ** 2))
         return rows, target, weights, sst
 
     def _rows_target_weights(self, X, y, sample_weight, *, require_variance: bool):

@@ -46,6 +46,8 @@ def test_dask_array_errors_name_the_problem(cluster_client, problem):
         explainer.rsq(da.from_array(X[:, :5], chunks=200), y)
     with pytest.raises(ValueError, match="y is constant"):
         explainer.rsq(da.from_array(X, chunks=200), np.ones(len(y)))
+    with pytest.raises(ValueError, match="y is constant"):  # a mean one rounding off the constant
+        explainer.rsq(da.from_array(X, chunks=200), np.full(len(y), 0.1))
     with pytest.raises(ValueError, match="y has 899 values"):
         explainer.rsq(da.from_array(X, chunks=200), y[:-1])
 

@@ -99,3 +99,40 @@ def test_a_target_whose_sum_of_squares_overflows_is_refused_by_name():
     scaled = RSquaredExplainer(copy.deepcopy(tree).fit(X, y / 1e150)).rsq(X, y / 1e150)
     unit = RSquaredExplainer(copy.deepcopy(tree).fit(X, y / 1e160)).rsq(X, y / 1e160)
     np.testing.assert_allclose(scaled, unit, atol=1e-9)
+
+
+@pytest.mark.parametrize("value", [0.1, 1 / 3, 2.5])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_constant_whose_mean_rounds_off_it_is_still_constant(value, weighted):
+    # the mean of 100 copies of 0.1 is one rounding off 0.1: the sum of squares came out 1e-33,
+    # the target passed for one with variance, and every share was near 1e30
+    from sklearn.ensemble import RandomForestClassifier
+
+    from shap_rsq import RSquaredSelector
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(100, 4))
+    w = rng.uniform(0.2, 2.0, 100) if weighted else None
+    explainer = RSquaredExplainer(RandomForestRegressor(4, max_depth=4, random_state=0).fit(X, X[:, 0]))
+    y = np.full(100, value)
+    for call in (
+        lambda: explainer.rsq(X, y, w),
+        lambda: explainer(X, y, sample_weight=w),
+        lambda: explainer.rsq_interactions(X, y, w),
+    ):
+        with pytest.raises(ValueError, match="y is constant"):
+            call()
+    classifier = RSquaredExplainer(RandomForestClassifier(4, max_depth=3, random_state=0).fit(X, X[:, 0] > 0))
+    with pytest.raises(ValueError, match="y is constant"):
+        classifier.rsq(X, np.full(100, True), sample_weight=w)
+    # a second output constant: refused for the averages that need its R², skipped by variance_weighted
+    Y = np.column_stack([X[:, 0] + rng.normal(size=100), y])
+    two = RSquaredExplainer(RandomForestRegressor(4, max_depth=4, random_state=0).fit(X, Y))
+    with pytest.raises(ValueError, match=r"y is constant for output\(s\)"):
+        two.rsq(X, Y, w, multioutput="uniform_average")
+    single = RSquaredExplainer(RandomForestRegressor(4, max_depth=4, random_state=0).fit(X, Y)).rsq(
+        X, Y, w, multioutput="variance_weighted"
+    )
+    assert np.all(np.abs(single) < 1.5)
+    with pytest.raises(ValueError, match="y is constant over every held-out fold"):
+        RSquaredSelector(DecisionTreeRegressor(max_depth=3), cv=3).fit(X, y, sample_weight=w)

@@ -15,7 +15,14 @@ import numpy as np
 
 from ..tuning import DEFAULT_TUNING
 from .run import decompose
-from .validation import check_column_shape, check_weight_total, check_weights, numeric_dtype, target_values
+from .validation import (
+    check_column_shape,
+    check_squares_finite,
+    check_weight_total,
+    check_weights,
+    numeric_dtype,
+    target_values,
+)
 
 __all__ = ["is_dask_array", "rsq_over_blocks"]
 
@@ -73,10 +80,12 @@ def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_s
     sums = dask.compute(*[dask.delayed(_weighted_sums)(block) for block in checked])
     total_w = sum(s[0] for s in sums)
     check_weight_total(total_w)
+    # a constant is refused by comparing values: its mean can be one rounding off it (engine.validation)
+    if min(s[2] for s in sums) == max(s[3] for s in sums):
+        raise ValueError("y is constant (over the rows with positive weight): R² is undefined.")
     mean = sum(s[1] for s in sums) / total_w
     sst = float(sum(dask.compute(*[dask.delayed(_squares_about)(block, mean) for block in checked])))
-    if sst <= 0.0:
-        raise ValueError("y is constant (over the rows with positive weight): R² is undefined.")
+    check_squares_finite(sst)
 
     shared = dask.delayed(units, pure=True, traverse=False)
     parts = [
@@ -114,9 +123,12 @@ def _checked_block(y, w, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     return target, check_weights(w, np.empty((n_rows, 0)), allow_all_zero=True)
 
 
-def _weighted_sums(block) -> tuple[float, float]:
+def _weighted_sums(block) -> tuple[float, float, float, float]:
+    """The block's total weight, weighted sum of y, and least and largest y of positive weight."""
     y, w = block
-    return float(w.sum()), float(w @ y)
+    positive = y[w > 0]
+    low, high = (float(positive.min()), float(positive.max())) if positive.size else (np.inf, -np.inf)
+    return float(w.sum()), float(w @ y), low, high
 
 
 def _squares_about(block, mean: float) -> float:

@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_array
 from ..models.info import ModelInfo
 from .labels import one_hot
 from .run import check_row_totals
-from .validation import Rows
+from .validation import Rows, weighted_mean
 
 __all__ = [
     "MULTIOUTPUT",
@@ -116,7 +116,7 @@ def output_sst(Y: np.ndarray, weights: np.ndarray, multioutput: str, outputs: tu
     ndarray of shape (K,)
         Each output's weighted total sum of squares.
     """
-    mean = np.average(Y, axis=0, weights=weights)
+    mean = weighted_mean(Y, weights)
     sst = np.sum(weights[:, None] * (Y - mean) ** 2, axis=0)
     if not sst.sum() > 0:  # every output constant: no combination is defined
         raise ValueError("y is constant (over the rows with positive weight): the score is undefined.")
@@ -214,7 +214,7 @@ class OutputGames:
         ndarray of shape (n_rows, K)
             The base values.
         """
-        mean = np.average(self.Y, axis=0, weights=self.weights)
+        mean = weighted_mean(self.Y, self.weights)
         return self.weights[:, None] * ((self.Y - mean) ** 2 - (self.Y - self.mean_predictions) ** 2)
 
 
@@ -238,7 +238,7 @@ def local_output_shares(games: OutputGames, check_additivity: bool) -> tuple[np.
     sst = games.sst()
     base = games.base_values()
     if check_additivity:
-        means = np.average(games.Y, axis=0, weights=games.weights)
+        means = weighted_mean(games.Y, games.weights)
         for k in np.flatnonzero(sst > 0):
             values_k, base_k = games.values[..., k] / sst[k], base[:, k] / sst[k]
             Y_k, prediction_k = games.Y[:, k], games.predictions[:, k]

@@ -29,6 +29,7 @@ __all__ = [
     "check_weights",
     "numeric_dtype",
     "target_values",
+    "weighted_mean",
 ]
 
 
@@ -122,13 +123,41 @@ def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool =
     """
     check_column_shape("y", np.shape(y), n_rows)
     target = target_values(y)
-    mean = np.average(target, weights=w)
     with np.errstate(over="ignore"):
-        sst = np.sum(w * (target - mean) ** 2)
+        sst = np.sum(w * (target - weighted_mean(target, w)) ** 2)
     check_squares_finite(sst)
     if require_variance and sst <= 0.0:
         raise ValueError("y is constant (over the rows with positive weight): R² is undefined.")
     return target
+
+
+def weighted_mean(values: np.ndarray, w: np.ndarray) -> np.ndarray | float:
+    """The weighted mean over rows (axis 0), exactly the common value of a column that is constant
+    over the rows with positive weight.
+
+    ``np.average`` of a constant can be one rounding off it (0.1 averaged over 100 rows): its sum of
+    squares is then 1e-33 instead of 0, the constant passes for a target with variance, and the
+    shares divided by it come out near 1e30.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        The values.
+    w : ndarray of shape (n_samples,)
+        Non-negative weights, not all zero.
+
+    Returns
+    -------
+    float or ndarray of shape (n_outputs,)
+        The means.
+    """
+    mean = np.average(values, axis=0, weights=w)
+    positive = w > 0
+    if not positive.any():
+        return mean
+    first = values[np.argmax(positive)]
+    constant = np.all(values[positive] == first, axis=0)
+    return np.where(constant, first, mean) if np.ndim(mean) else (first if constant else mean)
 
 
 def check_squares_finite(sst: float) -> None:
