@@ -73,6 +73,22 @@ def refuse_weights_without_target(sample_weight: Any) -> None:
         raise TypeError("sample_weight weights the rows of R²: pass y too, or leave sample_weight out.")
 
 
+def refuse_non_flag(interactions: Any) -> None:
+    """``interactions`` is a flag, the third positional parameter as in shap's call: weights passed
+    there (``explainer(X, y, w)``) are refused by name rather than read as "yes".
+
+    Parameters
+    ----------
+    interactions : object
+        What was passed as ``interactions``.
+    """
+    if not isinstance(interactions, bool | np.bool_):
+        raise TypeError(
+            f"interactions must be True or False (the third positional parameter, as in shap.TreeExplainer's "
+            f"call); got {type(interactions).__name__}.  Pass row weights as sample_weight=..."
+        )
+
+
 def check_names(feature_names: Any, info: ModelInfo) -> list[str] | None:
     """The names given, one per model feature, else those the model was fitted with.
 

@@ -14,6 +14,7 @@ from ._explainer_checks import (
     check_budget,
     check_names,
     refuse_background,
+    refuse_non_flag,
     refuse_weights_without_target,
 )
 from ._groups import GroupedGames, Players, player_index, resolve_groups
@@ -225,11 +226,11 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         self,
         X: Any,
         y: Any = None,
-        sample_weight: Any = None,
-        *,
         interactions: bool = False,
         check_additivity: bool = True,
         approximate: bool = False,
+        *,
+        sample_weight: Any = None,
         multioutput: str | None = None,
         groups: Any = None,
     ) -> shap.Explanation:
@@ -242,8 +243,6 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         y : array-like of shape (n_samples,), optional
             Observed target.  Without it the call is :class:`shap.TreeExplainer`'s, unchanged:
             SHAP values of the model's predictions.
-        sample_weight : array-like of shape (n_samples,), optional
-            Row weights of the R² (only with ``y``).
         interactions : bool, default=False
             Without ``y``, shap's interaction values; with ``y``, per-row interaction shares of R²,
             ``values`` of shape ``(n, p, p)`` that sum over rows to :meth:`rsq_interactions`.
@@ -252,6 +251,9 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
             part of R² (a misread model would break it); without ``y``, shap's own check.
         approximate : bool, default=False
             Passed to shap without ``y``; R² shares are always exact.
+        sample_weight : array-like of shape (n_samples,), optional
+            Row weights of the R² (only with ``y``).  Keyword-only: the positional parameters are
+            shap's, in shap's order.
         multioutput : str, optional
             As in :meth:`rsq`; ``"raw_values"`` adds a last axis over outputs.
         groups : dict of str to list, optional
@@ -266,6 +268,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
             ``w_i [(y_i - ybar)^2 - (y_i - f(x_i))^2] / SST`` and the grand total is the
             model's (weighted) R².
         """
+        refuse_non_flag(interactions)
         if y is None:
             refuse_weights_without_target(sample_weight)
             return super().__call__(
@@ -285,8 +288,9 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         return shap.Explanation(
             values=values,
             base_values=base,
-            # a grouped game's players are not the columns: its rows are not shown beside them
-            data=rows.array if values.shape[1] == rows.array.shape[1] else None,
+            # a grouped game's players are not the columns: its rows are not shown beside them, even
+            # when there are as many players as columns (singleton groups come in their own order)
+            data=rows.array if groups is None else None,
             feature_names=self._explanation_names(names, groups, values.shape[1]),
             output_names=output_names,
         )

@@ -69,6 +69,17 @@ def test_an_explanation_of_groups_on_an_array_is_labelled_by_its_players(fitted)
     np.testing.assert_allclose(named.values, explanation.values, atol=1e-12)
 
 
+def test_an_explanation_of_groups_shows_no_column_beside_a_player(fitted):
+    # as many players as columns: the rows were attached in the model's order, so the player
+    # 'only_c' stood beside the values of column a in beeswarm and scatter plots
+    model, X, y, _ = fitted("XGBRegressor")
+    singletons = {f"only_{j}": [j] for j in reversed(range(X.shape[1]))}
+    for interactions in (False, True):
+        explanation = RSquaredExplainer(model)(X, y, groups=singletons, interactions=interactions)
+        assert explanation.feature_names[0] == f"only_{X.shape[1] - 1}"
+        assert explanation.data is None
+
+
 def test_a_group_the_model_never_uses_gets_zero():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(300, 5))

@@ -101,6 +101,18 @@ def test_weights_without_a_target_are_refused(fitted):
         RSquaredExplainer(model)(frame, sample_weight=w)
 
 
+def test_the_positional_parameters_are_shaps(fitted):
+    # shap's call takes interactions third: explainer(X, None, True) raised TypeError on sample_weight
+    model, frame, y, w = fitted
+    ours, theirs = RSquaredExplainer(model), shap.TreeExplainer(model)
+    np.testing.assert_array_equal(ours(frame, None, True).values, theirs(frame, None, True).values)
+    np.testing.assert_array_equal(ours(frame, None, False, False).values, theirs(frame, None, False, False).values)
+    with_y = ours(frame, y, True)
+    np.testing.assert_allclose(with_y.values.sum(0), ours.rsq_interactions(frame, y).to_numpy(), atol=1e-12)
+    with pytest.raises(TypeError, match=r"interactions must be True or False.*sample_weight="):
+        ours(frame, y, w)  # weights where shap has interactions are named, not read as "yes"
+
+
 @pytest.mark.parametrize("how", ["positional", "keyword"])
 def test_background_data_is_refused_with_the_reason(fitted, how):
     model, frame, _, _ = fitted

@@ -332,3 +332,13 @@ def test_a_sparse_matrix_is_refused_with_what_its_absent_entries_mean(data, expl
         explainer.rsq(scipy.sparse.csr_matrix(X), y)
     with pytest.raises(ValueError, match="sparse matrix"):
         explainer(scipy.sparse.csc_matrix(X), y)
+
+
+def test_a_one_column_dataframe_is_a_target_as_scikit_learn_reads_it():
+    # a one-column DataFrame y raised "Expected Narwhals object, got pandas.DataFrame"
+    X, y, w = make_data(seed=31)
+    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y))
+    expected = explainer.rsq(X, y, w)
+    with pytest.warns(Warning, match="column-vector y"):
+        shares = explainer.rsq(X, pd.DataFrame({"target": y}), w)
+    np.testing.assert_allclose(shares, expected, atol=1e-12)

@@ -189,7 +189,7 @@ def target_values(y: Any) -> np.ndarray:
     ndarray
         A finite float64 vector.
     """
-    y = nw.to_native(nw.from_native(y, series_only=True, pass_through=True)) if not _is_plain(y) else y
+    y = _native_column(y)
     numeric_dtype("y", getattr(y, "dtype", np.asarray(y).dtype))
     try:
         array = check_array(y, dtype=np.float64, ensure_2d=False, ensure_all_finite=False, input_name="y")
@@ -223,7 +223,7 @@ def check_weights(sample_weight: Any, X: np.ndarray, *, allow_all_zero: bool = F
         Float64 weights.
     """
     if sample_weight is not None and not _is_plain(sample_weight):
-        sample_weight = nw.to_native(nw.from_native(sample_weight, series_only=True, pass_through=True))
+        sample_weight = _native_column(sample_weight)
     if sample_weight is not None:
         numeric_dtype("sample_weight", getattr(sample_weight, "dtype", np.asarray(sample_weight).dtype))
         if not np.isscalar(sample_weight):
@@ -353,6 +353,14 @@ def _array(data: Any, min_rows: int) -> np.ndarray:
     return check_array(
         data, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=min_rows, input_name="X"
     )
+
+
+def _native_column(values: Any) -> Any:
+    """A Series of any library narwhals reads as its native object, so that scikit-learn reads
+    it; anything else (arrays, a one-column DataFrame, which scikit-learn reads) as it is."""
+    if _is_plain(values):
+        return values
+    return nw.to_native(nw.from_native(values, series_only=True, pass_through=True), pass_through=True)
 
 
 def _is_plain(value: Any) -> bool:
