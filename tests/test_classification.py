@@ -241,6 +241,10 @@ def test_a_named_indicator_is_matched_to_the_classes_by_name():
     np.testing.assert_allclose(explainer.rsq(X, dummies.to_numpy()), explainer.rsq(X, relabelled), atol=1e-14)
     with pytest.raises(ValueError, match=r"y's columns \['a', 'b', 'c'\] are not the model's classes"):
         explainer.rsq(X, dummies.set_axis(["a", "b", "c"], axis=1))
+    # an indicator of the wrong width: the message said "the model has one output, so y must be 1-D"
+    for wrong in (pd.get_dummies(labels, drop_first=True), np.zeros((len(code), 4))):
+        with pytest.raises(ValueError, match=rf"y has {wrong.shape[1]} columns, but the classifier has 3 classes"):
+            explainer.rsq(X, wrong)
     polars = pytest.importorskip("polars")  # polars names every column with text: the class 2 is "2"
     np.testing.assert_allclose(numeric.rsq(X, polars.from_pandas(numbers.rename(columns=str))), numeric.rsq(X, code))
 

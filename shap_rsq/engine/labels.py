@@ -109,6 +109,11 @@ def one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:
         labels = labels[:, 0]
     if labels.ndim == 2 and labels.shape[1] == len(classes) > 1:
         return _indicator(labels, classes, n_rows, names)
+    if labels.ndim == 2:  # neither labels nor an indicator: say what would fit this classifier
+        raise ValueError(
+            f"y has {labels.shape[1]} columns, but the classifier has {len(classes)} classes: pass one class "
+            f"label per row, or a 0/1 indicator with one column per class ({len(classes)} columns)."
+        )
     check_column_shape("y", labels.shape, n_rows)
     if labels.ndim != 1:
         raise ValueError(f"y must hold one class label per row; got shape {labels.shape}.")
