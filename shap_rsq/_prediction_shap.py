@@ -25,6 +25,31 @@ class PredictionShap:
 
     _fixed_trees_explainer: shap.TreeExplainer | None = None
 
+    @property
+    def expected_value(self) -> Any:
+        """shap's expected value of the model's predictions (set by shap's own calls)."""
+        value = self._expected_value
+        # shap's generic reading of the fixed trees it is handed keeps one value per output, as an
+        # array: a single-output model's is a number, as shap gives for the model itself
+        info = getattr(self, "model_info", None)
+        if info is not None and info.shap_explains_wrong and info.n_outputs == 1 and np.size(value) == 1:
+            return np.float64(np.ravel(value)[0])
+        return value
+
+    @expected_value.setter
+    def expected_value(self, value: Any) -> None:
+        self._expected_value = value
+
+    def _check_tree_limit(self, tree_limit: int | None) -> None:
+        """Refuse ``tree_limit`` where shap is handed the trees as read and fixed here: they are one
+        ensemble, and the first trees of it are not what the model predicts with fewer iterations."""
+        if tree_limit is not None and self.model_info.shap_explains_wrong:
+            raise ValueError(
+                f"tree_limit is not available for this {self.model_info.family} model: shap's own reading of it "
+                "is wrong, so shap is given the trees as read and fixed here (docs/models.md), which know no "
+                "iterations.  Leave tree_limit out."
+            )
+
     def _fixed_shap(self) -> shap.TreeExplainer:
         """shap's explainer of the trees as read and fixed here, for the calls where shap's own
         reading of the model misses a fix (:attr:`ModelInfo.shap_interactions_wrong`)."""

@@ -190,6 +190,11 @@ def test_prediction_shap_values_add_up_where_shaps_own_do_not(kind):
     np.testing.assert_allclose(explainer.shap_interaction_values(rows[:20]).sum(axis=2), exact[:20], atol=1e-12)
     theirs = shap.TreeExplainer(model)(rows, check_additivity=False)  # the gap this fills
     assert np.abs(theirs.values.sum(axis=1) + theirs.base_values - model.predict(rows)).max() > 1e-3
+    # the expected value is a number, as shap's is (the fixed trees gave a one-element array)
+    assert isinstance(explainer.expected_value, float)
+    assert explainer.expected_value == pytest.approx(model.predict(rows).mean() - explanation.values.sum(1).mean())
+    with pytest.raises(ValueError, match="tree_limit is not available for this"):  # was an additivity error
+        explainer.shap_values(rows, tree_limit=3)
 
 
 def test_models_shap_explains_right_keep_shaps_own_values():
