@@ -14,6 +14,8 @@ import numpy as np
 import shap
 from matplotlib.axes import Axes
 
+from ._share_label import is_whole, rows_computed
+
 __all__ = ["for_shap", "shap_plot"]
 
 
@@ -27,6 +29,12 @@ _SUMMED_WORDS = {
     "SHAP value": "share of R² (percentage points)",
     "$E[f(X)]$": "R² of E f",
     "$f(x)$": "model R²",
+}
+# a slice of the rows or features: its shares and base values do not add up to the model's R²
+_PART_WORDS = {
+    **{word: text for word, text in _SUMMED_WORDS.items() if word not in ("$E[f(X)]$", "$f(x)$")},
+    "$E[f(X)]$": "these rows' part of the R² of E f",
+    "$f(x)$": "sum shown",
 }
 _ROW_WORDS = {
     "SHAP value (impact on model output)": "row's share of R², times n (percentage points)",
@@ -52,6 +60,10 @@ def for_shap(explanation: shap.Explanation, rows: Literal["sum", "each"] = "sum"
       model would have if every row were like this one".  Feature values are kept,
       for beeswarm and scatter plots.
 
+    ``n`` is the number of rows the explainer computed the shares on, also for a slice
+    of its Explanation (``explanation[:40]``, ``explanation.sample(50)``): a row reads
+    the same whatever rows are drawn beside it.
+
     Parameters
     ----------
     explanation : shap.Explanation
@@ -72,7 +84,7 @@ def for_shap(explanation: shap.Explanation, rows: Literal["sum", "each"] = "sum"
     if rows == "sum":
         return shap.Explanation(POINTS * values.sum(0), POINTS * float(base.sum()), feature_names=names)
     if rows == "each":
-        scale = POINTS * len(values)
+        scale = POINTS * (rows_computed(explanation) or len(values))
         data = explanation.data if explanation.display_data is None else explanation.display_data
         return shap.Explanation(scale * values, scale * base, data=data, feature_names=names)
     raise ValueError(f"rows must be 'sum' or 'each', got {rows!r}.")
@@ -138,7 +150,7 @@ def shap_plot(
         options["order"] = np.argsort(-totals, kind="stable")
     result = plot(scaled, show=False, **options)
     ax = result if isinstance(result, Axes) else plt.gca()
-    words = _SUMMED_WORDS if rows == "sum" else _ROW_WORDS
+    words = _ROW_WORDS if rows == "each" else _SUMMED_WORDS if is_whole(explanation) else _PART_WORDS
     _rename(ax.figure, words)
     main = ax.figure.axes[0]  # the waterfall returns a twin axis drawn on top of the bars' own
     if not main.get_xlabel():  # and draws no axis label: say what its numbers are

@@ -21,6 +21,7 @@ from ._groups import GroupedGames, Players, player_index, resolve_groups
 from ._interactions import InteractionShares
 from ._prediction_shap import PredictionShap
 from ._several_outputs import SeveralOutputs
+from ._share_label import share_label
 from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import checked_multioutput, combine, labelled, local_output_shares
 from .engine.routing import Kernel
@@ -292,7 +293,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
             # when there are as many players as columns (singleton groups come in their own order)
             data=rows.array if groups is None else None,
             feature_names=self._explanation_names(names, groups, values.shape[1]),
-            output_names=output_names,
+            output_names=share_label(output_names, values, base),
         )
 
     def shap_values(  # type: ignore[override]

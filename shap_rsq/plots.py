@@ -21,6 +21,7 @@ from matplotlib.axes import Axes
 
 from ._interaction_plot import interaction_heatmap
 from ._shap_plots import _names, for_shap, shap_plot
+from ._share_label import is_whole
 from .cli.report import top_shares
 
 __all__ = ["bar", "class_bar", "for_shap", "heatmap", "interaction_heatmap", "shap_plot"]
@@ -230,7 +231,8 @@ def _global(shares: Any, feature_names: Sequence[str] | None) -> tuple[pd.Series
                 "per row, feature and output, from multioutput='raw_values'): pick an output, "
                 "explanation[..., k], or draw a classifier's parts per class with plots.class_bar."
             )
-        total = float(values.sum() + base.sum())
+        # only every row and feature adds up to the model's R²: not a slice of them
+        total = float(values.sum() + base.sum()) if is_whole(shares) else None
         if values.ndim == 2:
             values = values.sum(axis=0)
         names = shares.feature_names if shares.feature_names is not None else feature_names

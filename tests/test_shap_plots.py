@@ -134,3 +134,22 @@ def test_for_shap_refuses_what_it_cannot_scale(explanation):
         plots.for_shap(explanation[0])
     with pytest.raises(ValueError, match=r"mean absolute row share.*use rows='sum'"):
         plots.shap_plot(shap.plots.bar, explanation, "each", show=False)
+
+
+def test_a_slice_keeps_each_rows_scale_and_never_says_model_r2(explanation):
+    # the scale was the rows at hand: row 0 read ten times smaller from explanation[:15] than from
+    # the whole, and a waterfall of a slice ended at "model R² = 10.3" (the model's was 89.9)
+    whole = plots.for_shap(explanation, "each").values
+    np.testing.assert_allclose(plots.for_shap(explanation[:15], "each").values, whole[:15], atol=1e-12)
+    np.testing.assert_allclose(plots.for_shap(explanation[[4, 0]], "each").values, whole[[4, 0]], atol=1e-12)
+    for part in (explanation[:15], explanation[:, :3]):
+        drawn = texts(plots.shap_plot(shap.plots.waterfall, part, show=False))
+        assert not any("model R²" in t for t in drawn)
+        assert any(t.startswith("sum shown = ") for t in drawn)
+        assert "model R²" not in plots.bar(part, show=False).texts[-1].get_text()
+    # the whole, and its sum over rows, still end at the model's R²
+    model_rsq = f"model R² = {explanation.values.sum() + explanation.base_values.sum():.3f}"
+    for whole_rows in (explanation, explanation.sum(0)):
+        assert model_rsq in plots.bar(whole_rows, show=False).texts[-1].get_text()
+    assert explanation.output_names == "R²"  # what shap's plots print, through every slice
+    assert explanation[:15, :2].output_names == "R²"
