@@ -140,6 +140,14 @@ def shap_plot(
             "shap.plots.bar on every row draws the mean absolute row share, which counts rows that take R² "
             "away as importance and adds up to nothing: use rows='sum' (the shares themselves)."
         )
+    name = getattr(plot, "__name__", "this plot")
+    if plot in _EVERY_ROW and rows == "sum":
+        raise ValueError(f"shap.plots.{name} draws every row: use rows='each' (the sum over rows is one row).")
+    if plot in _FEATURE_VALUES and explanation.data is None:
+        raise ValueError(
+            f"shap.plots.{name} draws shares against feature values, and this Explanation has none (a group "
+            "of columns has no single value): draw it without groups, or use shap.plots.beeswarm."
+        )
     scaled = for_shap(explanation, rows)
     if row is not None:
         scaled = scaled[:, row] if isinstance(row, str) else scaled[row]
@@ -158,6 +166,11 @@ def shap_plot(
     if show:
         plt.show()
     return ax
+
+
+# shap's plots that draw one mark per row, and those that need the feature values to draw it
+_EVERY_ROW = (shap.plots.beeswarm, shap.plots.scatter, shap.plots.violin, shap.plots.heatmap)
+_FEATURE_VALUES = (shap.plots.scatter,)
 
 
 def _without_signed_zeros(scaled: shap.Explanation) -> shap.Explanation:

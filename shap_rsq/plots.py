@@ -225,6 +225,12 @@ def _global(shares: Any, feature_names: Sequence[str] | None) -> tuple[pd.Series
     if isinstance(shares, shap.Explanation):
         values = np.asarray(shares.values, dtype=float)
         base = np.asarray(shares.base_values, dtype=float)
+        if values.ndim == 3 and values.shape[1] == values.shape[2] and not isinstance(shares.output_names, list):
+            raise ValueError(
+                f"bar draws one share per feature; this Explanation holds interaction shares of shape "
+                f"{values.shape} (rows by feature pairs): draw them with plots.interaction_heatmap, or bar "
+                "the shares they add up to, explainer(X, y) without interactions."
+            )
         if values.ndim > 2:
             raise ValueError(
                 f"bar draws one share per feature; this Explanation has values of shape {values.shape} (one "
@@ -264,10 +270,17 @@ def _label_bars(ax: Axes, values: np.ndarray) -> None:
     span = float(np.ptp(np.append(values, 0.0))) or 1.0
     for position, value in enumerate(values):
         offset = 0.01 * span if value >= 0 else -0.01 * span
-        ax.text(value + offset, position, f"{value:.3f}", va="center", ha="left" if value >= 0 else "right")
+        ax.text(value + offset, position, _share_text(value), va="center", ha="left" if value >= 0 else "right")
     low, high = min(values.min(), 0.0), max(values.max(), 0.0)
     # room for the labels on the side(s) where bars are, and none on the side where there are none
     ax.set_xlim(low - (0.15 * span if low < 0 else 0.0), high + (0.15 * span if high > 0 else 0.0))
+
+
+def _share_text(value: float) -> str:
+    """Three decimals, or two significant digits below them: a share of -0.0003 read "-0.000"."""
+    if value == 0.0 or abs(value) >= 0.0005:
+        return f"{value:.3f}"
+    return f"{value:.1e}"
 
 
 def _finish(ax: Axes, xlabel: str, total: str, title: str | None, show: bool, below: float) -> Axes:

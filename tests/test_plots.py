@@ -96,6 +96,9 @@ def test_bar_colours_negative_shares_and_names_array_features():
     assert ax.patches[0].get_facecolor()[:3] == pytest.approx(matplotlib.colors.to_rgb(plots.NEGATIVE))
     assert "model R² = 0.550" in annotation(ax)
     assert ax.get_title() == ""
+    # shares below a thousandth keep two digits: -0.0003 read "-0.000", and 0.0002 as nothing
+    small = plots.bar(np.array([0.5, -0.0003, 0.0002, 0.0]), show=False)
+    assert {"-3.0e-04", "2.0e-04", "0.000", "0.500"} <= set(annotation(small).split())
 
 
 def test_bar_draws_on_a_given_axes_and_shows_only_when_asked(monkeypatch):
@@ -121,6 +124,10 @@ def test_bar_and_heatmap_refuse_malformed_input(explanation):
     by_output = shap.Explanation(np.ones((5, 3, 2)), np.zeros((5, 2)), feature_names=["a", "b", "c"])
     with pytest.raises(ValueError, match=r"values of shape \(5, 3, 2\).*explanation\[\.\.\., k\]"):
         plots.bar(by_output, show=False)
+    # interaction shares were said to come "from multioutput='raw_values'"
+    pairs = shap.Explanation(np.ones((5, 3, 3)), np.zeros(5), feature_names=["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"interaction shares of shape \(5, 3, 3\).*interaction_heatmap"):
+        plots.bar(pairs, show=False)
     with pytest.raises(TypeError, match=r"class_bar needs a DataFrame .* got Explanation"):
         plots.class_bar(by_output, show=False)
 

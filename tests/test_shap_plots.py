@@ -134,6 +134,12 @@ def test_for_shap_refuses_what_it_cannot_scale(explanation):
         plots.for_shap(explanation[0])
     with pytest.raises(ValueError, match=r"mean absolute row share.*use rows='sum'"):
         plots.shap_plot(shap.plots.bar, explanation, "each", show=False)
+    # each of these died inside shap, on its "single instance" or on the missing feature values
+    with pytest.raises(ValueError, match=r"shap.plots.beeswarm draws every row: use rows='each'"):
+        plots.shap_plot(shap.plots.beeswarm, explanation, show=False)
+    grouped = shap.Explanation(explanation.values, explanation.base_values, feature_names=explanation.feature_names)
+    with pytest.raises(ValueError, match=r"shap.plots.scatter draws shares against feature values"):
+        plots.shap_plot(shap.plots.scatter, grouped, "each", row=0, show=False)
 
 
 def test_a_slice_keeps_each_rows_scale_and_never_says_model_r2(explanation):
