@@ -14,7 +14,8 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils import _safe_indexing, resample
 
-from ._screening import UndefinedScoreError, evaluate, screen_and_fit, subset_params
+from ._moments import UndefinedScoreError
+from ._screening import evaluate, screen_and_fit, subset_params
 from ._selector_groups import PlayerMap
 
 __all__ = ["bootstrap_shares", "check_replicates", "defined_replicates"]
