@@ -16,9 +16,10 @@ from sklearn.utils import _safe_indexing, resample
 
 from ._moments import UndefinedScoreError
 from ._screening import evaluate, screen_and_fit, subset_params
+from ._selection_rule import support_mask
 from ._selector_groups import PlayerMap
 
-__all__ = ["bootstrap_shares", "check_replicates", "defined_replicates"]
+__all__ = ["bootstrap_shares", "check_replicates", "defined_replicates", "selection_frequency"]
 
 
 def bootstrap_shares(
@@ -34,7 +35,7 @@ def bootstrap_shares(
     random_state: np.random.RandomState,
     n_jobs: int | None,
     players: PlayerMap | None = None,
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """Shares of ``n_bootstrap`` refits on rows drawn with replacement, shape ``(n_bootstrap, n_players)``.
 
     Each replicate repeats the whole procedure (screen, refit) on its rows and is decomposed on them, or on
@@ -64,18 +65,30 @@ def bootstrap_shares(
 
     Returns
     -------
-    ndarray of shape (n_bootstrap, n_players)
+    shares : ndarray of shape (n_bootstrap, n_players)
         Every replicate's shares (0 for screened-out players; NaN for a replicate whose rows all
         have the same target, on which R² is undefined).
+    kept : ndarray of bool of shape (n_bootstrap, n_players)
+        The players each replicate's screen kept (all without a screen).
     """
     n = len(y)
     players = PlayerMap.single(X.shape[1]) if players is None else players
     draws = [resample(np.arange(n), random_state=random_state) for _ in range(n_bootstrap)]
-    return np.vstack(
+    replicates = np.stack(
         Parallel(n_jobs=n_jobs)(
             delayed(_replicate)(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players) for rows in draws
         )
     )
+    return replicates[:, 0], replicates[:, 1] > 0
+
+
+def selection_frequency(shares: np.ndarray, kept: np.ndarray | None, rule, limit: int | None) -> np.ndarray:
+    """Per player, the fraction of defined replicates whose shares ``(n_bootstrap, n_players)`` the rule
+    selects it in; only among the players the replicate's screen ``kept``, as the fit selects."""
+    defined = defined_replicates(shares)
+    eligible = np.ones(shares.shape, dtype=bool) if kept is None else kept
+    selected = [support_mask(s, rule, limit, e) for s, e in zip(shares[defined], eligible[defined], strict=True)]
+    return np.mean(selected, axis=0)
 
 
 def defined_replicates(shares: np.ndarray) -> np.ndarray:
@@ -110,13 +123,14 @@ def check_replicates(shares: np.ndarray, *, out_of_bag: bool, screen: bool = Fal
 
 
 def _replicate(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players: PlayerMap) -> np.ndarray:
+    """``(2, n_players)``: the replicate's shares, and 1 for the players its screen kept."""
     n = len(y)
     Xb, yb, wb = _safe_indexing(X, rows), y[rows], w[rows]
     params = subset_params(fit_params, rows, n)
     try:
         columns, _, model = screen_and_fit(estimator, Xb, yb, wb, params, screen, players=players)
     except UndefinedScoreError:  # the screen ranks by in-sample shares, undefined on a draw of one target value
-        return np.full(players.n_players, np.nan)
+        return np.vstack([np.full(players.n_players, np.nan), np.ones(players.n_players)])
     if out_of_bag:
         del Xb  # as large as X: drop it before the out-of-bag rows are copied
         held = np.setdiff1d(np.arange(n), rows)
@@ -125,9 +139,10 @@ def _replicate(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players
         Xe, ye, we = _take(Xb, None, columns), yb, wb
     groups = players.explainer_groups(columns)
     moments = evaluate(model, Xe, ye, we, per_row=False, groups=groups, held_out=out_of_bag)
+    kept = players.embed(np.ones(len(moments.a)), columns)
     if not moments.sst > 0:  # its rows share one target value (one class): R² is undefined there
-        return np.full(players.n_players, np.nan)
-    return players.embed(moments.shares, columns)
+        return np.vstack([np.full(players.n_players, np.nan), kept])
+    return np.vstack([players.embed(moments.shares, columns), kept])
 
 
 def _take(X: Any, rows: np.ndarray | None, columns: np.ndarray) -> Any:

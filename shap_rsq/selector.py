@@ -18,18 +18,19 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils._tags import get_tags
 from sklearn.utils.metadata_routing import MetadataRouter
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_feature_names_in, _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._bootstrap import bootstrap_shares, check_replicates, defined_replicates
+from ._bootstrap import bootstrap_shares, check_replicates
 from ._screening import evaluate, out_of_fold, screen_and_fit
-from ._selection_rule import check_max_features, support_mask, threshold_rule
-from ._selector_groups import PlayerMap, first_columns, player_support, resolve_players, summary_table
+from ._selection_rule import check_max_features, threshold_rule
+from ._selector_groups import PlayerMap, resolve_players
 from ._selector_routing import metadata_router, route, rsq_weights
+from ._selector_support import SelectorSupport
 
 __all__ = ["RSquaredSelector"]
 
 
-class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
+class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     """Select features by their exact Shapley share of a tree model's R².
 
     A drop-in for :class:`sklearn.feature_selection.SelectFromModel` whose importance is each
@@ -117,6 +118,8 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
     bootstrap_rsq_ : ndarray of shape (n_bootstrap, n_features)
         Shares of each bootstrap replicate (with ``uncertainty="bootstrap"``); NaN for a replicate
         whose (out-of-bag) rows all have one target value, where R² is undefined (with a warning).
+    bootstrap_screen_support_ : ndarray of bool of shape (n_bootstrap, n_features)
+        Features each replicate's screen kept (with ``uncertainty="bootstrap"`` and ``screen``).
     screen_rsq_ : ndarray of shape (n_features,)
         First-round shares, on all features (with ``screen``).
     screen_support_ : ndarray of bool of shape (n_features,)
@@ -255,7 +258,7 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         else:
             self._fit_estimator(X, y, w, fit_params, split_params, players)
         if self.uncertainty == "bootstrap":
-            shares = bootstrap_shares(
+            shares, kept = bootstrap_shares(
                 self.estimator,
                 X,
                 y,
@@ -270,6 +273,8 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
             )
             check_replicates(shares, out_of_bag=self.cv is not None, screen=self.screen is not None)
             self.bootstrap_rsq_ = shares[:, players.of_feature]
+            if self.screen is not None:
+                self.bootstrap_screen_support_ = kept[:, players.of_feature]
             self.feature_rsq_se_ = np.nanstd(self.bootstrap_rsq_, axis=0, ddof=1)
         return self
 
@@ -348,59 +353,6 @@ class RSquaredSelector(MetaEstimatorMixin, SelectorMixin, BaseEstimator):
         self.feature_rsq_ = shares[self.player_of_feature_]
         if errors is not None:
             self.feature_rsq_se_ = errors[self.player_of_feature_]
-
-    def _get_support_mask(self) -> np.ndarray:
-        check_is_fitted(self)
-        # a column the screen dropped is not in estimator_: its share 0 is not a reason to keep it,
-        # even above the negative out-of-fold shares of columns the screen kept
-        screened = getattr(self, "screen_support_", None)
-        rule = threshold_rule(self.threshold)
-        return player_support(self.player_rsq_, rule, self._limit(), self.player_of_feature_, screened)
-
-    def _limit(self) -> int | None:
-        """The ``max_features`` in force: an int as set now (like ``threshold``), a callable's value in ``fit``."""
-        if self.max_features is None:
-            return None
-        if not callable(self.max_features):
-            return check_max_features(self.max_features, None)
-        if not hasattr(self, "max_features_"):
-            raise NotFittedError("max_features was set to a callable after fit; call fit to evaluate it on X.")
-        return self.max_features_
-
-    @property
-    def threshold_(self) -> float:
-        """The cut-off applied to ``player_rsq_`` (recomputed, so ``set_params(threshold=...)`` applies)."""
-        check_is_fitted(self)
-        return threshold_rule(self.threshold)(self.player_rsq_)
-
-    @property
-    def selection_frequency_(self) -> np.ndarray:
-        """Fraction of bootstrap replicates in which each feature (its player) is selected by the same rule."""
-        if not hasattr(self, "bootstrap_rsq_"):
-            raise AttributeError("selection_frequency_ is only available after fitting with uncertainty='bootstrap'.")
-        rule, limit, players = threshold_rule(self.threshold), self._limit(), first_columns(self.player_of_feature_)
-        defined = self.bootstrap_rsq_[defined_replicates(self.bootstrap_rsq_)]
-        frequency = np.mean([support_mask(shares[players], rule, limit) for shares in defined], axis=0)
-        return frequency[self.player_of_feature_]
-
-    def summary(self, input_features: Any = None) -> pd.DataFrame:
-        """One row per feature (per player with ``feature_groups``), largest share first.
-
-        Parameters
-        ----------
-        input_features : array-like of str, optional
-            Names for the features, as in :meth:`get_feature_names_out`; by default the column
-            names seen in ``fit``, or ``x0, x1, ...`` for arrays.  Groups keep their own names.
-
-        Returns
-        -------
-        pandas.DataFrame
-            Columns ``rsq``, ``se`` (with ``uncertainty``), ``selection_frequency`` (with the bootstrap),
-            ``screen_rsq`` (with ``screen``), ``selected`` and, with ``feature_groups``, ``n_columns``,
-            indexed by feature (or player) name.
-        """
-        check_is_fitted(self)
-        return summary_table(self, _check_feature_names_in(self, input_features))
 
     def __sklearn_is_fitted__(self) -> bool:
         # n_features_in_ is set while X is validated, so a fit that failed later would otherwise look fitted

@@ -278,3 +278,18 @@ def test_columns_the_screen_dropped_are_never_selected():
     by_mean = RSquaredSelector(tree, screen=4, cv=5).fit(X, y)
     keep = by_mean.screen_support_ & (by_mean.feature_rsq_ >= by_mean.feature_rsq_.mean())
     np.testing.assert_array_equal(by_mean.get_support(), keep)
+
+
+def test_a_bootstrap_replicate_selects_only_the_columns_its_screen_kept():
+    # each replicate screens anew: its dropped columns have share 0 and, as in the fit, are not
+    # selected, even by a threshold of -inf (they counted as selected in selection_frequency_)
+    X, y = noisy_data(120, p=8, seed=2)
+    options = {"screen": 3, "uncertainty": "bootstrap", "n_bootstrap": 6, "random_state": 0}
+    selector = RSquaredSelector(deep_tree(), threshold=-np.inf, **options).fit(X, y)
+    kept = selector.bootstrap_screen_support_
+    assert kept.shape == (6, 8) and np.all(kept.sum(axis=1) == 3)
+    assert np.all(selector.bootstrap_rsq_[~kept] == 0)
+    np.testing.assert_allclose(selector.selection_frequency_, kept.mean(axis=0), atol=1e-12)
+    assert not hasattr(
+        RSquaredSelector(deep_tree(), uncertainty="bootstrap", n_bootstrap=3).fit(X, y), "bootstrap_screen_support_"
+    )
