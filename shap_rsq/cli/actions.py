@@ -23,7 +23,7 @@ from .._groups import resolve_groups
 from ..explainer import RSquaredExplainer
 from .columns import ModelInputs, model_inputs, preview
 from .errors import did_you_mean
-from .files import InputError, load_data, load_groups, load_model, missing_pyarrow
+from .files import InputError, load_data, load_groups, load_model, missing_pyarrow, text_column
 from .interactions import check_interaction_options, refuse_several_outputs, run_interactions
 from .report import (
     LOCAL_SUFFIXES,
@@ -172,6 +172,12 @@ def column_groups(path: str | None, columns: list[str]) -> tuple[dict | None, li
         return None, columns
     groups = {}
     for name, members in load_groups(path).items():
+        positions = [m for m in members if isinstance(m, int) and not isinstance(m, bool) and str(m) not in columns]
+        if positions:  # a table's positions count the target and other columns: only names are clear
+            raise InputError(
+                f"--groups {path}: group {name!r} lists the number {positions[0]}; in a groups file name the "
+                f"columns, e.g. {', '.join(repr(c) for c in columns[:3])}."
+            )
         unknown = [m for m in members if str(m) not in columns]
         if unknown:
             raise InputError(
@@ -221,6 +227,9 @@ def _read_inputs(args: argparse.Namespace, explainer: RSquaredExplainer) -> Mode
     """The data file's columns matched to the model, with notes on stderr about columns left out."""
     frame = load_data(args.data)
     info = explainer.model_info
+    if info.classes is not None and all(isinstance(c, str) for c in info.classes) and args.target in frame:
+        # text classes as written: pandas reads '1', '01', 'True' and 'NA' as numbers, booleans, missing
+        frame[args.target] = text_column(args.data, args.target)
     # a classifier's target holds class labels, of any type
     inputs = model_inputs(
         frame, args.data, args.target, info.feature_names, info.n_features, args.weight, info.classes, info.family

@@ -87,7 +87,11 @@ def model_inputs(
     others = [c for c in columns if c not in reserved]
     # 'f0', 'f1', .. recorded by an XGBoost model fitted on a DataFrame are its columns' names:
     # matching them by position put a reordered table's columns on the wrong features
-    by_name = bool(model_names) and not generic_names(model_names, family)
+    # names a library makes up for arrays match by name too when the header holds every one of them
+    # (the API matches them so): by position, a reordered table put its columns on other features
+    header = {str(c).replace(" ", "_") for c in others}
+    named = bool(model_names) and all(str(m).replace(" ", "_") in header for m in model_names)
+    by_name = bool(model_names) and (named or not generic_names(model_names, family))
     if by_name:
         _refuse_features_as(frame, target, weight, model_names)  # type: ignore[arg-type]
     if by_name:

@@ -30,6 +30,7 @@ __all__ = [
     "load_model",
     "missing_pyarrow",
     "model_format",
+    "text_column",
     "write_atomic",
 ]
 
@@ -106,7 +107,19 @@ def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
 
 
 def _load_xgboost(xgboost: Any, path: str) -> Any:
-    return xgboost.Booster(model_file=path)
+    booster = xgboost.Booster(model_file=path)
+    best = booster.attr("best_iteration")
+    rounds = booster.num_boosted_rounds()
+    if best is None or int(best) + 1 >= rounds:
+        return booster
+    # early stopping recorded in the file: its scikit-learn estimator predicts with the rounds up to
+    # the best one, and so does the explanation (a bare Booster would use every round)
+    print(
+        f"shap-rsq: {path} records early stopping at round {int(best)}: explaining rounds 0-{int(best)} of "
+        f"{rounds}, as XGBoost's scikit-learn predict does.",
+        file=sys.stderr,
+    )
+    return booster[: int(best) + 1]
 
 
 def _load_lightgbm(lightgbm: Any, path: str) -> Any:
@@ -253,11 +266,32 @@ def load_data(path: str | os.PathLike) -> pd.DataFrame:
     try:
         if kind == "parquet":
             return _read_parquet(path)
-        return pd.read_csv(path, sep="\t" if kind == "tsv" else ",")
+        sep = "\t" if kind == "tsv" else ","
+        _refuse_duplicated_header(path, pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str).iloc[0])
+        return pd.read_csv(path, sep=sep)
     except InputError:
         raise
     except Exception as error:  # pandas and pyarrow raise many types for malformed files
         raise InputError(f"cannot read {path} as {_DATA_KINDS[kind]}: {first_line(error)}") from None
+
+
+def _refuse_duplicated_header(path: Path, header: pd.Series) -> None:
+    # pandas renames a repeated name 'x0' to 'x0.1', and the model would read the first 'x0' only
+    names = [str(name) for name in header]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InputError(f"{path} has the column name(s) {repeated} more than once; give every column its own name.")
+
+
+def text_column(path: str | os.PathLike, column: str) -> pd.Series:
+    """One column of a CSV/TSV table as text, exactly as written ('01', 'True' and 'NA' stay text):
+    class labels, which pandas would read as numbers, booleans or missing values."""
+    path = Path(path)
+    kind = _data_format(path)
+    if kind == "parquet":
+        return load_data(path)[column]
+    sep = "\t" if kind == "tsv" else ","
+    return pd.read_csv(path, sep=sep, usecols=[column], dtype=str, keep_default_na=False)[column]
 
 
 def _data_format(path: Path) -> str:

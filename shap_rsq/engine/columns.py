@@ -94,18 +94,20 @@ def _model_order(columns: list[str], model_names, family: str) -> list[int] | No
     # LightGBM spelling; here columns are put in the model's order (tests/test_library_choices.py)
     if model_names is None:
         return None
-    spelled = {_spelling(c): i for i, c in enumerate(columns)}
-    if len(spelled) == len(columns) and all(_spelling(m) in spelled for m in model_names):
+    spell = _lightgbm_spelling if family == "lightgbm" else str
+    spelled = {spell(c): i for i, c in enumerate(columns)}
+    if len(spelled) == len(columns) and all(spell(m) in spelled for m in model_names):
         if len(columns) == len(model_names):
-            return [spelled[_spelling(m)] for m in model_names]
+            return [spelled[spell(m)] for m in model_names]
     if _made_up_names(model_names, family):
         return None
-    mismatch = column_mismatch([_spelling(c) for c in columns], [_spelling(m) for m in model_names])
+    mismatch = column_mismatch([spell(c) for c in columns], [spell(m) for m in model_names])
     raise ValueError(f"X does not have the columns the model was fitted with: {mismatch}.")
 
 
-def _spelling(name: str) -> str:
-    # LightGBM stores the column 'a b' as 'a_b'; the frame it was fitted on must still match
+def _lightgbm_spelling(name: str) -> str:
+    # LightGBM stores the column 'a b' as 'a_b'; the frame it was fitted on must still match (other
+    # libraries keep names as given: a model may hold both 'a b' and 'a_b')
     return name.replace(" ", "_")
 
 
