@@ -574,6 +574,22 @@ def test_memory_budget_reaches_the_explainer_and_a_bad_one_is_refused(files, cap
     assert "--memory-budget: must be at least 1/64 GiB (0.015625), got 0" in capsys.readouterr().err
 
 
+def test_a_budget_refusal_names_the_option(files, capsys, monkeypatch):
+    # the library's advice named RSquaredExplainer(memory_budget=...), which a command line user cannot pass
+    from shap_rsq import MemoryBudgetError
+
+    def refuse(self, *args, **kwargs):
+        raise MemoryBudgetError(
+            "Estimated working memory 9 GiB exceeds it: raise RSquaredExplainer(memory_budget=...)."
+        )
+
+    monkeypatch.setattr(RSquaredExplainer, "rsq", refuse)
+    model_path, _ = files("xgboost.json")
+    code, _, err = run(["explain", "--model", model_path, "--data", files.folder / "data.csv", "--target", "y"], capsys)
+    assert code == 1
+    assert err.endswith("shap-rsq: error: Estimated working memory 9 GiB exceeds it: raise --memory-budget.\n")
+
+
 def test_groups_file_explains_each_group_as_one_player(files, table, capsys, tmp_path):
     model_path, model = files("xgboost.json")
     groups = {"first": NAMES[:2], "third": [NAMES[3], NAMES[2]]}

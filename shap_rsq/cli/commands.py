@@ -53,7 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         actions = importlib.import_module(".actions", __package__)
         return getattr(actions, args.run)(args)
     except (InputError, ValueError) as error:  # UnsupportedModelError and input checks are ValueErrors
-        print(f"shap-rsq: error: {first_line(error)}", file=sys.stderr)
+        # the library's advice names its Python parameter; here the budget is an option
+        text = first_line(error).replace("RSquaredExplainer(memory_budget=...)", "--memory-budget")
+        print(f"shap-rsq: error: {text}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("shap-rsq: interrupted", file=sys.stderr)
