@@ -126,3 +126,35 @@ def test_a_model_may_hold_a_name_with_a_space_and_the_same_with_an_underscore(tm
     explainer = RSquaredExplainer(model)
     shares = explainer.rsq(frame[["x3", "a_b", "a b", "x2"]], y)
     np.testing.assert_allclose(shares.to_numpy(), explainer.rsq(frame.to_numpy(), y), atol=1e-12)
+
+
+def test_the_target_as_weights_is_refused_by_name(tmp_path, capsys):
+    # it was reported as negative weights (the target has negative values)
+    xgboost = pytest.importorskip("xgboost")
+    X, y = _data(6)
+    xgboost.XGBRegressor(n_estimators=5, max_depth=2).fit(X, y).save_model(tmp_path / "model.json")
+    X.assign(y=y).to_csv(tmp_path / "data.csv", index=False)
+    argv = ["explain", "--model", tmp_path / "model.json", "--data", tmp_path / "data.csv", "--target", "y"]
+    code, _, err = run([*argv, "--weight", "y"], capsys)
+    assert code == 1
+    assert err == "shap-rsq: error: --weight 'y' is the target column; give a column of row weights, or leave it out.\n"
+
+
+def test_a_refusal_of_the_interactions_leaves_the_other_outputs_unwritten(tmp_path, capsys, monkeypatch):
+    # the interactions came last, after --out and --local were written
+    from shap_rsq import MemoryBudgetError
+
+    xgboost = pytest.importorskip("xgboost")
+    X, y = _data(7)
+    xgboost.XGBRegressor(n_estimators=5, max_depth=2).fit(X, y).save_model(tmp_path / "model.json")
+    X.assign(y=y).to_csv(tmp_path / "data.csv", index=False)
+
+    def refuse(self, *args, **kwargs):
+        raise MemoryBudgetError("Estimated working memory 9 GiB exceeds the budget.")
+
+    monkeypatch.setattr(RSquaredExplainer, "rsq_interactions", refuse)
+    argv = ["explain", "--model", tmp_path / "model.json", "--data", tmp_path / "data.csv", "--target", "y"]
+    outputs = ["--out", tmp_path / "r2.csv", "--local", tmp_path / "rows.csv", "--interactions", tmp_path / "p.csv"]
+    code, _, err = run([*argv, *outputs], capsys)
+    assert code == 1 and "9 GiB" in err
+    assert not any(path.exists() for path in (tmp_path / "r2.csv", tmp_path / "rows.csv", tmp_path / "p.csv"))

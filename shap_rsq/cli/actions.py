@@ -137,6 +137,8 @@ def run_explain(args: argparse.Namespace) -> int:
         "model_rsq": model_rsq,
         "sum_of_shares": float(shares.sum()),
     }
+    if args.interactions or args.plot_interactions:  # first: a refusal there leaves no other output written
+        run_interactions(args, explainer, (X, inputs.y, inputs.weight), groups, shares, summary)
     if args.out:
         write_shares(args.out, shares, summary)
         print(f"shares written to {args.out}")
@@ -146,8 +148,6 @@ def run_explain(args: argparse.Namespace) -> int:
     if args.plot:
         _save_bar(args.plot, shares, model_rsq, args.max_display, f"Shares of R² on {Path(args.data).name}")
         print(f"bar chart written to {args.plot}")
-    if args.interactions or args.plot_interactions:
-        run_interactions(args, explainer, (X, inputs.y, inputs.weight), groups, shares, summary)
     return 0
 
 

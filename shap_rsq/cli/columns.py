@@ -76,6 +76,8 @@ def model_inputs(
     frame = frame.set_axis([str(c) for c in frame.columns], axis=1)  # a copy: the caller's table is untouched
     if len(frame) == 0:  # a header alone reads as columns of no type, which would be reported as non-numeric
         raise InputError(f"{source} has a header but no rows of data.")
+    if weight is not None and weight == target:  # the target would weight its own rows
+        raise InputError(f"--weight {weight!r} is the target column; give a column of row weights, or leave it out.")
     reserved = [c for c in (target, weight) if c is not None]
     columns = list(frame.columns)
     absent = [c for c in reserved if c not in columns]
