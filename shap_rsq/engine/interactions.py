@@ -85,14 +85,14 @@ def interaction_indices(
         f += prediction - mean
         ids = plan.features
         n_k = len(ids)
-        rows = X[first]
+        # the distinct rows are read in place: a copy of them is n x p per tree on continuous data
         if local:
-            on_m2, on_m = pattern_interactions(plan, rows, None, None, tuning, forest.input_dtype)
+            on_m2, on_m = pattern_interactions(plan, X, None, None, tuning, forest.input_dtype, first)
             _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, max(1, tuning.block_elements // (n_k * n_k)))
         else:
             per_quad = np.bincount(inverse, weights=w_quad, minlength=len(first))
             per_lin = np.bincount(inverse, weights=w_lin, minlength=len(first))
-            table = pattern_interactions(plan, rows, per_quad, per_lin, tuning, forest.input_dtype)
+            table = pattern_interactions(plan, X, per_quad, per_lin, tuning, forest.input_dtype, first)
             out.add(ids, table[:n_k, :n_k])
     return (out if local else out.total()), f
 

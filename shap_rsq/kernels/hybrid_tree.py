@@ -97,13 +97,13 @@ class HybridUnit(LcaUnit):
             slopes = np.empty((n_patterns, plan.n_features))
             for start in range(0, n_patterns, step):
                 rows = first[start : start + step]
-                slopes[start : start + step] = pair_values(plan, passes(plan, X[rows], dtype), None, block)
+                slopes[start : start + step] = pair_values(plan, passes(plan, X, dtype, rows), None, block)
             out[:, plan.features] += w_quad[:, :1] * slopes[inverse]
             return
         per_quad = np.bincount(inverse, weights=w_quad[:, 0], minlength=n_patterns)
         for start in range(0, n_patterns, step):
             rows = first[start : start + step]
-            bits = passes(plan, X[rows], dtype)
+            bits = passes(plan, X, dtype, rows)
             out[plan.features] += pair_values(plan, bits, per_quad[start : start + step], block)
 
 

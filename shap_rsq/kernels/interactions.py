@@ -112,8 +112,10 @@ def pattern_interactions(
     w_lin: np.ndarray | None,
     tuning: Tuning = DEFAULT_TUNING,
     dtype=None,
+    rows: np.ndarray | None = None,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-    """Interaction indices of the tree's game on rows ``X`` (one per distinct row pattern).
+    """Interaction indices of the tree's game on rows ``X`` (one per distinct row pattern), or on
+    its rows ``rows``: only their split columns are read, never a full-width copy of them.
 
     With row weights, ``(K + 1, K + 1)``: ``sum_i I_jk`` of the games
     ``w_quad[i] m_S^2 + w_lin[i] m_S`` at tree-local players ``j < k`` (the upper triangle; the
@@ -121,20 +123,21 @@ def pattern_interactions(
     each row, two ``(n, K + 1, K + 1)`` arrays.  Pass bits are read in chunks of
     ``tuning.chunk_elements`` and temporaries hold about ``tuning.block_elements`` floats.
     """
-    n = X.shape[0]
+    index = np.arange(X.shape[0]) if rows is None else rows
+    n = len(index)
     n_k = plan.pairs.n_features
     size = (n_k + 1) ** 2
     local = w_quad is None
     out = np.zeros((n, 2 * size)) if local else np.zeros(size)
     step = max(1, tuning.chunk_elements // ((plan.pairs.cover.shape[0] + 1) * (n_k + 1)))
     for start in range(0, n, step):
-        rows = slice(start, min(n, start + step))
-        bits = _extended_bits(plan, X[rows], dtype)
+        chunk = slice(start, min(n, start + step))
+        bits = _extended_bits(plan, X, dtype, index[chunk])
         for entries in plan.widths:
             if local:
-                _add_local(plan, entries, bits, out[rows], tuning)
+                _add_local(plan, entries, bits, out[chunk], tuning)
             else:
-                _add_summed(plan, entries, bits, w_quad[rows], w_lin[rows], out, tuning)
+                _add_summed(plan, entries, bits, w_quad[chunk], w_lin[chunk], out, tuning)
     if local:
         return out[:, :size].reshape(n, n_k + 1, n_k + 1), out[:, size:].reshape(n, n_k + 1, n_k + 1)
     return out.reshape(n_k + 1, n_k + 1)
@@ -223,9 +226,10 @@ def _add_local(plan, entries, bits, out, tuning) -> None:
         out[:, columns] += (onehot.T @ gathered.T).T
 
 
-def _extended_bits(plan: InteractionPlan, X: np.ndarray, dtype) -> np.ndarray:
-    """``(n, L + 1, K + 1)`` pass bits with the phantom leaf and the pad column (all passed)."""
-    bits = passes(plan.pairs, X, dtype)
+def _extended_bits(plan: InteractionPlan, X: np.ndarray, dtype, rows: np.ndarray) -> np.ndarray:
+    """``(n, L + 1, K + 1)`` pass bits of the rows ``rows`` of ``X``, with the phantom leaf and the
+    pad column (all passed)."""
+    bits = passes(plan.pairs, X, dtype, rows)
     n, n_leaves, n_k = bits.shape
     extended = np.ones((n, n_leaves + 1, n_k + 1), dtype=bool)
     extended[:, :n_leaves, :n_k] = bits

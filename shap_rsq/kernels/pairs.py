@@ -171,9 +171,10 @@ def compile_pairs(tree: TreeTable, chosen: np.ndarray) -> PairPlan:
     )
 
 
-def passes(plan: PairPlan, X: np.ndarray, dtype=None) -> np.ndarray:
-    """``(n, L, K)`` booleans: the row passes every split on feature ``k`` of leaf ``l``'s path."""
-    left = split_decisions(plan, X, dtype)  # the plan has the split fields the LCA kernel routes by
+def passes(plan: PairPlan, X: np.ndarray, dtype=None, rows: np.ndarray | None = None) -> np.ndarray:
+    """``(n, L, K)`` booleans: the row passes every split on feature ``k`` of leaf ``l``'s path (of
+    the rows ``rows`` of ``X``, when given: only their split columns are read)."""
+    left = split_decisions(plan, X, dtype, rows)  # the plan has the split fields the LCA kernel routes by
     fails = left[:, plan.path_split] != plan.path_left  # (n, L, D)
     failed = np.zeros((len(left), plan.path_kid.shape[0], plan.n_features + 1), dtype=bool)
     leaves = np.arange(plan.path_kid.shape[0])
