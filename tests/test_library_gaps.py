@@ -174,3 +174,20 @@ def test_shap_reads_the_first_targets_base_score_for_every_xgboost_target_and_th
     raw = explainer.rsq(X, Y, multioutput="raw_values")
     expected = np.column_stack([rsq_oracle(explainer.forests[k], X, Y[:, k])[0] for k in range(2)])
     np.testing.assert_allclose(raw, expected, rtol=0, atol=1e-9)
+
+
+def test_lightgbm_reads_values_within_its_zero_threshold_as_zero():
+    # LightGBM splits negatives from zeros at -kZeroThreshold (-1.0000000180025095e-35) and reads
+    # |x| <= kZeroThreshold as 0: a row at exactly that value went left here, right in LightGBM
+    lightgbm = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.choice([-1.0, 0.0, 1.0], 400), rng.normal(size=400)]
+    y = 2 * (X[:, 0] < 0) + X[:, 1] + 0.1 * rng.normal(size=400)
+    model = lightgbm.LGBMRegressor(n_estimators=10, num_leaves=4, verbose=-1).fit(X, y)
+    rows = X[:200].copy()
+    rows[::4, 0] = -float(np.float32(1e-35))
+    explainer = RSquaredExplainer(model)
+    np.testing.assert_allclose(explainer.forest.predict(explainer.forest.cast(rows)), model.predict(rows), atol=1e-9)
+    explanation = explainer(rows, y[:200])
+    total = explanation.values.sum() + explanation.base_values.sum()
+    assert total == pytest.approx(r2_score(y[:200], model.predict(rows)), abs=1e-9)

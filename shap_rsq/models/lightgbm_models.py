@@ -150,7 +150,8 @@ def _nan_as_zero(splits: list[list[dict]]) -> tuple[np.ndarray, np.ndarray, np.n
 def _fix_lightgbm_forest(
     forest: Forest, nan_as_zero: tuple[np.ndarray, np.ndarray, np.ndarray], average: bool
 ) -> Forest:
-    """NaN routed as LightGBM routes it, and random-forest mode's average of the trees."""
+    """NaN routed as LightGBM routes it, values within its zero threshold read as 0, and
+    random-forest mode's average of the trees."""
     nodes = forest.nodes
     tree, node, zero_left = nan_as_zero
     used = tree < forest.n_trees  # early stopping may have dropped trailing trees
@@ -159,4 +160,10 @@ def _fix_lightgbm_forest(
     default[tree, node] = np.where(zero_left, nodes.left[tree, node], nodes.right[tree, node])
     # boosting='rf' predicts the mean of its trees, which shap reads as their sum
     value = nodes.value / forest.n_trees if average else nodes.value
-    return replace(forest, nodes=replace(nodes, default=default, value=value))
+    # LightGBM reads |x| <= kZeroThreshold as 0 and splits negatives from zeros at -kZeroThreshold:
+    # x equal to that threshold goes right (as 0 does), so the threshold moves just below it
+    threshold = np.where(nodes.threshold == -_K_ZERO, np.nextafter(-_K_ZERO, -np.inf), nodes.threshold)
+    return replace(forest, nodes=replace(nodes, default=default, value=value, threshold=threshold))
+
+
+_K_ZERO = float(np.float32(1e-35))  # LightGBM's kZeroThreshold, a float literal widened to double
