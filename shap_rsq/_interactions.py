@@ -117,7 +117,8 @@ class InteractionShares:
     def shap_interaction_values(
         self, X: Any, y: Any = None, tree_limit: int | None = None, *, sample_weight: Any = None
     ) -> np.ndarray:
-        """SHAP interaction values of the predictions (shap's, unchanged).
+        """SHAP interaction values of the predictions (shap's, of the trees as read and fixed where
+        shap reads the model wrong: docs/models.md), or per-row interaction shares of R² with ``y``.
 
         Parameters
         ----------

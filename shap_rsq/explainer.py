@@ -48,11 +48,11 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
     Parameters
     ----------
     model : tree model
-        A fitted single-output regressor trained with squared error:
-        scikit-learn decision trees, random forests, extra trees,
-        ``GradientBoostingRegressor`` and ``HistGradientBoostingRegressor``;
-        ``XGBRegressor`` / ``xgboost.Booster``; ``LGBMRegressor`` /
-        ``lightgbm.Booster``; ``CatBoostRegressor`` (any grow policy).
+        A fitted regressor trained with squared error: scikit-learn decision trees, random
+        forests, extra trees, ``GradientBoostingRegressor`` and ``HistGradientBoostingRegressor``;
+        ``XGBRegressor`` / ``xgboost.Booster``; ``LGBMRegressor`` / ``lightgbm.Booster``;
+        ``CatBoostRegressor`` (any grow policy).  Also forest classifiers (shares of the Brier
+        skill score) and multi-output scikit-learn and XGBoost regressors (docs/classification.md).
     data : None
         Background data is refused: the decomposition is tree-path-dependent (its conditional
         expectations come from the trees' training cover), so there is nothing to pass here.
@@ -80,7 +80,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         evaluated in blocks sized to it, fewer worker processes run when fewer fit, and a call
         whose per-row arrays alone cannot fit is refused at once with
         :class:`~shap_rsq.engine.budget.MemoryBudgetError` (a ``ValueError``), which gives the
-        estimate and what to change.  Results do not depend on it.
+        estimate and what to change.  Results do not depend on it.  At least 1/64 GiB.
 
     Examples
     --------

@@ -103,11 +103,17 @@ def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
         return _guarded(path, "a pickle/joblib file", lambda: _load_pickle(path))
     loader, library, what = _NATIVE[kind]
     module = _import(library, f"reading {path}")
-    return _guarded(path, what, lambda: loader(module, str(path)))
+    model = _guarded(path, what, lambda: loader(module, str(path)))
+    # outside the guard, which silences the native libraries' output on stderr, this note too
+    return _best_rounds(model, path) if library == "xgboost" else model
 
 
 def _load_xgboost(xgboost: Any, path: str) -> Any:
-    booster = xgboost.Booster(model_file=path)
+    return xgboost.Booster(model_file=path)
+
+
+def _best_rounds(booster: Any, path: Path) -> Any:
+    """The booster's rounds up to the best one when the file records early stopping."""
     best = booster.attr("best_iteration")
     rounds = booster.num_boosted_rounds()
     if best is None or int(best) + 1 >= rounds:

@@ -29,7 +29,8 @@ __all__ = ["ModelInfo", "UnsupportedModelError", "inspect_model", "read_forests"
 _SUPPORTED = (
     "scikit-learn DecisionTreeRegressor, ExtraTreeRegressor, RandomForestRegressor, ExtraTreesRegressor, "
     "GradientBoostingRegressor, HistGradientBoostingRegressor; XGBRegressor or xgboost.Booster; "
-    "LGBMRegressor or lightgbm.Booster; CatBoostRegressor"
+    "LGBMRegressor or lightgbm.Booster; CatBoostRegressor; and forest classifiers (RandomForestClassifier, "
+    "ExtraTreesClassifier, DecisionTreeClassifier, ExtraTreeClassifier)"
 )
 
 
