@@ -223,17 +223,8 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
         self._check_options()
         self._forget_fit()
         threshold_rule(self.threshold)  # a malformed threshold fails here, not at the first transform
-        allow_nan = get_tags(self).input_tags.allow_nan
+        array, y = self._validate_rows(X, y)
         classifier = is_classifier(self.estimator)
-        array, y = validate_data(
-            self,
-            X,
-            y,
-            dtype=(np.float64, np.float32),
-            ensure_all_finite="allow-nan" if allow_nan else True,
-            ensure_min_samples=2,
-            y_numeric=not classifier,
-        )
         if classifier:
             check_classification_targets(y)
         y = np.asarray(y) if classifier else np.asarray(y, dtype=np.float64)
@@ -277,6 +268,33 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
                 self.bootstrap_screen_support_ = kept[:, players.of_feature]
             self.feature_rsq_se_ = np.nanstd(self.bootstrap_rsq_, axis=0, ddof=1)
         return self
+
+    def _validate_rows(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+        """scikit-learn's validation of ``(X, y)``, with the refusals that concern the shares explained."""
+        try:
+            return validate_data(
+                self,
+                X,
+                y,
+                dtype=(np.float64, np.float32),
+                ensure_all_finite="allow-nan" if get_tags(self).input_tags.allow_nan else True,
+                ensure_min_samples=2,
+                y_numeric=not is_classifier(self.estimator),
+            )
+        except ValueError as error:
+            if "1d array" in str(error):  # scikit-learn's words alone do not say why
+                raise ValueError(
+                    f"{error}: RSquaredSelector selects features by their share of one target's R² (or one "
+                    "classifier's Brier skill score); select on one column of y, or compare outputs with "
+                    "RSquaredExplainer(model).rsq(X, Y, multioutput=...)."
+                ) from error
+            if "could not convert" in str(error):
+                raise ValueError(
+                    f"X holds values that are not numbers ({error}): categorical splits have no threshold order, "
+                    "so encode categories as numbers first (e.g. OneHotEncoder, with feature_groups= to keep a "
+                    "categorical's columns together)."
+                ) from error
+            raise
 
     def _check_options(self) -> None:
         if not self.prefit:

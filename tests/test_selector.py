@@ -378,3 +378,13 @@ def test_a_polars_frame_fits_the_estimator_under_its_names_as_select_from_model_
     by_name = RSquaredSelector(tree, feature_groups={"body": ["age", "bmi"]})
     by_position = clone(by_name).set_params(feature_groups={"body": [0, 1]})
     np.testing.assert_allclose(by_name.fit(frame, y).player_rsq_, by_position.fit(X, y).player_rsq_, atol=1e-12)
+
+
+def test_targets_and_rows_it_cannot_select_on_are_refused_by_name(data):
+    # scikit-learn's own messages said "y should be a 1d array" and "could not convert string to float"
+    X, y = data
+    with pytest.raises(ValueError, match=r"1d array.*: RSquaredSelector selects features by their share of one"):
+        RSquaredSelector(tree()).fit(X, np.column_stack([y, y]))
+    frame = pd.DataFrame(X).set_axis([f"x{j}" for j in range(X.shape[1])], axis=1).assign(color="red")
+    with pytest.raises(ValueError, match=r"X holds values that are not numbers .* encode categories as numbers"):
+        RSquaredSelector(tree()).fit(frame, y)
