@@ -284,8 +284,9 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
         except ValueError as error:
             if "1d array" in str(error):  # scikit-learn's words alone do not say why
                 raise ValueError(
-                    f"{error}: RSquaredSelector selects features by their share of one target's R² (or one "
-                    "classifier's Brier skill score); select on one column of y, or compare outputs with "
+                    f"{str(error).rstrip('.')}: RSquaredSelector selects features by their share of one "
+                    "target's R² (or one classifier's Brier skill score); select on one column of y, or compare "
+                    "outputs with "
                     "RSquaredExplainer(model).rsq(X, Y, multioutput=...)."
                 ) from error
             if "could not convert" in str(error):
