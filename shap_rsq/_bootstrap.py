@@ -74,12 +74,13 @@ def bootstrap_shares(
     n = len(y)
     players = PlayerMap.single(X.shape[1]) if players is None else players
     draws = [resample(np.arange(n), random_state=random_state) for _ in range(n_bootstrap)]
-    replicates = np.stack(
-        Parallel(n_jobs=n_jobs)(
+    shares, kept = zip(
+        *Parallel(n_jobs=n_jobs)(
             delayed(_replicate)(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players) for rows in draws
-        )
+        ),
+        strict=True,
     )
-    return replicates[:, 0], replicates[:, 1] > 0
+    return np.vstack(shares), np.vstack(kept)
 
 
 def selection_frequency(shares: np.ndarray, kept: np.ndarray | None, rule, limit: int | None) -> np.ndarray:
@@ -122,15 +123,17 @@ def check_replicates(shares: np.ndarray, *, out_of_bag: bool, screen: bool = Fal
         )
 
 
-def _replicate(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players: PlayerMap) -> np.ndarray:
-    """``(2, n_players)``: the replicate's shares, and 1 for the players its screen kept."""
+def _replicate(
+    estimator, X, y, w, fit_params, rows, screen, out_of_bag, players: PlayerMap
+) -> tuple[np.ndarray, np.ndarray]:
+    """The replicate's shares ``(n_players,)``, and the players its screen kept."""
     n = len(y)
     Xb, yb, wb = _safe_indexing(X, rows), y[rows], w[rows]
     params = subset_params(fit_params, rows, n)
     try:
         columns, _, model = screen_and_fit(estimator, Xb, yb, wb, params, screen, players=players)
     except UndefinedScoreError:  # the screen ranks by in-sample shares, undefined on a draw of one target value
-        return np.vstack([np.full(players.n_players, np.nan), np.ones(players.n_players)])
+        return np.full(players.n_players, np.nan), np.ones(players.n_players, dtype=bool)
     if out_of_bag:
         del Xb  # as large as X: drop it before the out-of-bag rows are copied
         held = np.setdiff1d(np.arange(n), rows)
@@ -139,10 +142,10 @@ def _replicate(estimator, X, y, w, fit_params, rows, screen, out_of_bag, players
         Xe, ye, we = _take(Xb, None, columns), yb, wb
     groups = players.explainer_groups(columns)
     moments = evaluate(model, Xe, ye, we, per_row=False, groups=groups, held_out=out_of_bag)
-    kept = players.embed(np.ones(len(moments.a)), columns)
+    kept = players.embed(np.ones(len(moments.a)), columns) > 0
     if not moments.sst > 0:  # its rows share one target value (one class): R² is undefined there
-        return np.vstack([np.full(players.n_players, np.nan), kept])
-    return np.vstack([players.embed(moments.shares, columns), kept])
+        return np.full(players.n_players, np.nan), kept
+    return players.embed(moments.shares, columns), kept
 
 
 def _take(X: Any, rows: np.ndarray | None, columns: np.ndarray) -> Any:

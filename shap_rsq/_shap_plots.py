@@ -31,11 +31,7 @@ _SUMMED_WORDS = {
     "$f(x)$": "model R²",
 }
 # a slice of the rows or features: its shares and base values do not add up to the model's R²
-_PART_WORDS = {
-    **{word: text for word, text in _SUMMED_WORDS.items() if word not in ("$E[f(X)]$", "$f(x)$")},
-    "$E[f(X)]$": "these rows' part of the R² of E f",
-    "$f(x)$": "sum shown",
-}
+_PART_WORDS = {**_SUMMED_WORDS, "$E[f(X)]$": "these rows' part of the R² of E f", "$f(x)$": "sum shown"}
 _ROW_WORDS = {
     "SHAP value (impact on model output)": "row's share of R², times n (percentage points)",
     "SHAP value": "row's share of R², times n (percentage points)",

@@ -7,7 +7,6 @@ pandas, scikit-learn nor shap (which take seconds to load).
 from __future__ import annotations
 
 import argparse
-import errno
 import importlib.util
 import os
 import sys
@@ -271,8 +270,8 @@ def _check_destination(path: str | None, option: str) -> None:
     try:
         with tempfile.TemporaryFile(dir=target.parent):
             pass
-        if target.exists() and not os.access(target, os.W_OK):
-            raise PermissionError(errno.EACCES, "permission denied")
     except OSError as error:
-        reason = error.strerror or str(error)
-        raise InputError(f"{option} {path}: cannot create a file in {target.parent} ({reason.lower()}).") from None
+        reason = (error.strerror or str(error)).lower()
+        raise InputError(f"{option} {path}: cannot create a file in {target.parent} ({reason}).") from None
+    if target.exists() and not os.access(target, os.W_OK):
+        raise InputError(f"{option} {path}: the file exists and cannot be written (permission denied).")

@@ -91,8 +91,7 @@ def model_inputs(
     # matching them by position put a reordered table's columns on the wrong features
     # names a library makes up for arrays match by name too when the header holds every one of them
     # (the API matches them so): by position, a reordered table put its columns on other features
-    header = {str(c).replace(" ", "_") for c in others}
-    named = bool(model_names) and all(str(m).replace(" ", "_") in header for m in model_names)
+    named = bool(model_names) and set(model_names) <= set(others)
     by_name = bool(model_names) and (named or not generic_names(model_names, family))
     if by_name:
         _refuse_features_as(frame, target, weight, model_names)  # type: ignore[arg-type]
