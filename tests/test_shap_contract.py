@@ -231,7 +231,8 @@ def test_trees_handed_to_shap_keep_nodes_no_training_row_reached():
     from oracle import tree_shap_oracle
     from sklearn.tree import DecisionTreeRegressor
 
-    from shap_rsq.models.forest import Forest, NodeArrays
+    from shap_rsq.models.forest import Forest
+    from shap_rsq.models.node_arrays import NodeArrays
     from shap_rsq.models.shap_trees import forest_model
 
     X, y, _ = make_data(seed=7)

@@ -38,7 +38,8 @@ from ..kernels.hybrid_tree import HybridUnit, plan_pieces
 from ..kernels.lca_tree import LcaUnit, lca_work
 from ..kernels.pairs import choose_pair_nodes, node_costs
 from ..kernels.small_trees import HeapUnit, ObliviousUnit
-from ..models.forest import Forest, NodeArrays
+from ..models.forest import Forest
+from ..models.node_arrays import NodeArrays
 from ..tuning import DEFAULT_TUNING, Tuning
 
 __all__ = ["KERNELS", "Kernel", "build_units"]

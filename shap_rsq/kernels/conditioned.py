@@ -28,7 +28,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..models.forest import TreeTable, cover_fractions
+from ..models.forest import TreeTable
+from ..models.node_arrays import cover_fractions
 from .lca import gauss_legendre
 from .lca_cells import rows_of
 from .sparse import OneHot

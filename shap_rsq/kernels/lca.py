@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..models.forest import goes_left
+from ..models.node_arrays import goes_left
 from ..tuning import DEFAULT_TUNING, Tuning
 from .lca_blocks import ChunkBlocks, plan_blocks
 from .lca_cells import Cells, scatter_features

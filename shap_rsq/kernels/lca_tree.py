@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..models.forest import NodeArrays, TreeTable
+from ..models.forest import TreeTable
+from ..models.node_arrays import NodeArrays
 from ..tuning import DEFAULT_TUNING, Tuning
 from . import lca
 from .conditioned import (

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..models.forest import TreeTable, cover_fractions
+from ..models.forest import TreeTable
+from ..models.node_arrays import cover_fractions
 
 __all__ = ["Paths", "subtree_features", "tree_paths"]
 

@@ -18,7 +18,7 @@ from math import factorial
 
 import numpy as np
 
-from ..models.forest import NodeArrays, cover_fractions, goes_left
+from ..models.node_arrays import NodeArrays, cover_fractions, goes_left
 from .sparse import ranges
 
 __all__ = ["HeapBatch", "heap_layout", "oblivious_trees"]

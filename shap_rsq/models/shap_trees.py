@@ -12,7 +12,7 @@ reading.
 shap refuses path-dependent values for trees with a node no training row reached (cover 0): its
 TreeSHAP divides by a child's cover fraction on the paths a row does not take.  Those nodes get
 a cover ``1e-300`` times their parent's instead (half their parent's below a split nobody
-reached, as :func:`~shap_rsq.models.forest.cover_fractions` splits it): a fraction that small
+reached, as :func:`~shap_rsq.models.node_arrays.cover_fractions` splits it): a fraction that small
 changes no digit of the values (tested against subset enumeration on zero covers), and CatBoost's
 Depthwise trees have such leaves.
 """

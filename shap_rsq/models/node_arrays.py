@@ -1,0 +1,157 @@
+"""Node arrays of many trees at once: routing rows, reach probabilities and cover fractions.
+
+Trees are padded to one ``(T, N)`` table so that structure (depth, reach probability) and
+routing are computed for all trees together, level by level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..tuning import DEFAULT_TUNING
+
+if TYPE_CHECKING:
+    from .forest import TreeTable
+
+__all__ = ["NodeArrays", "cover_fractions", "goes_left"]
+
+_ROUTE_ELEMENTS = DEFAULT_TUNING.route_elements  # rows x trees routed at once (see Tuning.route_elements)
+
+
+def goes_left(x: np.ndarray, threshold: np.ndarray, default_left: np.ndarray, has_nan: bool = True) -> np.ndarray:
+    """The routing rule of every supported library: ``x <= threshold`` goes left, NaN to the default child.
+
+    ``has_nan=False`` skips the NaN test for values known to hold none (the caller checked once).
+    """
+    left = x <= threshold
+    return np.where(np.isnan(x), default_left, left) if has_nan else left
+
+
+@dataclass(frozen=True)
+class NodeArrays:
+    """Node arrays of many trees padded to ``(T, N)``, with structure computed for all trees at once.
+
+    ``depth`` is -1 for padding nodes; ``mass`` is the probability of reaching a
+    node when every feature is unknown (products of cover fractions).
+    """
+
+    left: np.ndarray
+    right: np.ndarray
+    default: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    value: np.ndarray
+    cover: np.ndarray
+    n_nodes: np.ndarray  # (T,) real nodes of each tree
+    depth: np.ndarray
+    mass: np.ndarray
+
+    @classmethod
+    def from_padded(cls, **fields: np.ndarray) -> NodeArrays:
+        """Padded node arrays (the fields but ``depth`` and ``mass``), with those two computed."""
+        depth, mass = _reach(fields["left"], fields["right"], fields["cover"])
+        return cls(**fields, depth=depth, mass=mass)
+
+    @classmethod
+    def stack(cls, trees: tuple[TreeTable, ...]) -> NodeArrays:
+        """Pad single trees' arrays (in order) to one ``(T, N)`` table."""
+        width = max(tree.n_nodes for tree in trees)
+        shape = (len(trees), width)
+        fields = {name: np.full(shape, -1, dtype=np.int64) for name in ("left", "right", "default")}
+        fields.update({name: np.zeros(shape, dtype=np.int64) for name in ("feature",)})
+        fields.update({name: np.zeros(shape) for name in ("threshold", "value", "cover")})
+        for t, tree in enumerate(trees):
+            for name, array in fields.items():
+                array[t, : tree.n_nodes] = getattr(tree, name)
+        return cls.from_padded(**fields, n_nodes=np.array([tree.n_nodes for tree in trees], dtype=np.int64))
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        """Whether each node is a leaf (padding nodes count as leaves)."""
+        return self.left < 0
+
+    def leaf_values(self, X: np.ndarray, trees: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
+        """``(n, len(trees))`` value of the leaf each row reaches in each of ``trees``, all trees
+        routed at once level by level (rows in blocks, so memory stays bounded).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The rows.
+        trees : ndarray of int
+            Which trees.
+        dtype : dtype, optional
+            The precision thresholds are compared in.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, len(trees))
+            Leaf values.
+        """
+        out = np.empty((X.shape[0], len(trees)))
+        t = np.asarray(trees)[None, :]
+        levels = int(self.depth[trees].max(initial=0))
+        step = max(1, _ROUTE_ELEMENTS // max(1, len(trees)))
+        for start in range(0, X.shape[0], step):
+            rows = np.arange(start, min(X.shape[0], start + step))[:, None]
+            node = np.zeros((rows.shape[0], t.shape[1]), dtype=np.int64)
+            for _ in range(levels):
+                left = self.left[t, node]
+                x = X[rows, self.feature[t, node]]
+                x = x if dtype is None else x.astype(dtype)
+                go_left = goes_left(x, self.threshold[t, node], self.default[t, node] == left)
+                node = np.where(left < 0, node, np.where(go_left, left, self.right[t, node]))
+            out[rows[:, 0]] = self.value[t, node]
+        return out
+
+    @property
+    def tree_depth(self) -> np.ndarray:
+        """Each tree's depth."""
+        return self.depth.max(axis=1)
+
+    @property
+    def tree_mean(self) -> np.ndarray:
+        """Cover-weighted mean of each tree's leaves, ``c_t = m_{t, empty}``."""
+        return np.sum(np.where(self.is_leaf & (self.depth >= 0), self.mass * self.value, 0.0), axis=1)
+
+
+def cover_fractions(cover: np.ndarray, left_cover: np.ndarray, right_cover: np.ndarray):
+    """Fractions of a split's cover going left and right; a split nobody reached splits evenly.
+
+    Parameters
+    ----------
+    cover : ndarray
+        The splits' covers.
+    left_cover, right_cover : ndarray
+        Their children's covers.
+
+    Returns
+    -------
+    left, right : ndarray
+        The fractions.
+    """
+    reached = cover > 0
+    safe = np.where(reached, cover, 1.0)
+    return np.where(reached, left_cover / safe, 0.5), np.where(reached, right_cover / safe, 0.5)
+
+
+def _reach(left: np.ndarray, right: np.ndarray, cover: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Depth and reach probability of every node, one level of all trees at a time."""
+    depth = np.full(left.shape, -1, dtype=np.int64)
+    mass = np.zeros(left.shape)
+    depth[:, 0] = 0
+    mass[:, 0] = 1.0
+    level = 0
+    while True:
+        t, u = np.nonzero((depth == level) & (left >= 0))
+        if t.size == 0:
+            return depth, mass
+        lo, hi = left[t, u], right[t, u]
+        to_left, to_right = cover_fractions(cover[t, u], cover[t, lo], cover[t, hi])
+        depth[t, lo] = depth[t, hi] = level + 1
+        mass[t, lo] = mass[t, u] * to_left
+        mass[t, hi] = mass[t, u] * to_right
+        level += 1
