@@ -13,11 +13,10 @@ which keeps it small on the leaf-wise trees of LightGBM (level-wise trees of dep
 and more carry too many states: the LCA kernel takes them).
 
 Each node runs on the distinct decisions of its own subtree (its *sub-patterns*)
-over the distinct rows, so nodes near the leaves cost almost nothing.  Only the
-global (``rsq``) mode is computed here: pattern weights enter at the root and
-one reverse pass gives every feature's gradient, integrated over ``q`` with
-Gauss-Legendre quadrature, with the LCA kernel's number of nodes (exact: a leaf
-pair's integrand has degree below the number of features on the two paths).
+over the distinct rows, so nodes near the leaves cost almost nothing.  This module
+compiles a tree's nodes and states (:func:`compile_junction`), finds the
+sub-patterns and counts the work; ``kernels.conditioned_passes`` runs the
+recursion on them.
 """
 
 from __future__ import annotations
@@ -30,22 +29,20 @@ import numpy as np
 
 from ..models.forest import TreeTable
 from ..models.node_arrays import cover_fractions
-from .lca import gauss_legendre
-from .lca_cells import rows_of
-from .sparse import OneHot
 
 __all__ = [
+    "JunctionNode",
     "JunctionPlan",
+    "SubPatterns",
     "compile_junction",
     "expected_junction_work",
-    "gradient_on_patterns",
     "junction_work",
     "sub_patterns",
 ]
 
 
 @dataclass(frozen=True)
-class _Node:
+class JunctionNode:
     """One split, with the states it computes on.
 
     A state is a known/unknown assignment (bit 1 = known) of ``bits``: first the
@@ -72,6 +69,7 @@ class _Node:
 
     @property
     def n_open(self) -> int:
+        """States bits that stay open above this node (all but the closing ones)."""
         return self.n_bits - len(self.closing)
 
 
@@ -83,7 +81,7 @@ class JunctionPlan:
     split_feature: np.ndarray
     split_threshold: np.ndarray
     split_default_left: np.ndarray
-    nodes: tuple[_Node, ...]
+    nodes: tuple[JunctionNode, ...]
     n_q: int
     node_states: np.ndarray  # states of each node (2^bits)
     node_leaves: np.ndarray  # leaves below each node
@@ -142,7 +140,7 @@ def compile_junction(tree: TreeTable) -> JunctionPlan | None:
             for k, v in zip(maps["known"], maps["unknown"], strict=True)
         )
         nodes.append(
-            _Node(
+            JunctionNode(
                 split=split_of[u],
                 children=tuple(position.get(c, -1) for c in kids),
                 leaf=tuple(value[c] if left[c] < 0 else 0.0 for c in kids),
@@ -226,7 +224,7 @@ def _state_map(n_bits: int, sources: tuple[int, ...], halved: bool, known: int) 
 
 
 @dataclass(frozen=True)
-class _Patterns:
+class SubPatterns:
     """A node's distinct sub-patterns: each one's decision (True = left) and children's sub-patterns."""
 
     count: int
@@ -234,12 +232,12 @@ class _Patterns:
     child: tuple[np.ndarray, np.ndarray]
 
 
-def sub_patterns(plan: JunctionPlan, left: np.ndarray) -> tuple[list[_Patterns], np.ndarray]:
+def sub_patterns(plan: JunctionPlan, left: np.ndarray) -> tuple[list[SubPatterns], np.ndarray]:
     """Each node's distinct sub-patterns over rows with split decisions ``left (m, splits)``
     (postorder), and the root's sub-pattern of each row."""
     m = left.shape[0]
     row_pattern: list[np.ndarray] = []
-    out: list[_Patterns] = []
+    out: list[SubPatterns] = []
     zeros = np.zeros(m, dtype=np.int64)
     for node in plan.nodes:
         child = [row_pattern[c] if c >= 0 else zeros for c in node.children]
@@ -257,7 +255,7 @@ def sub_patterns(plan: JunctionPlan, left: np.ndarray) -> tuple[list[_Patterns],
         row_pattern.append(inverse)
         rest, right = np.divmod(distinct, n_child[1])
         decision, left_child = np.divmod(rest, n_child[0])
-        out.append(_Patterns(len(distinct), decision.astype(bool), (left_child, right)))
+        out.append(SubPatterns(len(distinct), decision.astype(bool), (left_child, right)))
     return out, row_pattern[-1]
 
 
@@ -267,154 +265,7 @@ def expected_junction_work(plan: JunctionPlan, n_rows: int, per_leaf: float) -> 
     return float(plan.n_q * plan.node_states @ np.minimum(per_leaf * plan.node_leaves, n_rows))
 
 
-def junction_work(plan: JunctionPlan, patterns: list[_Patterns]) -> float:
+def junction_work(plan: JunctionPlan, patterns: list[SubPatterns]) -> float:
     """States x sub-patterns x quadrature nodes, summed over the nodes: the elements of the arrays
     one pass of the recursion touches."""
     return float(plan.n_q * sum((1 << node.n_bits) * p.count for node, p in zip(plan.nodes, patterns, strict=True)))
-
-
-def gradient_on_patterns(
-    plan: JunctionPlan, patterns: list[_Patterns], root_pattern: np.ndarray, w_quad: np.ndarray, w_lin: np.ndarray
-) -> np.ndarray:
-    """Shapley values of ``sum_u w_quad[u] m_S(x_u)^2 + w_lin[u] m_S(x_u)`` per local feature ``(K,)``
-    over distinct rows ``u`` with weights ``(m,)``, from their :func:`sub_patterns`."""
-    q, gl = gauss_legendre(plan.n_q)
-    values: list[tuple[np.ndarray, np.ndarray]] = []
-    saved = []
-    for node, pat in zip(plan.nodes, patterns, strict=True):
-        a, b, kept = _forward(node, pat, values, q)
-        values.append((a, b))
-        saved.append(kept)
-    grad = np.zeros(len(plan.features))
-    root = patterns[-1].count
-    seed = [np.bincount(root_pattern, weights=w, minlength=root) for w in (w_lin, w_quad)]
-    adjoints: list = [None] * len(plan.nodes)
-    adjoints[-1] = tuple(np.broadcast_to(s[:, None, None], (root, 1, len(q))) for s in seed)
-    for i in range(len(plan.nodes) - 1, -1, -1):
-        _backward(plan, i, patterns, saved[i], adjoints, q, gl, grad)
-        adjoints[i] = saved[i] = None
-    return grad
-
-
-def _forward(node: _Node, pat: _Patterns, values, q):
-    """``A, B (P, open states, Q)`` of one node, and what its reverse pass needs."""
-    qq = q[None, None, :]
-    goes_left = np.flatnonzero(pat.decision)
-    goes_right = np.flatnonzero(~pat.decision)
-    al, bl = _read(node, 0, values, pat.child[0], node.unknown_map[0])
-    ar, br = _read(node, 1, values, pat.child[1], node.unknown_map[1])
-    rl, rr = node.rho
-    unknown_a = rl * al + rr * ar
-    unknown_b = (2.0 * rl * rr) * (al * ar)
-    unknown_b += (rl * rl) * bl
-    unknown_b += (rr * rr) * br
-    n_known = (1 << node.n_bits) // 2 if node.conditioned else 1 << node.n_bits
-    shape = (pat.count, n_known, len(q))
-    if all(node.known_map[side] is node.unknown_map[side] for side in (0, 1)):
-        # neither child reads the split's own feature: the known branch picks from the same reads
-        d = pat.decision[:, None, None]
-        known = [np.broadcast_to(np.where(d, left, right), shape) for left, right in ((al, ar), (bl, br))]
-    else:
-        known = [np.empty(shape) for _ in range(2)]
-        for side, rows in ((0, goes_left), (1, goes_right)):
-            for k, v in enumerate(_read(node, side, values, pat.child[side][rows], node.known_map[side])):
-                known[k][rows] = v
-    if node.conditioned:
-        a = np.concatenate([np.broadcast_to(unknown_a, known[0].shape), known[0]], axis=1)
-        b = np.concatenate([np.broadcast_to(unknown_b, known[1].shape), known[1]], axis=1)
-        diff = None
-    else:
-        diff = (known[0] - unknown_a, known[1] - unknown_b)
-        a, b = unknown_a + qq * diff[0], unknown_b + qq * diff[1]
-    mixed = []
-    for _ in node.closing:
-        mixed.append((a, b))
-        a, b = (_mix(v, q) for v in (a, b))
-    return a, b, (al, ar, diff, mixed, goes_left, goes_right)
-
-
-def _mix(v: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Sum out the lowest state bit: ``q`` known, ``1 - q`` unknown."""
-    return v.reshape(v.shape[0], -1, 2, v.shape[2])[:, :, 0] + q * _bit_difference(v)
-
-
-def _read(node: _Node, side: int, values, rows: np.ndarray, states: np.ndarray | None):
-    """A child's ``A, B`` at sub-patterns ``rows`` and open ``states``: ``(rows, states, Q)``."""
-    c = node.children[side]
-    if c < 0:
-        v = node.leaf[side]
-        return v, v * v
-    a, b = values[c]
-    if a.shape[1] == 1:
-        return rows_of(a, rows), rows_of(b, rows)
-    flat = (rows[:, None] * a.shape[1] + states[None, :]).ravel()
-    shape = (len(rows), len(states), a.shape[2])
-    return (rows_of(v.reshape(-1, v.shape[2]), flat).reshape(shape) for v in (a, b))
-
-
-def _backward(plan: JunctionPlan, i: int, patterns, kept, adjoints, q, gl, grad) -> None:
-    """Send node ``i``'s adjoints to its children and add its features' gradients."""
-    node, pat = plan.nodes[i], patterns[i]
-    al, ar, diff, mixed, goes_left, goes_right = kept
-    qq = q[None, None, :]
-    ga, gb = adjoints[i]
-    for feature, (a, b) in zip(node.closing[::-1], mixed[::-1], strict=True):
-        grad[feature] += _integrated(ga * _bit_difference(a) + gb * _bit_difference(b), gl)
-        ga, gb = _unmix(ga, q), _unmix(gb, q)
-    if node.conditioned:
-        half = ga.shape[1] // 2
-        known_ga, known_gb = ga[:, half:], gb[:, half:]
-        unknown_ga, unknown_gb = ga[:, :half], gb[:, :half]
-    else:
-        grad[node.own_feature] += _integrated(ga * diff[0] + gb * diff[1], gl)
-        known_ga, known_gb = qq * ga, qq * gb
-        unknown_ga, unknown_gb = (1.0 - qq) * ga, (1.0 - qq) * gb
-    rl, rr = node.rho
-    cross = (2.0 * rl * rr) * unknown_gb
-    for side, rows, rho, other in ((0, goes_left, rl, ar), (1, goes_right, rr, al)):
-        c = node.children[side]
-        if c < 0:
-            continue
-        ga_side = rho * unknown_ga + cross * other
-        gb_side = np.broadcast_to((rho * rho) * unknown_gb, ga_side.shape).copy()
-        if node.known_map[side] is node.unknown_map[side]:  # one read of the child serves both branches
-            went = (pat.decision if side == 0 else ~pat.decision)[:, None, None]
-            np.add(ga_side, known_ga, out=ga_side, where=went)
-            np.add(gb_side, known_gb, out=gb_side, where=went)
-        else:
-            known = (rows_of(known_ga, rows), rows_of(known_gb, rows))
-            _send(plan, patterns, adjoints, c, pat.child[side][rows], node.known_map[side], *known)
-        _send(plan, patterns, adjoints, c, pat.child[side], node.unknown_map[side], ga_side, gb_side)
-
-
-def _bit_difference(v: np.ndarray) -> np.ndarray:
-    """Known minus unknown on the lowest state bit: ``(P, S/2, Q)``."""
-    pairs = v.reshape(v.shape[0], -1, 2, v.shape[2])
-    return pairs[:, :, 1] - pairs[:, :, 0]
-
-
-def _unmix(g: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """The adjoint of :func:`_mix`: ``(P, S, Q)`` to ``(P, 2 S, Q)``."""
-    return np.stack([(1.0 - q) * g, q * g], axis=2).reshape(g.shape[0], -1, g.shape[2])
-
-
-def _integrated(x: np.ndarray, gl: np.ndarray) -> float:
-    return float(x.reshape(-1, x.shape[-1]).sum(axis=0) @ gl)
-
-
-def _send(plan, patterns, adjoints, c: int, rows: np.ndarray, states, ga: np.ndarray, gb: np.ndarray) -> None:
-    """Add adjoints ``(rows, states, Q)`` of a node's reads into child ``c``'s ``(P_c, O_c, Q)``."""
-    n_q = ga.shape[2]
-    n_child, n_open = patterns[c].count, 1 << plan.nodes[c].n_open
-    if adjoints[c] is None:
-        adjoints[c] = (np.zeros((n_child, n_open, n_q)), np.zeros((n_child, n_open, n_q)))
-    if n_open == 1:
-        target = rows
-        ga, gb = ga.sum(axis=1), gb.sum(axis=1)
-    else:
-        target = (rows[:, None] * n_open + states[None, :]).ravel()
-        shape = (len(rows), len(states), n_q)
-        ga, gb = np.broadcast_to(ga, shape), np.broadcast_to(gb, shape)
-    picks = OneHot.picks(target, n_child * n_open)
-    for total, g in zip(adjoints[c], (ga, gb), strict=True):
-        picks.add_transposed(g.reshape(-1, n_q), total.reshape(-1, n_q))

@@ -24,10 +24,10 @@ from .conditioned import (
     JunctionPlan,
     compile_junction,
     expected_junction_work,
-    gradient_on_patterns,
     junction_work,
     sub_patterns,
 )
+from .conditioned_passes import gradient_on_patterns
 from .lca_local import pattern_gradients
 from .lca_plan import TreePlan, compile_tree
 
