@@ -9,6 +9,11 @@ printed.  Data: ``n`` rows of ``p = 20`` standard normal features, a nonlinear t
     python benchmarks/deep.py rf-10 lgbm-255  # chosen workloads
     python benchmarks/deep.py --list
     python benchmarks/deep.py --estimate rf-full-30   # the progress bar's time estimate only
+    python benchmarks/deep.py --jobs 2 xgb-12-10k    # also rsq with 2 worker processes
+
+With ``--jobs N`` a fresh explainer with ``n_jobs=N`` is timed as well (its worker pool started
+and the library imported in it before the timing, its plans compiled inside it), on the hardware
+TreeSHAP uses (the booster's threads), and its shares are checked equal to the one-core ones.
 """
 
 from __future__ import annotations
@@ -81,7 +86,7 @@ def _shape(model) -> tuple[int, int]:
     return int(leaves.max()), int(nodes.tree_depth.max())
 
 
-def run_one(name: str, repeat: int) -> dict:
+def run_one(name: str, repeat: int, jobs: int = 1) -> dict:
     import shap
     from sklearn.metrics import r2_score
 
@@ -100,6 +105,21 @@ def run_one(name: str, repeat: int) -> dict:
         start = time.perf_counter()
         shares = explainer.rsq(X, y)
         our_times.append(time.perf_counter() - start)
+    jobs_time, jobs_gap = float("nan"), 0.0
+    if jobs > 1:
+        import importlib
+
+        from joblib import Parallel, delayed
+
+        # start the worker pool and import the library in it: plans are still compiled inside the timing
+        Parallel(n_jobs=jobs)(delayed(importlib.import_module)("shap_rsq.engine.run") for _ in range(jobs))
+        times = []
+        for _ in range(repeat):
+            parallel = RSquaredExplainer(model, n_jobs=jobs)
+            start = time.perf_counter()
+            spread = parallel.rsq(X, y)
+            times.append(time.perf_counter() - start)
+        jobs_time, jobs_gap = statistics.median(times), float(np.max(np.abs(spread - shares)))
     mean = explainer.forest.base_offset + explainer.forest.nodes.tree_mean.sum()
     identity = r2_score(y, model.predict(X)) - r2_score(y, np.full_like(y, mean))
     units = explainer._units.units()
@@ -111,6 +131,8 @@ def run_one(name: str, repeat: int) -> dict:
         "depth": depth,
         "rsq": statistics.median(our_times),
         "treeshap": statistics.median(shap_times),
+        "rsq_jobs": jobs_time,
+        "jobs_gap": jobs_gap,
         "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
         "efficiency_gap": float(abs(shares.sum() - identity)),
         # trees with nodes given to the per-pair kernel, and trees compiled as several plans
@@ -147,6 +169,7 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--estimate", action="store_true", help="print the time estimates only")
+    parser.add_argument("--jobs", type=int, default=1, help="also time rsq with this many worker processes")
     args = parser.parse_args()
     if args.list:
         print("\n".join(WORKLOADS))
@@ -156,15 +179,17 @@ def main() -> None:
             print(estimate(name), flush=True)
         return
     if args.one:
-        print(json.dumps(run_one(args.one, args.repeat)))
+        print(json.dumps(run_one(args.one, args.repeat, args.jobs)))
         return
     print(versions())
     columns = ["workload", "n", "leaves", "depth", "pair / piece trees", "rsq (s)", "TreeSHAP (s)", "ratio"]
+    if args.jobs > 1:
+        columns += [f"rsq, {args.jobs} jobs (s)", f"{args.jobs} jobs / TreeSHAP"]
     columns.append("peak RSS (GiB)")
     print("| " + " | ".join([*columns, "efficiency gap"]) + " |")
     print("|---" * (len(columns) + 1) + "|")
     for name in args.workloads:
-        command = [sys.executable, __file__, "--one", name, "--repeat", str(args.repeat)]
+        command = [sys.executable, __file__, "--one", name, "--repeat", str(args.repeat), "--jobs", str(args.jobs)]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, check=True)
         except subprocess.TimeoutExpired:
@@ -174,10 +199,13 @@ def main() -> None:
             print(f"| {name} | failed: {error.stderr.strip().splitlines()[-1]} |", flush=True)
             continue
         r = json.loads(done.stdout.strip().splitlines()[-1])
+        if r["jobs_gap"] > 1e-12:
+            print(f"| {name} | {args.jobs} jobs differ from one core by {r['jobs_gap']:.1e} |", flush=True)
+        parallel = f"| {r['rsq_jobs']:.2f} | {r['rsq_jobs'] / r['treeshap']:.1f}x " if args.jobs > 1 else ""
         print(
             f"| {r['name']} | {r['n']} | {r['leaves']} | {r['depth']} "
             f"| {r['pair_trees']}, {r['piece_trees']} of {r['trees']} "
-            f"| {r['rsq']:.2f} | {r['treeshap']:.3f} | {r['rsq'] / r['treeshap']:.0f}x | {r['peak_gib']:.2f} "
+            f"| {r['rsq']:.2f} | {r['treeshap']:.3f} | {r['rsq'] / r['treeshap']:.0f}x {parallel}| {r['peak_gib']:.2f} "
             f"| {r['efficiency_gap']:.1e} |",
             flush=True,
         )
