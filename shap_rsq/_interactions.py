@@ -138,7 +138,7 @@ class InteractionShares:
         """
         if y is None:
             refuse_weights_without_target(sample_weight)
-            self._check_tree_limit(tree_limit)
+            tree_limit = self._shap_tree_limit(tree_limit)
             if self.model_info.shap_interactions_wrong:
                 return self._fixed_shap().shap_interaction_values(self._aligned(X, True), None, tree_limit)
             return super().shap_interaction_values(self._aligned(X, True), None, tree_limit)

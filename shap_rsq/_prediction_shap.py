@@ -40,15 +40,20 @@ class PredictionShap:
     def expected_value(self, value: Any) -> None:
         self._expected_value = value
 
-    def _check_tree_limit(self, tree_limit: int | None) -> None:
-        """Refuse ``tree_limit`` where shap is handed the trees as read and fixed here: they are one
-        ensemble, and the first trees of it are not what the model predicts with fewer iterations."""
+    def _shap_tree_limit(self, tree_limit: int | None) -> int | None:
+        """The ``tree_limit`` shap's own calls are given: the caller's, or, left out, the rounds the
+        model predicts with where shap's default stops earlier (:attr:`ModelInfo.shap_tree_limit`).
+
+        Refused where shap is handed the trees as read and fixed here: they are one ensemble, and
+        the first trees of it are not what the model predicts with fewer iterations.
+        """
         if tree_limit is not None and self.model_info.shap_explains_wrong:
             raise ValueError(
                 f"tree_limit is not available for this {self.model_info.family} model: shap's own reading of it "
                 "is wrong, so shap is given the trees as read and fixed here (docs/models.md), which know no "
                 "iterations.  Leave tree_limit out."
             )
+        return self.model_info.shap_tree_limit if tree_limit is None else tree_limit
 
     def _fixed_shap(self) -> shap.TreeExplainer:
         """shap's explainer of the trees as read and fixed here, for the calls where shap's own

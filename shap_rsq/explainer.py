@@ -328,7 +328,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         """
         if y is None:
             refuse_weights_without_target(sample_weight)
-            self._check_tree_limit(tree_limit)
+            tree_limit = self._shap_tree_limit(tree_limit)
             return super().shap_values(self._aligned(X), None, tree_limit, approximate, check_additivity, from_call)
         if tree_limit is not None or approximate:
             raise ValueError(

@@ -133,7 +133,9 @@ class Forest:
         return cls(NodeArrays.stack(tuple(trees)), float(base_offset), np.dtype(input_dtype), int(n_features))
 
     @classmethod
-    def from_ensemble(cls, ensemble, n_features: int, tree_limit: int | None = None, output: int = 0) -> Forest:
+    def from_ensemble(
+        cls, ensemble, n_features: int, tree_limit: int | None = None, output: int = 0, tree_outputs=None
+    ) -> Forest:
         """Read the padded arrays of a ``shap.explainers._tree.TreeEnsemble`` (no per-tree loop).
 
         ``output`` picks one output of a multi-output ensemble (a class's probability, a target).
@@ -148,6 +150,9 @@ class Forest:
             Use the first ``tree_limit`` trees only.
         output : int, default=0
             Which output to read.
+        tree_outputs : ndarray of int, optional
+            The output each tree adds to, where shap's parse (tree ``i``'s leaf values under output
+            ``i % n_outputs``) is wrong; the other trees' leaves read 0 for ``output``.
 
         Returns
         -------
@@ -166,7 +171,7 @@ class Forest:
             default=ensemble.children_default[rows].astype(np.int64),
             feature=np.where(leaf, 0, ensemble.features[rows]).astype(np.int64),
             threshold=ensemble.thresholds[rows].astype(np.float64),
-            value=np.where(leaf, ensemble.values[rows, :, output], 0.0).astype(np.float64),
+            value=np.where(leaf, _leaf_values(ensemble.values[rows], output, tree_outputs), 0.0).astype(np.float64),
             cover=ensemble.node_sample_weight[rows].astype(np.float64),
             n_nodes=np.asarray(ensemble.num_nodes[rows], dtype=np.int64),
         )
@@ -280,3 +285,13 @@ class Forest:
         for tree in self.trees:
             out += tree.value[tree.leaf_of(X, self.input_dtype)]
         return out
+
+
+def _leaf_values(values: np.ndarray, output: int, tree_outputs: np.ndarray | None) -> np.ndarray:
+    """Node values ``(trees, nodes)`` of one output from shap's ``(trees, nodes, outputs)``, with each
+    tree's values moved to the output it adds to when ``tree_outputs`` says shap misplaced them."""
+    if tree_outputs is None:
+        return values[:, :, output]
+    trees = np.arange(values.shape[0])
+    misplaced = values[trees, :, trees % values.shape[2]]  # where shap put each tree's values
+    return np.where((tree_outputs[: len(trees)] == output)[:, None], misplaced, 0.0)

@@ -53,6 +53,13 @@ class ModelInfo:
     shap_interactions_wrong : bool
         Whether only shap's interaction values miss those fixes (shap computes them on its own
         parse of the trees, its SHAP values through the library): they come from the fixed trees.
+    shap_tree_limit : int or None
+        The ``tree_limit`` shap's own calls get when the caller gives none, where shap's default
+        stops before the trees the model predicts with (an early-stopped ``xgboost.Booster``:
+        shap stops at ``best_iteration``, ``Booster.predict`` uses every round).
+    tree_outputs : ndarray of int or None
+        The output each tree adds to, where shap's parse puts tree ``i``'s leaf values under output
+        ``i % n_outputs`` and that is wrong; ``None`` where it is right.
     """
 
     shap_model: Any
@@ -68,6 +75,8 @@ class ModelInfo:
     bases: tuple[float, ...] | None = None
     shap_explains_wrong: bool = False
     shap_interactions_wrong: bool = False
+    shap_tree_limit: int | None = None
+    tree_outputs: np.ndarray | None = None
 
     @property
     def n_outputs(self) -> int:

@@ -118,7 +118,7 @@ def read_forests(shap_model: Any, info: ModelInfo, model_name: str) -> list[Fore
 
 def _read_forest(ensemble, info: ModelInfo, tree_limit: int | None, output: int) -> Forest:
     """One output's trees; trees that never touch it (another target's, in XGBoost) are dropped."""
-    forest = Forest.from_ensemble(ensemble, info.n_features, tree_limit, output)
+    forest = Forest.from_ensemble(ensemble, info.n_features, tree_limit, output, info.tree_outputs)
     if info.adjust is not None:
         forest = info.adjust(forest)
     if info.bases is not None:

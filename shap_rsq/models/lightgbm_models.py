@@ -72,10 +72,14 @@ def lightgbm_info(model: Any) -> ModelInfo:
 
 
 def _refuse_declared_categories(booster: Any, dump: dict) -> None:
-    """Refuse a model fitted with categorical features, even before one of them is split on.
+    """Refuse a model whose parameters declare categorical features (``lightgbm.train``'s params, or
+    pandas categories), even before one of them is split on.
 
-    Its ``predict`` then insists on the same categories in the data (LightGBM's own error, "train and
-    valid dataset categorical_feature do not match", says nothing of why), and numbers are all a
+    ``LGBMRegressor.fit(categorical_feature=...)`` leaves no trace in the booster's parameters: such
+    a model is refused only once a tree splits on one of them (a categorical split), and until then
+    its declared features get 0, as every feature no tree splits on.  A declared model's
+    ``predict`` insists on the same categories in the data (LightGBM's own error, "train and valid
+    dataset categorical_feature do not match", says nothing of why), and numbers are all a
     decomposition by thresholds can read.
     """
     declared = booster.params.get("categorical_feature") or []

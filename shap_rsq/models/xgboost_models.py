@@ -3,12 +3,14 @@ each target's base score for multi-target models (shap reads the first target's 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
+from .forest import Forest
 from .info import ModelInfo, UnsupportedModelError, as_names, refuse
 
 __all__ = ["xgboost_info"]
@@ -48,13 +50,44 @@ def xgboost_info(model: Any) -> ModelInfo:
             names = None if hasattr(X, "columns") else booster.feature_names
             return booster.predict(xgboost.DMatrix(X, missing=np.nan, feature_names=names))
 
-        # Booster.predict uses every tree; shap would stop at best_iteration
-        tree_limit = len(booster.get_dump())
+        # Booster.predict uses every tree; shap would stop at best_iteration, also in its own calls
+        tree_limit = shap_tree_limit = len(booster.get_dump())  # shap counts trees, not rounds
     else:
         predict = model.predict
-        tree_limit = None
+        tree_limit = shap_tree_limit = None
     names = as_names(booster.feature_names)
-    return ModelInfo(model, None, n_features, names, tree_limit, predict, "xgboost", outputs=outputs, bases=bases)
+    return ModelInfo(
+        model,
+        None,
+        n_features,
+        names,
+        tree_limit,
+        predict,
+        "xgboost",
+        adjust=_compared_in_float32,
+        outputs=outputs,
+        bases=bases,
+        shap_tree_limit=shap_tree_limit,
+        tree_outputs=_tree_outputs(booster, config, len(outputs)),
+    )
+
+
+def _tree_outputs(booster: Any, config: dict, n_outputs: int) -> np.ndarray | None:
+    """The target each tree adds to, where shap's reading (tree ``i`` to target ``i % targets``) is
+    wrong: a multi-target model with ``num_parallel_tree > 1`` (``XGBRFRegressor`` on several
+    targets) grows a round's parallel trees of one target next to each other."""
+    parallel = int(config["gradient_booster"].get("gbtree_model_param", {}).get("num_parallel_tree", "1"))
+    if n_outputs <= 1 or parallel <= 1:
+        return None
+    model = json.loads(booster.save_raw("json"))["learner"]["gradient_booster"]["model"]
+    return np.asarray(model["tree_info"], dtype=np.int64)
+
+
+def _compared_in_float32(forest: Forest) -> Forest:
+    """XGBoost compares ``float32(x) < split``: rows are rounded to float32 before they meet the
+    thresholds (shap reads them as ``x <= the float32 below split``, which a float64 ``x`` just above
+    that float, rounding onto it, passes in XGBoost and fails here)."""
+    return dataclasses.replace(forest, input_dtype=np.dtype(np.float32))
 
 
 def _xgboost_targets(config: dict) -> tuple[tuple[str, ...], tuple[float, ...] | None]:
