@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import shap
 from conftest import make_data
-from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor
+from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor, RandomForestRegressor
 
 from shap_rsq import RSquaredExplainer, UnsupportedModelError
 from shap_rsq.engine.run import _unit_blocks
@@ -344,3 +344,20 @@ def test_the_internal_prediction_check_raises_no_feature_name_warning(fitted_on_
         warnings.filterwarnings("error", message=".*feature names")
         shares = RSquaredExplainer(model).rsq(rows, y)
     assert np.sum(shares) > 0.5
+
+
+def test_a_used_explainer_pickles_without_its_compiled_plans_and_gives_the_same_shares():
+    # after one rsq a depth-8 forest's explainer pickled to 237 MB against 2.9 MB fresh: the plans
+    # are a cache, compiled again on first use
+    X, y, _ = make_data(seed=61, n=400)
+    model = RandomForestRegressor(6, max_depth=8, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)
+    fresh = len(pickle.dumps(explainer))
+    shares = explainer.rsq(X, y)
+    local = explainer(X, y).values
+    assert explainer._units._units  # compiled
+    assert len(pickle.dumps(explainer)) < 2 * fresh  # the forest keeps its per-tree tables (model-sized)
+    copy = pickle.loads(pickle.dumps(explainer))
+    np.testing.assert_array_equal(copy.rsq(X, y), shares)
+    np.testing.assert_array_equal(copy(X, y).values, local)
+    assert explainer._units._units  # the original keeps its plans

@@ -47,6 +47,11 @@ class UnitCache:
         self._lca_units: dict = {}  # shared by both lists: each tree compiled once
         self._interaction_plans: InteractionPlans | None = None
 
+    def __getstate__(self) -> dict:
+        # compiled plans are a cache (hundreds of MB on deep forests, against a model of a few):
+        # a pickled or copied explainer compiles them again on first use
+        return {**self.__dict__, "_units": {}, "_lca_units": {}, "_interaction_plans": None}
+
     def units(self, local: bool = False) -> list:
         """Units for global values, or for per-row values (``local``), which some trees need
         another kernel for."""
