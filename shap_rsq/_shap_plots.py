@@ -14,13 +14,14 @@ import numpy as np
 import shap
 from matplotlib.axes import Axes
 
-from ._share_label import is_whole, rows_computed
+from ._share_label import is_whole, rows_computed, transformed
 
-__all__ = ["for_shap", "shap_plot"]
+__all__ = ["for_shap", "refuse_not_shares", "shap_plot"]
 
 
 POINTS = 100.0  # shares are drawn in percentage points of R²: shap prints values with two decimals
-_PRINTED_DECIMALS = 3  # the most decimals shap's plots print (a waterfall's totals)
+# decimals shap prints: a feature's value on a bar, and a waterfall's totals (E f and f(x))
+_VALUE_DECIMALS, _TOTAL_DECIMALS = 2, 3
 
 # shap's fixed wording -> what it means on R² shares; longer keys first, as some contain others
 _SUMMED_WORDS = {
@@ -72,7 +73,12 @@ def for_shap(explanation: shap.Explanation, rows: Literal["sum", "each"] = "sum"
     shap.Explanation
         The shares in percentage points of R².
     """
+    refuse_not_shares(explanation, "for_shap")
+    if rows not in ("sum", "each"):
+        raise ValueError(f"rows must be 'sum' or 'each', got {rows!r}.")
     values = np.asarray(explanation.values, dtype=float)
+    if values.ndim == 1:
+        return _one_dimension(explanation, values, rows)
     if values.ndim != 2:
         raise ValueError(f"for_shap needs per-row shares of shape (n_rows, n_features), got shape {values.shape}.")
     base = np.broadcast_to(np.asarray(explanation.base_values, dtype=float), values.shape[:1])
@@ -83,7 +89,58 @@ def for_shap(explanation: shap.Explanation, rows: Literal["sum", "each"] = "sum"
         scale = POINTS * (rows_computed(explanation) or len(values))
         data = explanation.data if explanation.display_data is None else explanation.display_data
         return shap.Explanation(scale * values, scale * base, data=data, feature_names=names)
-    raise ValueError(f"rows must be 'sum' or 'each', got {rows!r}.")
+
+
+def _one_dimension(explanation: shap.Explanation, values: np.ndarray, rows: str) -> shap.Explanation:
+    """:func:`for_shap` of a 1-D Explanation: one feature's column (``explanation[:, name]``), one
+    row (``explanation[i]``), or the shares summed over rows (``explanation.sum(0)``)."""
+    scale = POINTS * (rows_computed(explanation) or 1)
+    base = np.asarray(explanation.base_values, dtype=float)
+    data = explanation.data if explanation.display_data is None else explanation.display_data
+    summed = any(getattr(item, "name", None) == "sum" for item in explanation.op_history or ())
+    if isinstance(explanation.feature_names, str):  # one feature's share on each row
+        if rows == "sum":
+            raise ValueError(
+                f"This Explanation holds feature {explanation.feature_names!r}'s share on each row: draw them "
+                "with rows='each' (shap.plots.scatter), or pass the whole Explanation with rows='sum'."
+            )
+        return shap.Explanation(scale * values, scale * base, data=data, feature_names=explanation.feature_names)
+    names = _names(explanation.feature_names, len(values))
+    if summed or rows_computed(explanation) is None:  # the global shares (or an Explanation made elsewhere)
+        if rows == "each":
+            raise ValueError("This Explanation is summed over rows: nothing is left per row; use rows='sum'.")
+        return shap.Explanation(POINTS * values, POINTS * float(base.sum()), feature_names=names)
+    if rows == "sum":
+        raise ValueError(
+            "This Explanation is one row: draw it with rows='each', which scales it as every row is scaled "
+            "(or pass the whole Explanation with rows='sum' for the shares)."
+        )
+    return shap.Explanation(scale * values, scale * float(base), data=data, feature_names=names)
+
+
+def refuse_not_shares(explanation: Any, what: str) -> None:
+    """Refuse shap's cohorts, and an Explanation whose values are no longer shares of R².
+
+    Parameters
+    ----------
+    explanation : object
+        What a plot was given.
+    what : str
+        The plot's name, for the message.
+    """
+    if isinstance(explanation, shap.Cohorts):
+        raise ValueError(
+            f"{what} draws the shares of one Explanation, and this is a set of cohorts: draw each one "
+            "(for name, part in cohorts.cohorts.items(): ...)."
+        )
+    operation = transformed(explanation) if isinstance(explanation, shap.Explanation) else None
+    if operation is not None:
+        raise ValueError(
+            f"{what} draws shares of R², and this Explanation went through .{operation}, after which its "
+            "values are no longer shares (a mean over rows divides them by n; .abs counts rows that take "
+            "R² away as importance): pass the Explanation as the explainer returned it, a slice of it, or "
+            "its sum over rows, explanation.sum(0)."
+        )
 
 
 def shap_plot(
@@ -131,12 +188,19 @@ def shap_plot(
     >>> plots.shap_plot(shap.plots.waterfall, explanation)  # doctest: +SKIP
     >>> plots.shap_plot(shap.plots.beeswarm, explanation, rows="each")  # doctest: +SKIP
     """
+    name = getattr(plot, "__name__", "this plot")
+    if plot in _PREDICTION_PLOTS:
+        raise ValueError(
+            f"shap.plots.{name} draws a prediction built up from a base value, and shares of R² are not "
+            "a prediction: use shap.plots.waterfall (the summed shares, or one row with rows='each')."
+        )
+    if row is not None and rows != "each":
+        raise ValueError("row= picks one row (or a feature's column) of rows='each'; rows='sum' sums the rows.")
     if plot is shap.plots.bar and rows == "each" and row is None:
         raise ValueError(
             "shap.plots.bar on every row draws the mean absolute row share, which counts rows that take R² "
             "away as importance and adds up to nothing: use rows='sum' (the shares themselves)."
         )
-    name = getattr(plot, "__name__", "this plot")
     if plot in _EVERY_ROW and rows == "sum":
         raise ValueError(f"shap.plots.{name} draws every row: use rows='each' (the sum over rows is one row).")
     if plot in _FEATURE_VALUES and explanation.data is None:
@@ -146,7 +210,7 @@ def shap_plot(
         )
     scaled = for_shap(explanation, rows)
     if row is not None:
-        scaled = scaled[:, row] if isinstance(row, str) else scaled[row]
+        scaled = _picked(scaled, row)
     scaled = _without_signed_zeros(scaled)
     if "order" in inspect.signature(plot).parameters and "order" not in options and scaled.values.ndim <= 2:
         # shap orders by |value|; a share's sign matters (a negative one takes R² away), so order by value
@@ -164,20 +228,39 @@ def shap_plot(
     return ax
 
 
-# shap's plots that draw one mark per row, and those that need the feature values to draw it
+# shap's plots that draw one mark per row, those that need the feature values to draw it, and
+# those that build a prediction up from a base value (there is none here)
 _EVERY_ROW = (shap.plots.beeswarm, shap.plots.scatter, shap.plots.violin, shap.plots.heatmap)
 _FEATURE_VALUES = (shap.plots.scatter,)
+_PREDICTION_PLOTS = (shap.plots.force, shap.plots.decision)
+
+
+def _picked(scaled: shap.Explanation, row: int | str) -> shap.Explanation:
+    """One row (an int) or one feature's column (a name) of per-row shares, checked first."""
+    if np.ndim(scaled.values) != 2:
+        raise ValueError("row= picks from every row's shares, and this Explanation is already one row or column.")
+    if isinstance(row, str):
+        if row not in scaled.feature_names:
+            shown = ", ".join(map(repr, scaled.feature_names[:8]))
+            raise ValueError(f"row={row!r} names no feature of this Explanation (its features: {shown}, ...).")
+        return scaled[:, row]
+    n_rows = len(scaled.values)
+    if not isinstance(row, (int, np.integer)) or not -n_rows <= row < n_rows:
+        raise ValueError(f"row must be a feature name or a row number below {n_rows}, got {row!r}.")
+    return scaled[int(row)]
 
 
 def _without_signed_zeros(scaled: shap.Explanation) -> shap.Explanation:
     """The Explanation with values and base values below shap's printed precision set to 0.
 
-    shap prints three decimals: the R² of ``E f`` (about -1e-6 percentage points) read "−0".
+    shap prints a bar's value with two decimals and a waterfall's totals with three: the R² of
+    ``E f`` (about -1e-6 percentage points) read "−0", and so did a share of -0.004 points.
     """
-    tiny = 0.5 * 10.0**-_PRINTED_DECIMALS
+    tiny, tiny_total = 0.5 * 10.0**-_VALUE_DECIMALS, 0.5 * 10.0**-_TOTAL_DECIMALS
     values = np.where(np.abs(scaled.values) < tiny, 0.0, scaled.values)
-    base = scaled.base_values
-    base = np.where(np.abs(base) < tiny, 0.0, base) if np.ndim(base) else (0.0 if abs(base) < tiny else float(base))
+    base = np.asarray(scaled.base_values, dtype=float)
+    base = np.where(np.abs(base) < tiny_total, 0.0, base)
+    base = base if base.ndim else float(base)
     return shap.Explanation(values, base, data=scaled.data, feature_names=scaled.feature_names)
 
 
@@ -195,6 +278,9 @@ def _rename(figure: Any, words: dict[str, str]) -> None:
             if renamed != labels:
                 axis.set_ticklabels(renamed)
         ax.title.set_text(_renamed(ax.title.get_text(), words))
+        for text in ax.texts:  # a value below the printed precision was set to 0: shap writes it "+0"
+            if text.get_text() == "+0":
+                text.set_text("0")
 
 
 def _renamed(text: str, words: dict[str, str]) -> str:

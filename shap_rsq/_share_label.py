@@ -4,7 +4,10 @@ shap's Explanation keeps ``output_names`` through every operation (row and colum
 ``sample``, ``cohorts``, ``abs.mean(0)``, copies and pickles) but no attribute of ours.  The
 plots need the number of rows the shares were computed on (a row's share is about ``1/n`` of a
 feature's) and whether every row and feature is still there (only then do the shares and base
-values add up to the model's R²): a ``str`` that reads "R²" carries both.
+values add up to the model's R²): a ``str`` that reads "R²" carries both (one per output for
+``multioutput="raw_values"``, whose output names shap slices along the last axis).  shap's
+``op_history`` tells the operations that turned the shares into something else (``abs``,
+``mean``, ...).
 """
 
 from __future__ import annotations
@@ -13,7 +16,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ShareLabel", "is_whole", "rows_computed", "share_label"]
+__all__ = ["ShareLabel", "is_whole", "rows_computed", "share_label", "transformed"]
+
+# shap's operations after which an Explanation still holds shares: picking rows, features or an
+# output (``__getitem__``, also ``sample``) and summing (over rows: the global shares)
+_SHARE_PRESERVING = frozenset({"__getitem__", "sum"})
 
 
 class ShareLabel(str):
@@ -41,11 +48,29 @@ class ShareLabel(str):
 
 
 def share_label(output_names: Any, values: np.ndarray, base_values: np.ndarray) -> Any:
-    """``output_names`` as the explainer sets them: a single "R²" becomes a :class:`ShareLabel`."""
+    """``output_names`` as the explainer sets them: a single "R²" becomes a :class:`ShareLabel`, and
+    so does each output's name of ``(rows, features, outputs)`` shares (with that output's total)."""
     if isinstance(output_names, str) and values.ndim >= 2:
         total = float(values.sum() + np.sum(base_values))
         return ShareLabel(output_names, values.shape[0], values.shape[1], total)
+    if isinstance(output_names, list) and values.ndim == 3 and len(output_names) == values.shape[2]:
+        base = np.broadcast_to(np.asarray(base_values, dtype=float), (values.shape[0], values.shape[2]))
+        totals = values.sum(axis=(0, 1)) + base.sum(axis=0)
+        return [
+            ShareLabel(str(name), values.shape[0], values.shape[1], float(total))
+            for name, total in zip(output_names, totals, strict=True)
+        ]
     return output_names
+
+
+def transformed(explanation: Any) -> str | None:
+    """The first of shap's operations on the Explanation after which its values are no longer
+    shares of R² (``abs``, ``mean``, ``max``, ``percentile``, arithmetic), or ``None``."""
+    for item in getattr(explanation, "op_history", None) or ():
+        name = getattr(item, "name", None)
+        if name not in _SHARE_PRESERVING:
+            return str(name)
+    return None
 
 
 def rows_computed(explanation: Any) -> int | None:
@@ -63,10 +88,11 @@ def is_whole(explanation: Any) -> bool:
     if not isinstance(label, ShareLabel):
         return True
     values = np.asarray(explanation.values, dtype=float)
-    if values.ndim < 1 or values.shape[-1 if values.ndim == 1 else 1] != label.n_features:
+    if transformed(explanation) or values.ndim < 1 or values.shape[-1 if values.ndim == 1 else 1] != label.n_features:
         return False
-    if values.ndim >= 2:
-        return values.shape[0] == label.n_rows
-    # one row, or the sum over rows (Explanation.sum(0)): only the sum adds up to the total
+    if values.ndim >= 2 and values.shape[0] != label.n_rows:
+        return False
+    # the rows in another order, or their sum (Explanation.sum(0)), add up to the total; one row,
+    # or every row drawn again with replacement (sample(n, replace=True)), does not
     total = float(values.sum() + np.sum(explanation.base_values))
     return abs(total - label.total) <= 1e-9 * max(1.0, abs(label.total))

@@ -20,7 +20,7 @@ import shap
 from matplotlib.axes import Axes
 
 from ._interaction_plot import interaction_heatmap
-from ._shap_plots import _names, for_shap, shap_plot
+from ._shap_plots import _names, for_shap, refuse_not_shares, shap_plot
 from ._share_label import is_whole
 from .cli.report import top_shares
 
@@ -195,6 +195,7 @@ def heatmap(
     matplotlib.axes.Axes
         The Axes holding the image (its figure also holds a colour bar).
     """
+    refuse_not_shares(explanation, "heatmap")
     values = np.asarray(explanation.values, dtype=float)
     if values.ndim != 2:
         raise ValueError(f"heatmap needs per-row shares of shape (n_rows, n_features), got shape {values.shape}.")
@@ -222,9 +223,16 @@ def heatmap(
 
 def _global(shares: Any, feature_names: Sequence[str] | None) -> tuple[pd.Series, float | None]:
     """Global shares as a Series, and the model's R² when the input carries it."""
+    refuse_not_shares(shares, "bar")
     if isinstance(shares, shap.Explanation):
         values = np.asarray(shares.values, dtype=float)
         base = np.asarray(shares.base_values, dtype=float)
+        if values.ndim == 1 and isinstance(shares.feature_names, str):
+            raise ValueError(
+                f"bar draws one share per feature; this Explanation holds feature {shares.feature_names!r}'s "
+                "share on each row (explanation[:, name]): bar the whole Explanation, or draw the column with "
+                f"plots.shap_plot(shap.plots.scatter, explanation, 'each', row={shares.feature_names!r})."
+            )
         if values.ndim == 3 and values.shape[1] == values.shape[2] and not isinstance(shares.output_names, list):
             raise ValueError(
                 f"bar draws one share per feature; this Explanation holds interaction shares of shape "

@@ -48,11 +48,14 @@ def numbers(ax) -> list[str]:
     """The signed numbers shap writes on its bars (``+17.25``, ``−2.84``), not the axis ticks."""
     ax.figure.canvas.draw()
     found = [t.get_text() for axes in ax.figure.axes for t in axes.texts]
-    return [t for t in found if re.fullmatch(r"[+\u2212][\d.]+", t)]
+    return [t for t in found if re.fullmatch(r"[+\u2212][\d.]+|0", t)]
 
 
 def shap_style(value: float) -> str:
-    """A number as shap writes it: two decimals, trailing zeros dropped, a unicode minus."""
+    """A number as shap_plot has shap write it: two decimals, trailing zeros dropped, a unicode minus;
+    "0" below the second decimal (shap wrote "+0" or "−0")."""
+    if abs(value) < 0.005:
+        return "0"
     text = re.sub(r"\.?0+$", "", f"{value:+.2f}")
     return text.replace("-", "\u2212")
 
@@ -100,7 +103,7 @@ def test_waterfall_of_one_row_prints_readable_numbers(explanation):
     drawn = numbers(ax)
     scaled = 100 * len(explanation.values) * explanation.values[0]
     assert sorted(drawn) == sorted(shap_style(v) for v in scaled)
-    assert sum(t not in ("+0", "\u22120") for t in drawn) >= 4  # shap alone printed none (test above)
+    assert sum(t != "0" for t in drawn) >= 4  # shap alone printed none (test above)
     assert any(t.startswith("row's total = ") for t in texts(ax))
     assert ax.figure.axes[0].get_xlabel() == "row's share of R², times n (percentage points)"
 
@@ -130,8 +133,10 @@ def test_beeswarm_and_scatter_label_their_axes_in_r2(explanation):
 def test_for_shap_refuses_what_it_cannot_scale(explanation):
     with pytest.raises(ValueError, match="rows must be 'sum' or 'each'"):
         plots.for_shap(explanation, "mean")
-    with pytest.raises(ValueError, match=r"shape \(n_rows, n_features\)"):
+    with pytest.raises(ValueError, match=r"one row: draw it with rows='each'"):
         plots.for_shap(explanation[0])
+    with pytest.raises(ValueError, match=r"summed over rows: nothing is left per row"):
+        plots.for_shap(explanation.sum(0), "each")
     with pytest.raises(ValueError, match=r"mean absolute row share.*use rows='sum'"):
         plots.shap_plot(shap.plots.bar, explanation, "each", show=False)
     # each of these died inside shap, on its "single instance" or on the missing feature values
@@ -159,3 +164,69 @@ def test_a_slice_keeps_each_rows_scale_and_never_says_model_r2(explanation):
         assert model_rsq in plots.bar(whole_rows, show=False).texts[-1].get_text()
     assert explanation.output_names == "R²"  # what shap's plots print, through every slice
     assert explanation[:15, :2].output_names == "R²"
+
+
+def test_what_is_no_longer_shares_is_refused_by_name(explanation):
+    # shap's own bar input, e.abs.mean(0), drew shares n times smaller, and e.abs was annotated with
+    # a "model R²" of 1.8 (the held-out R² was 0.34): their values are no longer shares
+    for transformed, operation in (
+        (explanation.abs, "abs"),
+        (explanation.mean(0), "mean"),
+        (explanation * 2, "__mul__"),
+    ):
+        with pytest.raises(ValueError, match=rf"went through \.{re.escape(operation)}, after which"):
+            plots.bar(transformed, show=False)
+        with pytest.raises(ValueError, match=rf"went through \.{re.escape(operation)}"):
+            plots.shap_plot(shap.plots.waterfall, transformed, show=False)
+    for draw in (plots.bar, plots.heatmap, lambda e, show: plots.shap_plot(shap.plots.bar, e, show=show)):
+        with pytest.raises(ValueError, match="a set of cohorts: draw each one"):
+            draw(explanation.cohorts(2), show=False)
+    with pytest.raises(ValueError, match=r"feature 'bmi''s share on each row.*row='bmi'"):
+        plots.bar(explanation[:, "bmi"], show=False)
+
+
+def test_rows_drawn_again_with_replacement_are_not_the_whole(explanation):
+    resampled = explanation.sample(len(explanation.values), replace=True, random_state=0)
+    assert "model R²" not in plots.bar(resampled, show=False).texts[-1].get_text()
+    # the rows in another order still add up to the model's R²
+    model_rsq = f"model R² = {explanation.values.sum() + explanation.base_values.sum():.3f}"
+    reordered = explanation[np.random.default_rng(0).permutation(len(explanation.values))]
+    assert model_rsq in plots.bar(reordered, show=False).texts[-1].get_text()
+
+
+def test_shaps_own_idioms_on_one_row_one_column_or_the_sum(explanation):
+    # shap users write scatter(e[:, "bmi"]) and waterfall(e[0]): the same figures as row="bmi" / row=0
+    column = plots.shap_plot(shap.plots.scatter, explanation[:, "bmi"], "each", show=False)
+    by_name = plots.shap_plot(shap.plots.scatter, explanation, "each", row="bmi", show=False)
+    points = [np.sort(np.asarray(ax.collections[0].get_offsets()), axis=0) for ax in (column, by_name)]
+    np.testing.assert_allclose(points[0], points[1])  # shap shuffles the points it draws
+    assert column.get_ylabel() == by_name.get_ylabel()
+    plt.close("all")
+    one_row = numbers(plots.shap_plot(shap.plots.waterfall, explanation[0], "each", show=False))
+    plt.close("all")
+    assert one_row == numbers(plots.shap_plot(shap.plots.waterfall, explanation, "each", row=0, show=False))
+    plt.close("all")
+    summed = texts(plots.shap_plot(shap.plots.waterfall, explanation.sum(0), show=False))
+    model_rsq = 100 * (explanation.values.sum() + explanation.base_values.sum())
+    assert any(t.startswith(f"model R² = {model_rsq:.3f}") for t in summed)
+
+
+def test_a_wrong_row_or_plot_is_refused_by_name(explanation):
+    with pytest.raises(ValueError, match=r"row='nope' names no feature of this Explanation \(its features: 'age'"):
+        plots.shap_plot(shap.plots.scatter, explanation, "each", row="nope", show=False)
+    with pytest.raises(ValueError, match="row number below 150"):
+        plots.shap_plot(shap.plots.waterfall, explanation, "each", row=150, show=False)
+    with pytest.raises(ValueError, match=r"row= picks one row .* of rows='each'"):
+        plots.shap_plot(shap.plots.waterfall, explanation, row=0, show=False)
+    for plot in (shap.plots.force, shap.plots.decision):
+        with pytest.raises(ValueError, match="shares of R² are not a prediction"):
+            plots.shap_plot(plot, explanation, "each", row=0, show=False)
+
+
+def test_a_share_below_two_decimals_reads_0(explanation):
+    # shap writes a bar's value with two decimals: -0.004 points read "−0"
+    row = plots.for_shap(explanation, "each").values[10]
+    assert np.any((np.abs(row) < 0.005) & (row != 0)), "the fixture's row 10 should hold a tiny share"
+    drawn = numbers(plots.shap_plot(shap.plots.waterfall, explanation, "each", row=10, show=False))
+    assert "0" in drawn
+    assert "\u22120" not in drawn and "+0" not in drawn
