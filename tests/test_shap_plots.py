@@ -230,3 +230,23 @@ def test_a_share_below_two_decimals_reads_0(explanation):
     drawn = numbers(plots.shap_plot(shap.plots.waterfall, explanation, "each", row=10, show=False))
     assert "0" in drawn
     assert "\u22120" not in drawn and "+0" not in drawn
+
+
+def test_each_output_of_raw_values_keeps_its_own_scale_and_total():
+    # per-output slices e[:20, :, 0] claimed a "model R²" of 0.054 (the output's was 0.861) and
+    # were scaled by the 20 rows at hand, not the 200 computed
+    from sklearn.ensemble import RandomForestRegressor
+
+    X, y, _ = make_data(seed=53, n=200)
+    Y = np.column_stack([y, 3 * X[:, 1] * X[:, 2]])
+    model = RandomForestRegressor(10, max_depth=4, random_state=0).fit(X, Y)
+    explanation = RSquaredExplainer(model)(X, Y, multioutput="raw_values")
+    for k in range(2):
+        output = explanation[..., k]
+        total = output.values.sum() + output.base_values.sum()
+        assert f"model R² = {total:.3f}" in plots.bar(output, show=False).texts[-1].get_text()
+        part = explanation[:20, :, k]
+        assert "model R²" not in plots.bar(part, show=False).texts[-1].get_text()
+        whole = plots.for_shap(output, "each").values
+        np.testing.assert_allclose(plots.for_shap(part, "each").values, whole[:20], atol=1e-12)
+        plt.close("all")
