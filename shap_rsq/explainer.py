@@ -22,6 +22,7 @@ from ._interactions import InteractionShares
 from ._prediction_shap import PredictionShap
 from ._several_outputs import SeveralOutputs
 from ._share_label import share_label
+from .engine.columns import generic_names
 from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import checked_multioutput, combine, labelled, local_output_shares
 from .engine.routing import Kernel
@@ -369,8 +370,12 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         return rows, target, weights
 
     def _names_for_matching(self) -> list[str] | None:
-        # names given to the constructor count as the model's own when the model recorded none
-        return self.model_info.feature_names or self.feature_names
+        # names given to the constructor count as the model's own when the model recorded none, or
+        # only names its library made up for an array (LightGBM's Column_0, CatBoost's '0', ...)
+        recorded = self.model_info.feature_names
+        if recorded is None or (self.feature_names is not None and generic_names(recorded, self.model_info.family)):
+            return self.feature_names
+        return recorded
 
     def _set_engine(self, kernel: Kernel = "auto", tuning: Tuning | None = None) -> RSquaredExplainer:
         """Force a kernel or a tuning for the games of every output (tests and benchmarks).

@@ -123,6 +123,23 @@ def test_lightgbm_fitted_on_an_array_matches_any_frame_by_position(rows):
     np.testing.assert_allclose(shares.to_numpy(), RSquaredExplainer(model).rsq(X, y), atol=1e-12)
 
 
+@pytest.mark.parametrize("kind", ["sklearn", "xgboost", "lightgbm", "catboost"])
+def test_names_given_for_a_model_fitted_on_an_array_match_a_frame_by_name(rows, kind):
+    # LightGBM's Column_0.. and CatBoost's '0'.. were taken for the model's own names: a frame with
+    # the given names in another order was read by position, and the strong feature x0 got 0
+    X, y = rows
+    model = _fit(kind, X, y)
+    names = ["x0", "x1", "x2", "x3", "x4"]
+    explainer = RSquaredExplainer(model, feature_names=names)
+    expected = explainer.rsq(X, y)  # an array: the shares in the model's order
+    assert np.argmax(expected) == 0
+    shuffled = pd.DataFrame(X, columns=names)[["x3", "x0", "x4", "x2", "x1"]]
+    shares = explainer.rsq(shuffled, y)
+    np.testing.assert_allclose(shares[names].to_numpy(), expected, atol=1e-12)
+    grouped = explainer.rsq(X, y, groups={"first": ["x0", "x1"]})  # the names label the array's columns
+    np.testing.assert_allclose(grouped, RSquaredExplainer(model).rsq(X, y, groups={"first": [0, 1]}), atol=1e-12)
+
+
 @pytest.mark.parametrize("kind", ["sklearn", "catboost"])
 @pytest.mark.parametrize("library", ["polars", "pyarrow"])
 def test_other_dataframe_libraries_are_read_by_name(rows, library, kind):
