@@ -31,10 +31,13 @@ class Players:
         The player of each feature, in the model's order.
     names : list of str
         One name per player: the groups' names, then the ungrouped features'.
+    n_groups : int
+        How many of the players are groups (the first ones).
     """
 
     of_feature: np.ndarray
     names: list[str]
+    n_groups: int = 0
 
     @property
     def key(self) -> tuple[int, ...]:
@@ -42,11 +45,20 @@ class Players:
         return tuple(self.of_feature.tolist())
 
 
-def resolve_groups(groups: Any, feature_names: Sequence[str] | None, n_features: int) -> Players:
+def resolve_groups(
+    groups: Any,
+    feature_names: Sequence[str] | None,
+    n_features: int,
+    labels: Sequence | None = None,
+    order: Sequence[int] | None = None,
+) -> Players:
     """Map ``groups`` (name to columns) onto the features; raise ``ValueError`` naming any problem.
 
     Columns are given by name when ``feature_names`` are known (a DataFrame, or a model that recorded
-    names), or by position (an int) in the model's feature order.
+    names), or by position (an int).  For a DataFrame (its ``labels`` as it holds them and ``order``,
+    as in :class:`~shap_rsq.engine.validation.Rows`) an int that labels one of its columns names
+    that column, as ``frame[[0, 1]]`` reads it, and any other int is a position among the frame's
+    columns as given; for an array, a position in the model's feature order.
     """
     if not isinstance(groups, Mapping) or not groups:
         raise ValueError(
@@ -70,8 +82,9 @@ def resolve_groups(groups: Any, feature_names: Sequence[str] | None, n_features:
         for j, name in enumerate(names):
             index.setdefault(name, j)  # the first of duplicated names, as list.index found it
     owner = np.full(n_features, -1, dtype=np.int64)
+    feature_of = _frame_positions(labels, order, n_features)
     for g, (group, columns) in enumerate(groups.items()):
-        positions = _positions(str(group), columns, names, index, n_features)
+        positions = _positions(str(group), columns, names, index, n_features, feature_of)
         taken = positions[owner[positions] >= 0]
         if taken.size:
             other = list(groups)[owner[taken[0]]]
@@ -86,27 +99,54 @@ def resolve_groups(groups: Any, feature_names: Sequence[str] | None, n_features:
     if clash:
         raise ValueError(f"Group name {clash[0]!r} is also the name of an ungrouped feature; rename the group.")
     owner[single] = len(groups) + np.arange(len(single))
-    return Players(owner, player_names)
+    return Players(owner, player_names, len(groups))
+
+
+def _frame_positions(labels: Sequence | None, order: Sequence[int] | None, n_features: int) -> dict | None:
+    """For a DataFrame, the model feature an int column means: its integer labels first (as pandas
+    reads them), then the positions of its columns as given; ``None`` for an array."""
+    if labels is None:
+        return None
+    as_given = np.arange(n_features) if order is None else np.argsort(np.asarray(order))
+    feature_of: dict = {("position", k): int(j) for k, j in enumerate(as_given)}
+    for j, label in enumerate(labels):
+        if isinstance(label, Integral) and not isinstance(label, bool):
+            feature_of["label", int(label)] = j
+    return feature_of
 
 
 def _positions(
-    group: str, columns: Any, names: list[str] | None, index: dict[str, int] | None, n_features: int
+    group: str,
+    columns: Any,
+    names: list[str] | None,
+    index: dict[str, int] | None,
+    n_features: int,
+    feature_of: dict | None = None,
 ) -> np.ndarray:
     if isinstance(columns, (str, bytes)) or not isinstance(columns, Sequence | np.ndarray):
         raise ValueError(f"Group {group!r} must list its columns (a list of names or positions); got {columns!r}.")
     if len(columns) == 0:
         raise ValueError(f"Group {group!r} has no columns.")
-    positions = [_position(group, column, names, index, n_features) for column in columns]
+    positions = [_position(group, column, names, index, n_features, feature_of) for column in columns]
     if len(set(positions)) < len(positions):
         raise ValueError(f"Group {group!r} lists a column twice.")
     return np.array(positions, dtype=np.int64)
 
 
-def _position(group: str, column: Any, names: list[str] | None, index: dict[str, int] | None, n_features: int) -> int:
+def _position(
+    group: str,
+    column: Any,
+    names: list[str] | None,
+    index: dict[str, int] | None,
+    n_features: int,
+    feature_of: dict | None = None,
+) -> int:
     if isinstance(column, Integral) and not isinstance(column, bool):
+        if feature_of is not None and ("label", int(column)) in feature_of:
+            return feature_of["label", int(column)]
         if not 0 <= column < n_features:
             raise ValueError(f"Group {group!r}: column {column} is out of range for {n_features} features.")
-        return int(column)
+        return int(column) if feature_of is None else feature_of["position", int(column)]
     if names is None or index is None:
         raise ValueError(
             f"Group {group!r} names column {column!r}, but the features have no names here: "
@@ -136,11 +176,15 @@ def player_index(columns: list | None, players: Players | None) -> pd.Index | No
     """Labels of the values: the players' names when grouped, else the columns' (``None`` for arrays).
 
     ``columns`` are the rows' labels as the DataFrame holds them (:attr:`Rows.labels`): a frame with
-    integer column names gets results indexed by those integers.
+    integer column names gets results indexed by those integers, its ungrouped columns too.
     """
-    if players is not None:
-        return pd.Index(players.names) if columns is not None else None
-    return None if columns is None else pd.Index(columns)
+    if columns is None:
+        return None
+    if players is None:
+        return pd.Index(columns)
+    column_of = np.empty(len(players.names), dtype=np.int64)
+    column_of[players.of_feature] = np.arange(len(players.of_feature))  # an ungrouped player's one column
+    return pd.Index([*players.names[: players.n_groups], *(columns[j] for j in column_of[players.n_groups :])])
 
 
 def position_labels(players: Players, n_groups: int) -> list[str | int]:

@@ -54,7 +54,7 @@ class SeveralOutputs:
         rows = check_rows(X, info.n_features, self._names_for_matching(), info.family, 2 if require_variance else 1)
         weights = check_weights(sample_weight, rows.array)
         Y = np.asarray(y, dtype=np.float64) if one_hot else target_columns(y, info, rows.array.shape[0])
-        players = self._players(groups, rows.columns)
+        players = self._players(groups, rows)
         if local:
             n_players = info.n_features if players is None else len(players.names)
             check_output_rows(rows.array.shape[0], n_players, len(info.outputs), self._tuning.memory_budget)

@@ -27,7 +27,7 @@ from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import checked_multioutput, combine, labelled, local_output_shares
 from .engine.routing import Kernel
 from .engine.run import Decomposition, UnitCache, check_row_totals, decompose
-from .engine.validation import check_rows, check_target, check_weights, weighted_mean
+from .engine.validation import Rows, check_rows, check_target, check_weights, weighted_mean
 from .models.inspect import ModelInfo, inspect_model, read_forests
 from .tuning import DEFAULT_TUNING, Tuning
 
@@ -173,13 +173,13 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
             return labelled(shares, games.names, self.model_info, "rsq")
         checked_multioutput(multioutput, self.model_info)
         if is_dask_array(X):
-            players = self._players(groups, self._names_for_matching())
+            players = self._players(groups, None)
             forests, caches = self._game_sets.get(players)
             check = self._prediction_check.sample
             n_features = self.model_info.n_features
             return rsq_over_blocks(forests[0], caches[0].units(), X, y, sample_weight, n_features, check)
         rows, target, weights, sst = self._inputs(X, y, sample_weight)
-        players = self._players(groups, rows.columns)
+        players = self._players(groups, rows)
         result = self._decompose(rows.array, target, weights, local=False, players=players)
         names = player_index(rows.labels, players)
         return result.values / sst if names is None else pd.Series(result.values / sst, index=names, name="rsq")
@@ -217,7 +217,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
             games = self._output_games(X, y, sample_weight, None, local=local, require_variance=False, groups=groups)
             return games.values if local else labelled(games.values, games.names, self.model_info, "loss_reduction")
         rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=False)
-        players = self._players(groups, rows.columns)
+        players = self._players(groups, rows)
         result = self._decompose(rows.array, target, weights, local=local, players=players)
         names = player_index(rows.labels, players)
         if names is not None and not local:
@@ -346,7 +346,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
             return values, base, games.rows, games.names, names
         checked_multioutput(multioutput, self.model_info)
         rows, target, weights, sst = self._inputs(X, y, sample_weight)
-        players = self._players(groups, rows.columns)
+        players = self._players(groups, rows)
         result = self._decompose(rows.array, target, weights, local=True, players=players)
         values = result.values / sst
         mean = weighted_mean(target, weights)
@@ -389,12 +389,13 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         self._game_sets = GroupedGames(self._games, self._unit_caches)
         return self
 
-    def _players(self, groups: Any, columns: list[str] | None) -> Players | None:
+    def _players(self, groups: Any, rows: Rows | None) -> Players | None:
         """The players of a grouped game, columns named as in ``X`` (or as the model names them)."""
         if groups is None:
             return None
-        names = columns if columns is not None else self._names_for_matching()
-        return resolve_groups(groups, names, self.model_info.n_features)
+        if rows is None or rows.columns is None:
+            return resolve_groups(groups, self._names_for_matching(), self.model_info.n_features)
+        return resolve_groups(groups, rows.columns, self.model_info.n_features, rows.labels, rows.order)
 
     def _run_options(self, local: bool) -> dict:
         tuning = self._unit_caches[0].tuning

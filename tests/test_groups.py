@@ -159,3 +159,23 @@ def test_an_unknown_column_is_refused_with_the_closest_name():
     model = DecisionTreeRegressor(max_depth=3).fit(frame, frame["size"])
     with pytest.raises(ValueError, match="Did you mean 'color_red'"):
         RSquaredExplainer(model).rsq(frame, frame["size"], groups={"color": ["colour_red", "color_blue"]})
+
+
+def test_positions_count_the_frames_columns_as_given_and_integer_labels_name_columns():
+    # positions were read in the model's order on a reordered frame, and on a frame labelled
+    # [4, 3, 2, 1, 0] {"g": [0, 1]} grouped the columns labelled 4 and 3 (the user's were 0 and 1)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 5))
+    y = X[:, 0] + X[:, 1] + 0.1 * rng.normal(size=200)
+    frame = pd.DataFrame(X, columns=list("abcde"))
+    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=5, random_state=0).fit(frame, y))
+    reordered = frame[["e", "d", "c", "b", "a"]]
+    by_position = explainer.rsq(reordered, y, groups={"g": [3, 4]})  # X's fourth and fifth: b and a
+    by_name = explainer.rsq(frame, y, groups={"g": ["a", "b"]})
+    np.testing.assert_allclose(by_position[by_name.index].to_numpy(), by_name.to_numpy(), atol=1e-12)
+    labelled = pd.DataFrame(X[:, ::-1], columns=[4, 3, 2, 1, 0])  # label k holds X[:, k]
+    model = DecisionTreeRegressor(max_depth=5, random_state=0).fit(labelled, y)
+    shares = RSquaredExplainer(model).rsq(labelled, y, groups={"g": [0, 1]})
+    assert list(shares.index) == ["g", 4, 3, 2]  # ungrouped columns keep their integer labels
+    ungrouped = RSquaredExplainer(model).rsq(labelled, y)
+    assert shares["g"] > 0.9 and shares["g"] >= ungrouped[0] + ungrouped[1] - 0.05

@@ -47,11 +47,15 @@ class Rows:
     labels : list or None
         The same columns' labels as the DataFrame holds them (integers stay integers): the
         index of the results, which a pandas user reads with the frame's own labels.
+    order : list of int or None
+        ``order[j]`` is the position in the DataFrame of the model's feature ``j``: ``None``
+        when the columns came in the model's order (or an array was given).
     """
 
     array: np.ndarray
     columns: list[str] | None
     labels: list | None = None
+    order: list[int] | None = None
 
 
 def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: str = "", min_rows: int = 2) -> Rows:
@@ -85,9 +89,9 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
     """
     _refuse_sparse(X)
     frame = as_frame(X)
-    labels = None
+    labels = order = None
     if isinstance(frame, nw.DataFrame):
-        array, labels = _frame_rows(frame, n_features, model_names, family, min_rows)
+        array, labels, order = _frame_rows(frame, n_features, model_names, family, min_rows)
         columns = [str(c) for c in labels]
     else:
         _check_not_text(X)
@@ -98,7 +102,7 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
         raise ValueError("X contains infinity; use NaN for missing values.")
     if array.shape[1] != n_features:
         raise ValueError(f"X has {array.shape[1]} features, but the model was fitted with {n_features} features.")
-    return Rows(array, columns, labels)
+    return Rows(array, columns, labels, order)
 
 
 def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool = True) -> np.ndarray:
@@ -282,8 +286,9 @@ def numeric_dtype(name: str, dtype: Any) -> None:
         raise ValueError(f"{name} holds text ({dtype}); pass numbers.")
 
 
-def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int) -> tuple[np.ndarray, list]:
-    """The frame's rows in the model's order, and its column labels in that order (as the frame holds them)."""
+def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int):
+    """The frame's rows in the model's order, its column labels in that order (as the frame holds
+    them), and the frame's position of each (``None``: already in order)."""
     labels = list(frame.columns)
     _check_numeric_columns(frame, [str(c) for c in labels])
     frame, order = in_model_order(frame, model_names, family)
@@ -292,7 +297,7 @@ def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int)
     native = nw.to_native(frame)
     # pandas frames go to scikit-learn as they are (it knows their extension dtypes); others through NumPy
     data = native if frame.implementation.is_pandas() else frame.to_numpy()
-    return _array(data, min_rows), labels
+    return _array(data, min_rows), labels, order
 
 
 def _check_numeric_columns(frame, columns: list[str]) -> None:
