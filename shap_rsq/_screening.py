@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+from sklearn import config_context
 from sklearn.base import clone
 from sklearn.model_selection import cross_validate
 from sklearn.utils import _safe_indexing
@@ -239,19 +240,22 @@ def out_of_fold(
         The folds' moments, added up.
     """
     # scikit-learn fits the folds (in parallel, fit parameters subset with the rows); its scorers return
-    # numbers, not the vectors of sums a fold adds to the shares, so each fold's model is decomposed here
-    folds = cross_validate(
-        estimator,
-        X,
-        y,
-        cv=list(splits),
-        params=fit_params,
-        n_jobs=n_jobs,
-        scoring=_no_score,
-        return_estimator=True,
-        return_indices=True,
-        error_score="raise",
-    )
+    # numbers, not the vectors of sums a fold adds to the shares, so each fold's model is decomposed here.
+    # fit_params are already routed to the estimator's fit (an alias, my_w -> sample_weight, resolved):
+    # with routing on, cross_validate would route them again and refuse the resolved names
+    with config_context(enable_metadata_routing=False):
+        folds = cross_validate(
+            estimator,
+            X,
+            y,
+            cv=list(splits),
+            params=fit_params,
+            n_jobs=n_jobs,
+            scoring=_no_score,
+            return_estimator=True,
+            return_indices=True,
+            error_score="raise",
+        )
     # every fold's sum of squares about the mean of all held-out rows, as r2_score of the pooled
     # out-of-fold predictions takes it: about each fold's own mean, folds of a few rows shrank the
     # sums of squares and not the numerators (shares summing to 1.6 with 100 folds of 2 rows)

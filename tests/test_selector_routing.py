@@ -75,6 +75,17 @@ def test_routed_weights_are_subset_with_the_folds(data):
     np.testing.assert_allclose(shares, numerator / total, atol=1e-12)
 
 
+def test_an_aliased_request_reaches_the_folds(data):
+    # with cv=, the routed sample_weight went to cross_validate, which routed it again against the
+    # estimator's request for "my_w": TypeError "cross_validate.fit got unexpected argument(s)"
+    X, y, w = data
+    folds = list(KFold(3, shuffle=True, random_state=0).split(X))
+    aliased = DecisionTreeRegressor(max_depth=4, random_state=0).set_fit_request(sample_weight="my_w")
+    shares = RSquaredSelector(aliased, cv=folds).fit(X, y, my_w=w).feature_rsq_
+    plain = RSquaredSelector(tree(True), cv=folds).set_fit_request(sample_weight=False)
+    np.testing.assert_allclose(shares, plain.fit(X, y, sample_weight=w).feature_rsq_, atol=1e-12)
+
+
 def test_groups_are_routed_to_the_splitter(data):
     X, y, w = data
     groups = np.repeat(np.arange(12), 10)
