@@ -26,6 +26,7 @@ from ._selection_rule import check_max_features, threshold_rule
 from ._selector_groups import PlayerMap, resolve_players
 from ._selector_routing import metadata_router, route, rsq_weights
 from ._selector_support import SelectorSupport
+from .models.inspect import unfrozen
 
 __all__ = ["RSquaredSelector"]
 
@@ -194,7 +195,7 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
         self.feature_groups = feature_groups
 
     @_fit_context(prefer_skip_nested_validation=False)  # the estimator's own parameters are validated by its fit
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> RSquaredSelector:
+    def fit(self, X: Any, y: Any = None, sample_weight: Any = None, **fit_params: Any) -> RSquaredSelector:
         """Fit the estimator (unless ``prefit``) and compute each feature's share of R².
 
         Parameters
@@ -203,6 +204,7 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
             Training rows.  A DataFrame is passed on as is, so the estimator keeps its column names.
         y : array-like of shape (n_samples,)
             Target (class labels for a classifier); it must not be constant (R² is undefined).
+            Required: ``None`` (``SelectFromModel``'s default) is refused.
         sample_weight : array-like of shape (n_samples,), default=None
             Row weights of the R² (and of its decomposition).  Without metadata routing they are also
             passed to the estimator's ``fit``; with ``enable_metadata_routing=True`` the estimator gets
@@ -220,6 +222,11 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
         self : RSquaredSelector
             The fitted selector.
         """
+        if y is None:
+            raise ValueError(
+                "RSquaredSelector requires y to be passed, but the target y is None: the shares are of the R² "
+                "of the model's predictions of y."
+            )
         self._check_options()
         self._forget_fit()
         threshold_rule(self.threshold)  # a malformed threshold fails here, not at the first transform
@@ -298,15 +305,18 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
             raise
 
     def _check_options(self) -> None:
-        if not self.prefit:
+        frozen = unfrozen(self.estimator) is not self.estimator
+        if not (self.prefit or frozen):
             return
         refitting = {"cv": self.cv is not None, "screen": self.screen is not None}
         refitting["uncertainty='bootstrap'"] = self.uncertainty == "bootstrap"
         clashes = [name for name, used in refitting.items() if used]
         if clashes:
+            # a frozen model scored on "held-out" rows it was fitted on would be judged in sample
+            used_as_is = "a FrozenEstimator is used" if frozen else "prefit=True uses the fitted estimator"
             raise ValueError(
-                f"prefit=True uses the fitted estimator as is, but {', '.join(clashes)} needs to refit it; "
-                "pass an unfitted estimator with prefit=False."
+                f"{used_as_is} as is, but {', '.join(clashes)} needs to refit it; pass an unfitted estimator "
+                "with prefit=False."
             )
 
     def _forget_fit(self) -> None:

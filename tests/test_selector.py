@@ -388,3 +388,31 @@ def test_targets_and_rows_it_cannot_select_on_are_refused_by_name(data):
     frame = pd.DataFrame(X).set_axis([f"x{j}" for j in range(X.shape[1])], axis=1).assign(color="red")
     with pytest.raises(ValueError, match=r"X holds values that are not numbers .* encode categories as numbers"):
         RSquaredSelector(tree()).fit(frame, y)
+
+
+def test_a_frozen_estimator_is_used_as_is_like_prefit_and_never_refitted():
+    # scikit-learn's way to put a fitted model in a Pipeline (prefit=True does not survive clone):
+    # SelectFromModel took it and this selector refused "FrozenEstimator is not a supported tree model"
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import make_pipeline
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 5))
+    y = 2 * X[:, 0] + X[:, 1] + rng.normal(size=150)
+    model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    frozen = RSquaredSelector(FrozenEstimator(model)).fit(X, y)
+    prefit = RSquaredSelector(model, prefit=True).fit(X, y)
+    np.testing.assert_array_equal(frozen.feature_rsq_, prefit.feature_rsq_)
+    np.testing.assert_array_equal(frozen.get_support(), prefit.get_support())
+    np.testing.assert_array_equal(RSquaredExplainer(FrozenEstimator(model)).rsq(X, y), prefit.feature_rsq_)
+    pipeline = make_pipeline(RSquaredSelector(FrozenEstimator(model)), LinearRegression())
+    assert np.all(np.isfinite(cross_val_score(pipeline, X, y, cv=3)))
+    with pytest.raises(ValueError, match="a FrozenEstimator is used as is, but cv needs to refit it"):
+        RSquaredSelector(FrozenEstimator(model), cv=3).fit(X, y)
+
+
+def test_fit_without_y_is_refused_by_name():
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    with pytest.raises(ValueError, match=r"y is None: the shares are of the R²"):
+        RSquaredSelector(DecisionTreeRegressor()).fit(X)

@@ -52,8 +52,27 @@ def inspect_model(model: Any) -> ModelInfo:
     UnsupportedModelError
         For a model that cannot be decomposed, with the reason.
     """
-    info = _family_info(model)
+    info = _family_info(unfrozen(model))
     return _with_fixed_trees_for_shap(info) if info.shap_explains_wrong else info
+
+
+def unfrozen(model: Any) -> Any:
+    """The model inside scikit-learn's ``FrozenEstimator`` (a fitted model that ``fit`` leaves as
+    it is, for Pipelines and cross-validation), or ``model`` itself.
+
+    Parameters
+    ----------
+    model : object
+        A model, frozen or not.
+
+    Returns
+    -------
+    object
+        The model whose trees are read.
+    """
+    while safe_isinstance(model, "sklearn.frozen._frozen.FrozenEstimator"):
+        model = model.estimator
+    return model
 
 
 def _family_info(model: Any) -> ModelInfo:
