@@ -342,3 +342,30 @@ def test_a_one_column_dataframe_is_a_target_as_scikit_learn_reads_it():
     with pytest.warns(Warning, match="column-vector y"):
         shares = explainer.rsq(X, pd.DataFrame({"target": y}), w)
     np.testing.assert_allclose(shares, expected, atol=1e-12)
+
+
+def test_pandas_sparse_and_numeric_category_columns_read_as_their_numbers():
+    # both were refused as "non-numeric columns"; pd.get_dummies(sparse=True) makes the first, and
+    # scikit-learn reads both as numbers (a model fitted on them predicts on them)
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame(rng.normal(size=(120, 3)), columns=list("abc"))
+    frame.loc[::7, "b"] = np.nan
+    frame["k"] = rng.integers(0, 3, 120).astype(float)
+    y = frame["a"] + frame["k"] + 0.1 * rng.normal(size=120)
+    model = xgboost.XGBRegressor(n_estimators=10, max_depth=3).fit(frame, y)
+    expected = RSquaredExplainer(model).rsq(frame, y)
+    sparse = frame.astype(pd.SparseDtype("float64", np.nan))  # unstored entries are NaN: still missing
+    np.testing.assert_array_equal(RSquaredExplainer(model).rsq(sparse, y).to_numpy(), expected.to_numpy())
+    categories = frame.assign(k=pd.Categorical(frame["k"]))
+    np.testing.assert_array_equal(RSquaredExplainer(model).rsq(categories, y).to_numpy(), expected.to_numpy())
+    text = frame.assign(k=pd.Categorical(frame["k"].map({0.0: "low", 1.0: "mid", 2.0: "high"})))
+    with pytest.raises(ValueError, match="non-numeric columns 'k'"):
+        RSquaredExplainer(model).rsq(text, y)
+
+
+def test_a_structured_array_is_refused_with_what_to_pass():
+    X, y, _ = make_data(seed=5, n=60)
+    model = DecisionTreeRegressor(max_depth=3).fit(X, y)
+    record = np.rec.fromarrays(X.T, names=[f"f{j}" for j in range(X.shape[1])])
+    with pytest.raises(ValueError, match=r"structured \(record\) array with fields 'f0', 'f1'.*pandas.DataFrame\(X\)"):
+        RSquaredExplainer(model).rsq(record, y)

@@ -88,7 +88,8 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
         The float array in the model's order and its column labels.
     """
     _refuse_sparse(X)
-    frame = as_frame(X)
+    _refuse_structured(X)
+    frame = as_frame(_dense_pandas(X))
     labels = order = None
     if isinstance(frame, nw.DataFrame):
         array, labels, order = _frame_rows(frame, n_features, model_names, family, min_rows)
@@ -311,6 +312,11 @@ def _check_numeric_columns(frame, columns: list[str]) -> None:
     for position, (name, dtype) in enumerate(zip(columns, frame.schema.values(), strict=True)):
         if _is_number(dtype):
             continue
+        if dtype == nw.Categorical and frame.implementation.is_pandas():
+            # numbers as categories read as those numbers, as scikit-learn's check_array reads them
+            categories = nw.to_native(frame).iloc[:, position].cat.categories
+            if pd.api.types.is_numeric_dtype(categories.dtype):
+                continue
         if dtype == nw.Object and frame.implementation.is_pandas():
             values = nw.to_native(frame).iloc[:, position]
             kind = pd.api.types.infer_dtype(values, skipna=True)
@@ -346,6 +352,24 @@ def _refuse_sparse(X: Any) -> None:
             "values to XGBoost and LightGBM: to keep that meaning, fill them with NaN (X.toarray() fills "
             "them with 0.0, which the trees may route elsewhere)."
         )
+
+
+def _refuse_structured(X: Any) -> None:
+    if isinstance(X, np.ndarray) and X.dtype.names is not None:
+        raise ValueError(
+            f"X is a NumPy structured (record) array with fields {listed(list(X.dtype.names))}; pass a "
+            "DataFrame of it (pandas.DataFrame(X), which keeps the names) or a plain 2-D array "
+            "(numpy.lib.recfunctions.structured_to_unstructured(X))."
+        )
+
+
+def _dense_pandas(X: Any) -> Any:
+    """A pandas frame with its sparse columns made dense: an entry such a column leaves out is its
+    fill value (NaN stays missing, 0.0 is a zero), so nothing changes meaning."""
+    if not isinstance(X, pd.DataFrame):
+        return X
+    sparse = {column: dtype.subtype for column, dtype in X.dtypes.items() if isinstance(dtype, pd.SparseDtype)}
+    return X.astype(sparse) if sparse else X
 
 
 def _check_not_text(X: Any) -> None:
