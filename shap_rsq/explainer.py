@@ -27,7 +27,7 @@ from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import checked_multioutput, combine, labelled, local_output_shares
 from .engine.routing import Kernel
 from .engine.run import Decomposition, UnitCache, check_row_totals, decompose
-from .engine.validation import Rows, check_rows, check_target, check_weights, weighted_mean
+from .engine.validation import Rows, check_rows, check_target, check_weights, ratio_weights, weighted_mean
 from .models.inspect import ModelInfo, inspect_model, read_forests
 from .tuning import DEFAULT_TUNING, Tuning
 
@@ -366,6 +366,8 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         info = self.model_info
         rows = check_rows(X, info.n_features, self._names_for_matching(), info.family, min_rows)
         weights = check_weights(sample_weight, rows.array)
+        if require_variance:  # R², a ratio: the loss decomposition keeps the weights' own scale
+            weights = ratio_weights(weights)
         target = check_target(y, rows.array.shape[0], weights, require_variance=require_variance)
         return rows, target, weights
 

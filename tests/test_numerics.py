@@ -136,3 +136,24 @@ def test_a_constant_whose_mean_rounds_off_it_is_still_constant(value, weighted):
     assert np.all(np.abs(single) < 1.5)
     with pytest.raises(ValueError, match="y is constant over every held-out fold"):
         RSquaredSelector(DecisionTreeRegressor(max_depth=3), cv=3).fit(X, y, sample_weight=w)
+
+
+@pytest.mark.parametrize("scale", [1e307, 5e-324, 1e-200])
+def test_the_scale_of_the_weights_does_not_move_the_shares(scale):
+    # R² is a ratio of weighted sums: weights of 1e307 were refused as "y spreads too widely", and
+    # subnormal ones gave shares summing to 1.035 for an R² of 0.987
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(100, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=100)
+    model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)
+    w = rng.uniform(0.5, 2.0, size=100)
+    expected = explainer.rsq(X, y, sample_weight=w)
+    scaled = np.full(100, scale) if scale < 1e-300 else w * scale  # a subnormal has one digit: all equal
+    reference = explainer.rsq(X, y) if scale < 1e-300 else expected
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=scaled), reference, rtol=1e-12, atol=1e-15)
+    local = explainer(X, y, sample_weight=scaled)
+    np.testing.assert_allclose(local.values.sum(0), reference, rtol=1e-12, atol=1e-15)
+    # the loss decomposition keeps the weights' own scale
+    loss = explainer.loss_reduction(X, y, sample_weight=w)
+    np.testing.assert_allclose(explainer.loss_reduction(X, y, sample_weight=2 * w), 2 * loss, rtol=1e-12)

@@ -28,6 +28,7 @@ __all__ = [
     "check_weight_total",
     "check_weights",
     "numeric_dtype",
+    "ratio_weights",
     "target_values",
     "weighted_mean",
 ]
@@ -206,6 +207,30 @@ def target_values(y: Any) -> np.ndarray:
     if not np.all(np.isfinite(target)):
         raise ValueError("y contains NaN or infinity; R² needs a finite target.")
     return target
+
+
+def ratio_weights(w: np.ndarray) -> np.ndarray:
+    """Weights of a ratio of weighted sums (R²), divided by their largest when it lies far from 1.
+
+    R² does not change when every weight is scaled, but float64 does: weights of 1e307 made the
+    sums of squares overflow, and weights of 5e-324 (subnormal) lost their digits (shares summing
+    to 1.035 for an R² of 0.987).  Ordinary weights are returned as they are, bit for bit.
+
+    Parameters
+    ----------
+    w : ndarray of shape (n_samples,)
+        Validated weights.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The weights, on a scale float64 holds.
+    """
+    largest = float(w.max(initial=0.0))
+    return w / largest if largest > 0 and not _RATIO_SCALE[0] <= largest <= _RATIO_SCALE[1] else w
+
+
+_RATIO_SCALE = (1e-100, 1e100)  # weights whose largest lies here keep their digits in every sum of squares
 
 
 def check_weights(sample_weight: Any, X: np.ndarray, *, allow_all_zero: bool = False) -> np.ndarray:
