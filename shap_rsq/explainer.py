@@ -364,7 +364,8 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         # R² needs two rows to vary; the loss decomposition is defined for one
         min_rows = 2 if require_variance else 1
         info = self.model_info
-        rows = check_rows(X, info.n_features, self._names_for_matching(), info.family, min_rows)
+        names, precision = self._names_for_matching(), self.forest.input_dtype
+        rows = check_rows(X, info.n_features, names, info.family, min_rows, precision)
         weights = check_weights(sample_weight, rows.array)
         if require_variance:  # R², a ratio: the loss decomposition keeps the weights' own scale
             weights = ratio_weights(weights)

@@ -369,3 +369,17 @@ def test_a_structured_array_is_refused_with_what_to_pass():
     record = np.rec.fromarrays(X.T, names=[f"f{j}" for j in range(X.shape[1])])
     with pytest.raises(ValueError, match=r"structured \(record\) array with fields 'f0', 'f1'.*pandas.DataFrame\(X\)"):
         RSquaredExplainer(model).rsq(record, y)
+
+
+def test_values_beyond_the_models_float32_range_are_refused_on_every_call():
+    # a used explainer rounded them to infinity and returned shares; scikit-learn's predict refuses them
+    X, y, _ = make_data(seed=7, n=80)
+    model = RandomForestRegressor(5, max_depth=3, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)
+    explainer.rsq(X, y)
+    huge = X.copy()
+    huge[3, 1] = 1e300
+    with pytest.raises(ValueError, match=r"beyond float32's range .* it would read them as infinite"):
+        explainer.rsq(huge, y)
+    lightgbm_model = lightgbm.LGBMRegressor(n_estimators=5, verbose=-1).fit(X, y)  # compares in float64
+    assert np.isfinite(RSquaredExplainer(lightgbm_model).rsq(huge, y)).all()

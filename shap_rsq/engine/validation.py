@@ -59,7 +59,14 @@ class Rows:
     order: list[int] | None = None
 
 
-def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: str = "", min_rows: int = 2) -> Rows:
+def check_rows(
+    X: Any,
+    n_features: int,
+    model_names: list[str] | None,
+    family: str = "",
+    min_rows: int = 2,
+    precision: np.dtype | None = None,
+) -> Rows:
     """Rows as a float array ``(n, p)`` in the model's feature order.
 
     A DataFrame (any library narwhals reads: pandas, polars, pyarrow, ...) is matched to the
@@ -82,6 +89,8 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
         The model's library (``"lightgbm"``, ``"catboost"``, ...), whose made-up names match by position.
     min_rows : int, default=2
         The fewest rows accepted.
+    precision : dtype, optional
+        The precision the model compares features in: values beyond its range are refused.
 
     Returns
     -------
@@ -102,6 +111,14 @@ def check_rows(X: Any, n_features: int, model_names: list[str] | None, family: s
     step = max(1, (1 << 20) // max(1, array.shape[1]))
     if any(np.isinf(array[i : i + step]).any() for i in range(0, array.shape[0], step)):
         raise ValueError("X contains infinity; use NaN for missing values.")
+    if precision is not None and np.dtype(precision).itemsize < array.dtype.itemsize:
+        largest = float(np.finfo(precision).max)
+        if any(np.nanmax(np.abs(array[i : i + step]), initial=0.0) > largest for i in range(0, len(array), step)):
+            # the model rounds them to infinity, which X may not hold (scikit-learn's predict refuses them too)
+            raise ValueError(
+                f"X holds values beyond {np.dtype(precision).name}'s range (±{largest:.3g}), the precision this "
+                "model compares features in: it would read them as infinite.  Rescale those features."
+            )
     if array.shape[1] != n_features:
         raise ValueError(f"X has {array.shape[1]} features, but the model was fitted with {n_features} features.")
     return Rows(array, columns, labels, order)
