@@ -285,3 +285,25 @@ def test_per_row_shares_of_many_outputs_are_refused_when_their_arrays_cannot_fit
     with pytest.raises(MemoryBudgetError, match=r"5,000 rows x 20 players x 10 outputs .*\(about 3,495 fit\)"):
         explainer(X, labels)
     np.testing.assert_allclose(explainer(X[:3000], labels[:3000]).values.sum(0), explainer.rsq(X[:3000], labels[:3000]))
+
+
+def test_each_class_keeps_its_compiled_plans_only_while_it_is_decomposed():
+    # every class kept its own plans after the call: 530 MiB held after a 40-class forest's rsq under
+    # a 102 MiB budget, growing with the classes; now one class's plans at a time, the same values
+    import tracemalloc
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 8))
+    y = np.clip((X[:, 0] * 2 + 4 + rng.normal(size=600)).astype(int), 0, 7)
+    model = RandomForestClassifier(6, max_depth=7, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)
+    first = explainer.rsq(X, y)
+    assert len(model.classes_) == 8 and not any(cache._units for cache in explainer._unit_caches)
+    tracemalloc.start()
+    again = explainer.rsq(X, y)
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    np.testing.assert_array_equal(again, first)
+    assert held < 8 << 20  # nothing compiled stays behind
+    per_row = explainer(X, y)
+    np.testing.assert_allclose(per_row.values.sum(0), first, atol=1e-12)

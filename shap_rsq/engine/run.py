@@ -32,6 +32,9 @@ from .worker_plans import held_bytes, keep_within, remember, restore, shipped
 __all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_values"]
 
 
+_EMPTY_CACHE = {"_interaction_plans": None}
+
+
 class UnitCache:
     """The forest's units of work (compiled plans, enumeration batches), built on first use.
 
@@ -50,7 +53,12 @@ class UnitCache:
     def __getstate__(self) -> dict:
         # compiled plans are a cache (hundreds of MB on deep forests, against a model of a few):
         # a pickled or copied explainer compiles them again on first use
-        return {**self.__dict__, "_units": {}, "_lca_units": {}, "_interaction_plans": None}
+        return {**self.__dict__, **_EMPTY_CACHE, "_units": {}, "_lca_units": {}}
+
+    def release(self) -> None:
+        """Drop the compiled units (they are compiled again on next use): a model of several outputs
+        keeps one output's plans at a time, not one set per class within the memory budget each."""
+        self.__dict__.update(_EMPTY_CACHE, _units={}, _lca_units={})
 
     def units(self, local: bool = False) -> list:
         """Units for global values, or for per-row values (``local``), which some trees need
