@@ -113,10 +113,12 @@ def _load_xgboost(xgboost: Any, path: str) -> Any:
 
 
 def _best_rounds(booster: Any, path: Path) -> Any:
-    """The booster's rounds up to the best one when the file records early stopping."""
+    """The booster's rounds up to the best one when the file records early stopping by XGBoost's
+    scikit-learn estimator, which predicts with them; a file saved from ``xgboost.train`` is a
+    Booster, whose ``predict`` uses every round (and so does the explainer of a Booster)."""
     best = booster.attr("best_iteration")
     rounds = booster.num_boosted_rounds()
-    if best is None or int(best) + 1 >= rounds:
+    if best is None or int(best) + 1 >= rounds or booster.attr("scikit_learn") is None:
         return booster
     # early stopping recorded in the file: its scikit-learn estimator predicts with the rounds up to
     # the best one, and so does the explanation (a bare Booster would use every round)
