@@ -56,7 +56,7 @@ def resolve_groups(
 
     Columns are given by name when ``feature_names`` are known (a DataFrame, or a model that recorded
     names), or by position (an int).  For a DataFrame (its ``labels`` as it holds them and ``order``,
-    as in :class:`~shap_rsq.engine.validation.Rows`) an int that labels one of its columns names
+    as in :class:`~shap_rsq.engine.rows.Rows`) an int that labels one of its columns names
     that column, as ``frame[[0, 1]]`` reads it, and any other int is a position among the frame's
     columns as given; for an array, a position in the model's feature order.
     """

@@ -14,8 +14,9 @@ from ._groups import player_index
 from .engine.budget import check_output_rows
 from .engine.distributed import is_dask_array
 from .engine.outputs import OutputGames, checked_multioutput, target_columns
+from .engine.rows import check_rows
 from .engine.run import decompose
-from .engine.validation import check_rows, check_weights, ratio_weights
+from .engine.validation import check_weights, ratio_weights
 
 __all__ = ["SeveralOutputs"]
 

@@ -26,8 +26,9 @@ from .engine.columns import generic_names
 from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import checked_multioutput, combine, labelled, local_output_shares
 from .engine.routing import Kernel
+from .engine.rows import Rows, check_rows
 from .engine.run import Decomposition, UnitCache, check_row_totals, decompose
-from .engine.validation import Rows, check_rows, check_target, check_weights, ratio_weights, weighted_mean
+from .engine.validation import check_target, check_weights, ratio_weights, weighted_mean
 from .models.inspect import ModelInfo, inspect_model, read_forests
 from .tuning import DEFAULT_TUNING, Tuning
 

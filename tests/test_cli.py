@@ -338,6 +338,12 @@ ERROR_CASES = {
     "corrupt xgboost json": ([("--model", "corrupt.json")], "cannot read corrupt.json as an XGBoost model: ..."),
     "corrupt xgboost ubj": ([("--model", "corrupt.ubj")], "cannot read corrupt.ubj as an XGBoost model: ..."),
     "corrupt lightgbm": ([("--model", "corrupt.txt")], "cannot read corrupt.txt as a LightGBM model: ..."),
+    # LightGBM aborted the whole process on it, with nothing printed
+    "truncated lightgbm": (
+        [("--model", "truncated.txt")],
+        "cannot read truncated.txt as a LightGBM model: the file ends before its trees and parameters do "
+        "(truncated or corrupt); save the model again.",
+    ),
     "corrupt catboost": ([("--model", "corrupt.cbm")], "cannot read corrupt.cbm as a CatBoost model: ..."),
     "corrupt pickle": (
         [("--model", "corrupt.pkl"), ("--trust-pickle",)],
@@ -412,6 +418,9 @@ def bad_files(files, table) -> Path:
     (folder / "corrupt.json").write_text('{"learner": ')
     (folder / "corrupt.ubj").write_bytes(b"{\x00\x01\x02")
     (folder / "corrupt.txt").write_text("tree\nversion=v4\n")
+    lightgbm = pytest.importorskip("lightgbm")
+    text = lightgbm.LGBMRegressor(n_estimators=3, verbose=-1).fit(table[NAMES], table["y"]).booster_.model_to_string()
+    (folder / "truncated.txt").write_text(text[: text.index("end of trees") + 200])  # inside its parameters
     (folder / "corrupt.cbm").write_bytes(b"CBM1 truncated")
     (folder / "corrupt.pkl").write_bytes(b"\x80\x04 truncated")
     (folder / "model.onnx").write_bytes(b"\x08\x07\x12\x04onnx")

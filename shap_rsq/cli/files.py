@@ -131,7 +131,16 @@ def _best_rounds(booster: Any, path: Path) -> Any:
 
 
 def _load_lightgbm(lightgbm: Any, path: str) -> Any:
-    return lightgbm.Booster(model_file=path)
+    # LightGBM aborts the process (SIGABRT or SIGSEGV, nothing printed) on a truncated model file:
+    # a complete one ends its trees, and its parameters when it lists them
+    with open(path, "rb") as file:
+        text = file.read()
+    if b"end of trees" not in text or (b"\nparameters:\n" in text and b"end of parameters" not in text):
+        raise InputError(
+            f"cannot read {path} as a LightGBM model: the file ends before its trees and parameters do "
+            "(truncated or corrupt); save the model again."
+        )
+    return lightgbm.Booster(model_str=text.decode("utf-8", errors="replace"))
 
 
 # CatBoost losses of classifiers: such a file is loaded as a CatBoostClassifier, so that the

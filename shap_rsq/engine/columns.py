@@ -18,7 +18,7 @@ __all__ = ["aligned_frame", "as_frame", "column_mismatch", "generic_names", "in_
 
 def aligned_frame(X: Any, model_names: list[str] | None, family: str = "") -> Any:
     """``X`` as shap's prediction SHAP values can read it: a DataFrame as a pandas one with its columns
-    in the model's order (matched by name, as :func:`~shap_rsq.engine.validation.check_rows`
+    in the model's order (matched by name, as :func:`~shap_rsq.engine.rows.check_rows`
     matches it), arrays as they are.
 
     shap reads a DataFrame by position, and only pandas: for scikit-learn models a polars frame

@@ -25,8 +25,9 @@ from sklearn.utils.validation import check_array
 
 from ..models.info import ModelInfo
 from .labels import one_hot
+from .rows import Rows
 from .run import check_row_totals
-from .validation import Rows, weighted_mean
+from .validation import weighted_mean
 
 __all__ = [
     "MULTIOUTPUT",

@@ -1,0 +1,211 @@
+"""The rows passed to the explainer, checked and put in the model's feature order.
+
+Every container (NumPy, pandas, polars, pyarrow) goes through :func:`check_rows`, so a problem is
+reported with the same words whatever the rows came in; the target and weights are checked in
+:mod:`~shap_rsq.engine.validation`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from numbers import Real
+from typing import Any
+
+import narwhals.stable.v2 as nw
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from sklearn.utils.validation import check_array
+
+from .columns import as_frame, in_model_order, listed
+from .validation import numeric_dtype
+
+__all__ = ["Rows", "check_rows"]
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Validated rows in the model's feature order.
+
+    Attributes
+    ----------
+    array : ndarray of shape (n_samples, n_features)
+        Float64 or float32 rows; NaN marks a missing value.
+    columns : list of str or None
+        Labels of the columns of ``array`` (the model's names when the input was a DataFrame
+        matched by name, the input's own names when matched by position), ``None`` for arrays.
+    labels : list or None
+        The same columns' labels as the DataFrame holds them (integers stay integers): the
+        index of the results, which a pandas user reads with the frame's own labels.
+    order : list of int or None
+        ``order[j]`` is the position in the DataFrame of the model's feature ``j``: ``None``
+        when the columns came in the model's order (or an array was given).
+    """
+
+    array: np.ndarray
+    columns: list[str] | None
+    labels: list | None = None
+    order: list[int] | None = None
+
+
+def check_rows(
+    X: Any,
+    n_features: int,
+    model_names: list[str] | None,
+    family: str = "",
+    min_rows: int = 2,
+    precision: np.dtype | None = None,
+) -> Rows:
+    """Rows as a float array ``(n, p)`` in the model's feature order.
+
+    A DataFrame (any library narwhals reads: pandas, polars, pyarrow, ...) is matched to the
+    model by column name whenever the model recorded real names: reordered columns are put back
+    in the model's order, and missing or extra columns are named in the error.  Only a model
+    without names (or with the names its library makes up for arrays) is matched by position.
+    NaN is allowed (trees route it to their default child); infinity and non-numeric values
+    are refused.  A pandas column of object dtype whose values are all numbers is converted, as
+    scikit-learn's ``check_array`` converts it.
+
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        The rows.
+    n_features : int
+        The number of features the model reads.
+    model_names : list of str or None
+        The names the model recorded, if any.
+    family : str, default=""
+        The model's library (``"lightgbm"``, ``"catboost"``, ...), whose made-up names match by position.
+    min_rows : int, default=2
+        The fewest rows accepted.
+    precision : dtype, optional
+        The precision the model compares features in: values beyond its range are refused.
+
+    Returns
+    -------
+    Rows
+        The float array in the model's order and its column labels.
+    """
+    _refuse_sparse(X)
+    _refuse_structured(X)
+    frame = as_frame(_dense_pandas(X))
+    labels = order = None
+    if isinstance(frame, nw.DataFrame):
+        array, labels, order = _frame_rows(frame, n_features, model_names, family, min_rows)
+        columns = [str(c) for c in labels]
+    else:
+        _check_not_text(X)
+        array, columns = _array(X, min_rows), None
+    # finiteness is checked in row blocks: no (n, p) temporary
+    step = max(1, (1 << 20) // max(1, array.shape[1]))
+    if any(np.isinf(array[i : i + step]).any() for i in range(0, array.shape[0], step)):
+        raise ValueError("X contains infinity; use NaN for missing values.")
+    if precision is not None and np.dtype(precision).itemsize < array.dtype.itemsize:
+        largest = float(np.finfo(precision).max)
+        if any(np.nanmax(np.abs(array[i : i + step]), initial=0.0) > largest for i in range(0, len(array), step)):
+            # the model rounds them to infinity, which X may not hold (scikit-learn's predict refuses them too)
+            raise ValueError(
+                f"X holds values beyond {np.dtype(precision).name}'s range (±{largest:.3g}), the precision this "
+                "model compares features in: it would read them as infinite.  Rescale those features."
+            )
+    if array.shape[1] != n_features:
+        raise ValueError(f"X has {array.shape[1]} features, but the model was fitted with {n_features} features.")
+    return Rows(array, columns, labels, order)
+
+
+def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int):
+    """The frame's rows in the model's order, its column labels in that order (as the frame holds
+    them), and the frame's position of each (``None``: already in order)."""
+    labels = list(frame.columns)
+    _check_numeric_columns(frame, [str(c) for c in labels])
+    frame, order = in_model_order(frame, model_names, family)
+    if order is not None:
+        labels = [labels[i] for i in order]
+    native = nw.to_native(frame)
+    # pandas frames go to scikit-learn as they are (it knows their extension dtypes); others through NumPy
+    data = native if frame.implementation.is_pandas() else frame.to_numpy()
+    return _array(data, min_rows), labels, order
+
+
+def _check_numeric_columns(frame, columns: list[str]) -> None:
+    """Refuse columns that do not hold numbers; accept pandas object columns whose values all are.
+
+    scikit-learn's ``check_array`` converts object columns of numbers to floats (and refuses text),
+    so ``pd.DataFrame(array.astype(object))`` reads as numbers; such columns are converted the same
+    way by :func:`_array`.  An object column holding anything else is named with one such value.
+    """
+    bad, example = [], None
+    for position, (name, dtype) in enumerate(zip(columns, frame.schema.values(), strict=True)):
+        if _is_number(dtype):
+            continue
+        if dtype == nw.Categorical and frame.implementation.is_pandas():
+            # numbers as categories read as those numbers, as scikit-learn's check_array reads them
+            categories = nw.to_native(frame).iloc[:, position].cat.categories
+            if pd.api.types.is_numeric_dtype(categories.dtype):
+                continue
+        if dtype == nw.Object and frame.implementation.is_pandas():
+            values = nw.to_native(frame).iloc[:, position]
+            kind = pd.api.types.infer_dtype(values, skipna=True)
+            if kind in _NUMBER_KINDS or (kind == "mixed" and all(map(_is_number_value, values))):
+                continue
+            if example is None:  # the first value that is not a number says what the column holds
+                example = next(v for v in values if not _is_number_value(v))
+        bad.append(name)
+    if bad:
+        held = f" (object dtype holding {example!r}, which is not a number)" if example is not None else ""
+        raise ValueError(f"X has non-numeric columns {listed(bad)}{held}; encode them as numbers first.")
+
+
+def _is_number_value(value: Any) -> bool:
+    """A value scikit-learn converts to a float (None is missing, as ``astype(float)`` reads it)."""
+    return value is None or isinstance(value, Real | Decimal | np.bool_)
+
+
+# what pandas infers for object columns holding numbers only (NaN and None aside); "empty" is all missing
+_NUMBER_KINDS = frozenset({"floating", "integer", "mixed-integer-float", "boolean", "decimal", "empty"})
+
+
+def _is_number(dtype) -> bool:
+    return dtype.is_numeric() or dtype == nw.Boolean
+
+
+def _refuse_sparse(X: Any) -> None:
+    # scikit-learn's own message says "use .toarray()", which turns the entries a sparse matrix
+    # leaves out into 0.0: XGBoost and LightGBM read them as missing
+    if sp.issparse(X):
+        raise ValueError(
+            "X is a sparse matrix; pass dense rows.  Entries a sparse matrix leaves out are missing "
+            "values to XGBoost and LightGBM: to keep that meaning, fill them with NaN (X.toarray() fills "
+            "them with 0.0, which the trees may route elsewhere)."
+        )
+
+
+def _refuse_structured(X: Any) -> None:
+    if isinstance(X, np.ndarray) and X.dtype.names is not None:
+        raise ValueError(
+            f"X is a NumPy structured (record) array with fields {listed(list(X.dtype.names))}; pass a "
+            "DataFrame of it (pandas.DataFrame(X), which keeps the names) or a plain 2-D array "
+            "(numpy.lib.recfunctions.structured_to_unstructured(X))."
+        )
+
+
+def _dense_pandas(X: Any) -> Any:
+    """A pandas frame with its sparse columns made dense: an entry such a column leaves out is its
+    fill value (NaN stays missing, 0.0 is a zero), so nothing changes meaning."""
+    if not isinstance(X, pd.DataFrame):
+        return X
+    sparse = {column: dtype.subtype for column, dtype in X.dtypes.items() if isinstance(dtype, pd.SparseDtype)}
+    return X.astype(sparse) if sparse else X
+
+
+def _check_not_text(X: Any) -> None:
+    dtype = getattr(X, "dtype", None)
+    numeric_dtype("X", np.asarray(X).dtype if dtype is None else dtype)
+
+
+def _array(data: Any, min_rows: int) -> np.ndarray:
+    # float32 is kept as is: a float32 copy of wide X would double its memory
+    return check_array(
+        data, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=min_rows, input_name="X"
+    )
