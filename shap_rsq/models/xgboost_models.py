@@ -125,7 +125,9 @@ def _check_xgboost_settings(model: Any, is_booster: bool, config: dict) -> None:
     name = config["gradient_booster"]["name"]
     if name != "gbtree":
         refuse("XGBoost model", "booster", name)
-    if config.get("learner_train_param", {}).get("multi_strategy") == "multi_output_tree":
+    if config.get("learner_train_param", {}).get("multi_strategy") == "multi_output_tree" or _vector_leaves(
+        config, _booster_of(model, is_booster).num_boosted_rounds()
+    ):
         raise UnsupportedModelError(
             "XGBoost model with vector leaves (multi_strategy='multi_output_tree') is not supported: shap cannot "
             "read its trees.  Fit it with multi_strategy='one_output_per_tree' (the default)."
@@ -136,3 +138,19 @@ def _check_xgboost_settings(model: Any, is_booster: bool, config: dict) -> None:
         raise UnsupportedModelError(
             f"XGBoost model with missing={missing!r} is not supported: use NaN for missing values (the default)."
         )
+
+
+def _vector_leaves(config: dict, rounds: int) -> bool:
+    """Whether a multi-target model's trees hold one leaf per target each: a model loaded from a
+    file reports the default multi_strategy whatever it was fitted with, but holds one tree per
+    round and parallel tree, not one per target too."""
+    targets = max(int(config["learner_model_param"].get("num_target", "1")), 1)
+    trees = config["gradient_booster"].get("gbtree_model_param", {})
+    if targets == 1 or "num_trees" not in trees:
+        return False
+    return int(trees["num_trees"]) < rounds * targets * int(trees.get("num_parallel_tree", "1"))
+
+
+def _booster_of(model: Any, is_booster: bool) -> Any:
+    """The ``xgboost.Booster`` of a model (itself, or the scikit-learn estimator's)."""
+    return model if is_booster else model.get_booster()
