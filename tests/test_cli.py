@@ -599,6 +599,26 @@ def test_a_budget_refusal_names_the_option(files, capsys, monkeypatch):
     assert err.endswith("shap-rsq: error: Estimated working memory 9 GiB exceeds it: raise --memory-budget.\n")
 
 
+def test_a_per_row_budget_refusal_says_to_leave_out_local(files, capsys, tmp_path, monkeypatch):
+    # it said "compute global shares with rsq()", a Python call
+    from shap_rsq import MemoryBudgetError
+    from shap_rsq.engine.budget import check_output_rows
+
+    with pytest.raises(MemoryBudgetError) as refusal:  # the library's own words
+        check_output_rows(10**9, 20, 1, 1 << 26)
+
+    def refuse(self, *args, **kwargs):
+        raise refusal.value
+
+    monkeypatch.setattr(RSquaredExplainer, "__call__", refuse)
+    model_path, _ = files("xgboost.json")
+    argv = ["explain", "--model", model_path, "--data", files.folder / "data.csv", "--target", "y"]
+    code, _, err = run([*argv, "--local", tmp_path / "rows.csv"], capsys)
+    assert code == 1
+    assert "leave out --local (global shares take memory O(n + p))" in err and "rsq()" not in err
+    assert "raise --memory-budget" in err
+
+
 def test_groups_file_explains_each_group_as_one_player(files, table, capsys, tmp_path):
     model_path, model = files("xgboost.json")
     groups = {"first": NAMES[:2], "third": [NAMES[3], NAMES[2]]}

@@ -30,6 +30,13 @@ example:
 """
 
 
+# the library's advice in Python words -> the same advice in the command's options
+_OPTION_WORDS = {
+    "RSquaredExplainer(memory_budget=...)": "--memory-budget",
+    "compute global shares with rsq() (memory O(n + p))": "leave out --local (global shares take memory O(n + p))",
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``) and return the exit status.
 
@@ -53,8 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         actions = importlib.import_module(".actions", __package__)
         return getattr(actions, args.run)(args)
     except (InputError, ValueError) as error:  # UnsupportedModelError and input checks are ValueErrors
-        # the library's advice names its Python parameter; here the budget is an option
-        text = first_line(error).replace("RSquaredExplainer(memory_budget=...)", "--memory-budget")
+        # the library's advice names its Python calls; here they are options
+        text = first_line(error)
+        for python, option in _OPTION_WORDS.items():
+            text = text.replace(python, option)
         print(f"shap-rsq: error: {text}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
