@@ -14,6 +14,8 @@ printed.  Data: ``n`` rows of ``p = 20`` standard normal features, a nonlinear t
 With ``--jobs N`` a fresh explainer with ``n_jobs=N`` is timed as well (its worker pool started
 and the library imported in it before the timing, its plans compiled inside it), on the hardware
 TreeSHAP uses (the booster's threads), and its shares are checked equal to the one-core ones.
+Each worker holds its own plans within ``memory_budget`` (``--budget``, default 2 GiB): a tree
+whose plan takes half the budget runs in one process.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def _shape(model) -> tuple[int, int]:
     return int(leaves.max()), int(nodes.tree_depth.max())
 
 
-def run_one(name: str, repeat: int, jobs: int = 1) -> dict:
+def run_one(name: str, repeat: int, jobs: int = 1, budget: float = 2.0) -> dict:
     import shap
     from sklearn.metrics import r2_score
 
@@ -101,7 +103,7 @@ def run_one(name: str, repeat: int, jobs: int = 1) -> dict:
         start = time.perf_counter()
         shap.TreeExplainer(model).shap_values(X)
         shap_times.append(time.perf_counter() - start)
-        explainer = RSquaredExplainer(model)  # fresh: plans compiled inside the timing
+        explainer = RSquaredExplainer(model, memory_budget=budget)  # fresh: plans compiled inside the timing
         start = time.perf_counter()
         shares = explainer.rsq(X, y)
         our_times.append(time.perf_counter() - start)
@@ -115,7 +117,7 @@ def run_one(name: str, repeat: int, jobs: int = 1) -> dict:
         Parallel(n_jobs=jobs)(delayed(importlib.import_module)("shap_rsq.engine.run") for _ in range(jobs))
         times = []
         for _ in range(repeat):
-            parallel = RSquaredExplainer(model, n_jobs=jobs)
+            parallel = RSquaredExplainer(model, n_jobs=jobs, memory_budget=budget)
             start = time.perf_counter()
             spread = parallel.rsq(X, y)
             times.append(time.perf_counter() - start)
@@ -170,6 +172,7 @@ def main() -> None:
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--estimate", action="store_true", help="print the time estimates only")
     parser.add_argument("--jobs", type=int, default=1, help="also time rsq with this many worker processes")
+    parser.add_argument("--budget", type=float, default=2.0, help="the explainers' memory_budget, GiB")
     args = parser.parse_args()
     if args.list:
         print("\n".join(WORKLOADS))
@@ -179,7 +182,7 @@ def main() -> None:
             print(estimate(name), flush=True)
         return
     if args.one:
-        print(json.dumps(run_one(args.one, args.repeat, args.jobs)))
+        print(json.dumps(run_one(args.one, args.repeat, args.jobs, args.budget)))
         return
     print(versions())
     columns = ["workload", "n", "leaves", "depth", "pair / piece trees", "rsq (s)", "TreeSHAP (s)", "ratio"]
@@ -190,6 +193,7 @@ def main() -> None:
     print("|---" * (len(columns) + 1) + "|")
     for name in args.workloads:
         command = [sys.executable, __file__, "--one", name, "--repeat", str(args.repeat), "--jobs", str(args.jobs)]
+        command += ["--budget", str(args.budget)]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, check=True)
         except subprocess.TimeoutExpired:
