@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from ._groups import player_index
 from .engine.budget import MemoryBudgetError, fit_jobs
 
 __all__ = ["RsqEstimate", "estimate_rsq"]
@@ -27,17 +29,19 @@ class RsqEstimate:
 
     Attributes
     ----------
-    values : ndarray of shape (n_features,)
-        Unbiased estimates of :meth:`RSquaredExplainer.rsq`'s shares.
-    standard_error : ndarray of shape (n_features,)
-        Standard error of each estimate (sampling without replacement: zero when every row
-        was sampled).
+    values : ndarray or pandas Series of shape (n_features,)
+        Unbiased estimates of :meth:`RSquaredExplainer.rsq`'s shares, labelled as ``rsq`` labels
+        them (a Series indexed by the columns for a DataFrame, an array in the model's feature
+        order for an array).
+    standard_error : ndarray or pandas Series of shape (n_features,)
+        Standard error of each estimate, labelled the same way (sampling without replacement:
+        zero when every row with positive weight was sampled).
     n_sampled, n_rows : int
         Rows evaluated exactly, and rows in ``X``.
     """
 
-    values: np.ndarray
-    standard_error: np.ndarray
+    values: np.ndarray | pd.Series
+    standard_error: np.ndarray | pd.Series
     n_sampled: int
     n_rows: int
 
@@ -55,8 +59,9 @@ def estimate_rsq(
         As in :meth:`RSquaredExplainer.rsq`; ``SST`` is computed on all rows.
     n_sample : int, default=500
         Rows drawn without replacement and evaluated exactly; the time is that of
-        ``explainer(X_sample, y_sample)``.  All rows when ``n_sample >= len(X)`` (then the
-        values are exact and the standard errors zero).
+        ``explainer(X_sample, y_sample)``.  They are drawn from the rows with positive weight (a
+        row of weight 0 contributes exactly 0); all of them when ``n_sample`` is at least their
+        number (then the values are exact and the standard errors zero).
     random_state : int or numpy Generator, optional
         Seed of the draw.
 
@@ -72,24 +77,51 @@ def estimate_rsq(
     interval of +-1.96 of them covers the exact share about 95% of the time only when the rows'
     contributions to it are not heavy-tailed.  A feature whose share comes from a few rows (per-row
     contributions with a skewness of 10-20, as on a depth-7 forest whose rare splits isolate
-    outliers) was covered 44-76% of the time at ``n_sample`` 60-200: draw more rows, or compute it
-    exactly with ``rsq``.
+    outliers) was covered 44-76% of the time at ``n_sample`` 60-200, and even a skewness of 2-7
+    (12 XGBoost trees) was covered 64-89% of the time at ``n_sample=20``, 78-94% at 60, where the
+    spread of the estimate was up to 1.4 standard errors: draw a few hundred rows, or compute the
+    shares exactly with ``rsq``.
     """
+    if not hasattr(explainer, "model_info") or not hasattr(explainer, "_decompose"):
+        raise TypeError(
+            f"estimate_rsq needs an RSquaredExplainer, e.g. estimate_rsq(RSquaredExplainer(model), X, y); got "
+            f"{type(explainer).__name__}."
+        )
     if explainer.model_info.by_output:
-        raise NotImplementedError("estimate_rsq supports single-output regressors only.")
+        raise NotImplementedError(
+            "estimate_rsq supports single-output regressors only, not classifiers or multi-output models: "
+            "compute their shares exactly with rsq."
+        )
     if isinstance(n_sample, bool) or not isinstance(n_sample, numbers.Integral):
         raise ValueError(f"n_sample must be an integer number of rows; got {n_sample!r}.")
     if int(n_sample) < 2:
         raise ValueError(f"n_sample must be at least 2 (a standard error needs two rows); got {n_sample!r}.")
+    rng = _generator(random_state)
     rows, target, weights, sst = explainer._inputs(X, y, sample_weight)
-    n = len(target)
+    # rows of weight 0 contribute exactly 0: the population is the rows with positive weight (a draw
+    # of zero-weight rows only returned 0 with a standard error of 0 for a share of 0.83)
+    population = np.flatnonzero(weights > 0)
+    n = len(population)
     m = min(int(n_sample), n)
     _check_sample_budget(explainer, m)
-    pick = np.sort(np.random.default_rng(random_state).choice(n, size=m, replace=False))
+    pick = np.sort(rng.choice(population, size=m, replace=False))
     raw = explainer._decompose(rows.array[pick], target[pick], weights[pick], local=True).values
     values = raw.mean(axis=0) * n / sst
-    spread = raw.std(axis=0, ddof=1) * n / np.sqrt(m) * np.sqrt(max(0.0, 1.0 - m / n))
-    return RsqEstimate(values, spread / sst, m, n)
+    spread = raw.std(axis=0, ddof=1) * n / np.sqrt(m) * np.sqrt(max(0.0, 1.0 - m / n)) if m > 1 else 0 * values
+    names = player_index(rows.labels, None)
+    if names is not None:  # labelled as rsq labels a DataFrame's shares (its columns in the model's order)
+        values, spread = pd.Series(values, index=names, name="rsq"), pd.Series(spread, index=names, name="rsq_se")
+    return RsqEstimate(values, spread / sst, m, len(target))
+
+
+def _generator(random_state: Any) -> np.random.Generator:
+    """The draw's generator, or an error that names ``random_state``."""
+    try:
+        return np.random.default_rng(random_state)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"random_state must be None, a non-negative int or a numpy Generator; got {random_state!r} ({error})."
+        ) from None
 
 
 def _check_sample_budget(explainer, m: int) -> None:

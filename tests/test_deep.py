@@ -7,6 +7,7 @@ import tracemalloc
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import FAMILIES, NO_NAN, make_data
 from oracle import rsq_oracle
@@ -373,3 +374,33 @@ def test_estimate_rsq_refuses_a_sample_that_cannot_fit_before_copying_its_rows()
     estimate = estimate_rsq(explainer, X, X[:, 0], n_sample=200, random_state=0)  # 200 rows fit
     exact = explainer.rsq(X, X[:, 0])
     assert np.all(np.abs(estimate.values - exact) <= 5 * estimate.standard_error + 1e-12)
+
+
+def test_estimate_draws_from_the_rows_with_positive_weight_and_labels_like_rsq():
+    # 20 of 300 rows weighted: a quarter of the draws held only zero-weight rows and returned every
+    # share 0 with a standard error of 0 (the exact first share was 0.83)
+    X, y, _ = _deep_data(n=300, p=6)
+    w = np.zeros(300)
+    w[::15] = 1.0
+    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=5, random_state=0).fit(X, y))
+    exact = explainer.rsq(X, y, sample_weight=w)
+    estimate = estimate_rsq(explainer, X, y, sample_weight=w, n_sample=20, random_state=0)
+    np.testing.assert_allclose(estimate.values, exact, rtol=0, atol=1e-12)  # all 20 weighted rows drawn
+    assert np.all(estimate.standard_error == 0.0) and estimate.n_rows == 300
+    # a DataFrame's shares come labelled, in the frame's names, as rsq gives them
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(6)])
+    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=5, random_state=0).fit(frame, y))
+    reordered = frame[frame.columns[::-1]]
+    estimate = estimate_rsq(explainer, reordered, y, n_sample=300)
+    pd.testing.assert_series_equal(estimate.values, explainer.rsq(reordered, y), check_names=False, atol=1e-12)
+    assert list(estimate.standard_error.index) == list(estimate.values.index)
+
+
+def test_estimate_refuses_a_model_or_a_bad_seed_by_name():
+    X, y, _ = _deep_data(n=60, p=6)
+    model = DecisionTreeRegressor(max_depth=4).fit(X, y)
+    with pytest.raises(TypeError, match=r"estimate_rsq needs an RSquaredExplainer"):
+        estimate_rsq(model, X, y)
+    for seed in ("a", 1.5, -1):
+        with pytest.raises(ValueError, match="random_state must be None, a non-negative int or a numpy Generator"):
+            estimate_rsq(RSquaredExplainer(model), X, y, random_state=seed)
