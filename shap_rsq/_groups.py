@@ -195,7 +195,14 @@ def position_labels(players: Players, n_groups: int) -> list[str | int]:
     """
     column_of = np.empty(len(players.names), dtype=np.int64)
     column_of[players.of_feature] = np.arange(len(players.of_feature))  # a single's one column
-    return [*players.names[:n_groups], *(int(j) for j in column_of[n_groups:])]
+    singles = [int(j) for j in column_of[n_groups:]]
+    clash = sorted(set(players.names[:n_groups]) & {str(j) for j in singles})
+    if clash:  # ("2", 3) and (2, 3) would read as one pair once written out
+        raise ValueError(
+            f"Group name {clash[0]!r} is also the position of an ungrouped column, which labels it here; "
+            "rename the group."
+        )
+    return [*players.names[:n_groups], *singles]
 
 
 class GroupedGames:

@@ -179,3 +179,16 @@ def test_positions_count_the_frames_columns_as_given_and_integer_labels_name_col
     assert list(shares.index) == ["g", 4, 3, 2]  # ungrouped columns keep their integer labels
     ungrouped = RSquaredExplainer(model).rsq(labelled, y)
     assert shares["g"] > 0.9 and shares["g"] >= ungrouped[0] + ungrouped[1] - 0.05
+
+
+def test_a_group_named_like_an_ungrouped_columns_position_is_refused_for_top_pairs():
+    # top_k on an array labels ungrouped columns by position: {2: [0, 1]} gave a pair ("2", 2)
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(150, 5))
+    y = X[:, 0] * X[:, 2] + X[:, 3] + 0.1 * rng.normal(size=150)
+    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=5, random_state=0).fit(X, y))
+    for name in (2, "2"):
+        with pytest.raises(ValueError, match=r"Group name '2' is also the position of an ungrouped column"):
+            explainer.rsq_interactions(X, y, groups={name: [0, 1]}, top_k=3)
+    pairs = explainer.rsq_interactions(X, y, groups={"g": [0, 1]}, top_k=3)
+    assert len(pairs) == 3
