@@ -248,7 +248,8 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
             SHAP values of the model's predictions.
         interactions : bool, default=False
             Without ``y``, shap's interaction values; with ``y``, per-row interaction shares of R²,
-            ``values`` of shape ``(n, p, p)`` that sum over rows to :meth:`rsq_interactions`.
+            ``values`` of shape ``(n, p, p)`` that sum over rows to :meth:`rsq_interactions`
+            (single-output regressors only: classifiers and multi-output models are refused).
         check_additivity : bool, default=True
             With ``y``, check that each row's shares plus its base value add up to the row's
             part of R² (a misread model would break it); without ``y``, shap's own check.
