@@ -17,16 +17,16 @@ from ._explainer_checks import (
     refuse_non_flag,
     refuse_weights_without_target,
 )
-from ._groups import GroupedGames, Players, player_index, resolve_groups
+from ._explainer_names import ExplainerNames
+from ._groups import GroupedGames, player_index
 from ._interactions import InteractionShares
 from ._prediction_shap import PredictionShap
 from ._several_outputs import SeveralOutputs
 from ._share_label import share_label
-from .engine.columns import generic_names
 from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import checked_multioutput, combine, labelled, local_output_shares
 from .engine.routing import Kernel
-from .engine.rows import Rows, check_rows
+from .engine.rows import check_rows
 from .engine.run import Decomposition, UnitCache, check_row_totals, decompose
 from .engine.validation import check_target, check_weights, ratio_weights, weighted_mean
 from .models.inspect import ModelInfo, inspect_model, read_forests
@@ -35,7 +35,7 @@ from .tuning import DEFAULT_TUNING, Tuning
 __all__ = ["RSquaredExplainer"]
 
 
-class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.TreeExplainer):
+class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, PredictionShap, shap.TreeExplainer):
     """Exact Shapley decomposition of R² for tree models (Q-SHAP).
 
     A :class:`shap.TreeExplainer` (tree-path-dependent) that also splits the
@@ -374,14 +374,6 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         target = check_target(y, rows.array.shape[0], weights, require_variance=require_variance)
         return rows, target, weights
 
-    def _names_for_matching(self) -> list[str] | None:
-        # names given to the constructor count as the model's own when the model recorded none, or
-        # only names its library made up for an array (LightGBM's Column_0, CatBoost's '0', ...)
-        recorded = self.model_info.feature_names
-        if recorded is None or (self.feature_names is not None and generic_names(recorded, self.model_info.family)):
-            return self.feature_names
-        return recorded
-
     def _set_engine(self, kernel: Kernel = "auto", tuning: Tuning | None = None) -> RSquaredExplainer:
         """Force a kernel or a tuning for the games of every output (tests and benchmarks).
 
@@ -394,14 +386,6 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         self._game_sets = GroupedGames(self._games, self._unit_caches)
         return self
 
-    def _players(self, groups: Any, rows: Rows | None) -> Players | None:
-        """The players of a grouped game, columns named as in ``X`` (or as the model names them)."""
-        if groups is None:
-            return None
-        if rows is None or rows.columns is None:
-            return resolve_groups(groups, self._names_for_matching(), self.model_info.n_features)
-        return resolve_groups(groups, rows.columns, self.model_info.n_features, rows.labels, rows.order)
-
     def _run_options(self, local: bool) -> dict:
         tuning = self._unit_caches[0].tuning
         return {"local": local, "n_jobs": self.n_jobs, "progress": self.progress, "tuning": tuning}
@@ -411,17 +395,3 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         result = decompose(forests[0], caches[0].units(local), rows, target, weights, **self._run_options(local))
         self._prediction_check(rows, result.prediction)
         return result
-
-    def _explanation_names(self, names: Any, groups: Any, n_players: int) -> list[str]:
-        """The Explanation's feature names: the columns' (or players') labels, else for an array
-        the grouped players' names or the explainer's feature names."""
-        if names is not None:
-            return [str(name) for name in names]  # shap's plots write them as text
-        if groups is not None:  # a grouped game's players: the groups, then the ungrouped features
-            return self._players(groups, None).names
-        return self._array_names(n_players)
-
-    def _array_names(self, n_features: int) -> list[str]:
-        if self.feature_names is not None and len(self.feature_names) == n_features:
-            return list(self.feature_names)
-        return [f"Feature {j}" for j in range(n_features)]
