@@ -245,6 +245,20 @@ def test_progress_bar_can_be_switched_on(frame_model, capsys):
     assert "12/12" in capsys.readouterr().err
 
 
+def test_the_progress_bar_ends_full_when_some_trees_are_one_leaf(capsys):
+    # trees that are one leaf reach no unit: a 400-tree model that fits y exactly ended at 144/400
+    X, y, _ = make_data(seed=34, n=200)
+    step = (X[:, 0] > 0).astype(float)  # fitted by the first tree: the others find no split
+    model = xgboost.XGBRegressor(n_estimators=20, max_depth=3, learning_rate=1.0, random_state=0).fit(X, step)
+    explainer = RSquaredExplainer(model, progress=True)
+    leaves = explainer.forest.nodes.n_nodes == 1
+    assert leaves.any() and not leaves.all()
+    explainer.rsq(X, y)
+    last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    done = int((~leaves).sum())
+    assert f"{done}/{done}" in last and "100%" in last
+
+
 def test_early_stopping_uses_the_trees_predict_uses():
     X, y, _ = make_data(seed=33, n=300)
     model = xgboost.XGBRegressor(n_estimators=200, learning_rate=0.5, early_stopping_rounds=3, max_depth=3)

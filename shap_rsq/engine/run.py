@@ -261,7 +261,8 @@ def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None =
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=forest.n_trees, desc=progress, unit="tree")
+        # the units' trees: a tree that is one leaf adds a constant and reaches no unit
+        bar = tqdm(total=sum(len(unit.trees) for unit in units), desc=progress, unit="tree")
     for index, unit in enumerate(units):
         pending = None  # row weights a unit sums over chunks before its games are evaluated
         for rows in _row_chunks(unit, X.shape[0]):
