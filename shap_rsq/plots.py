@@ -79,10 +79,15 @@ def bar(
     """
     if model_r2 is not None:
         warnings.warn("bar(model_r2=) is deprecated; use model_rsq=.", FutureWarning, stacklevel=2)
-        model_rsq = model_r2 if model_rsq is None else model_rsq
+        if model_rsq is not None and model_rsq != model_r2:
+            raise ValueError(f"model_rsq={model_rsq!r} and its old name model_r2={model_r2!r} disagree; give one.")
+        model_rsq = model_r2
     # shap.plots.bar draws mean |row share| for per-row input and cannot annotate the sum and the
     # model's R² (tests/test_library_choices.py); shap_plot forwards to it for shap's own look
     series, total = _global(shares, feature_names)
+    if not np.all(np.isfinite(series.to_numpy())):
+        missing = list(series.index[~np.isfinite(series.to_numpy())])[:5]
+        raise ValueError(f"bar needs finite shares; {missing} are not (NaN or infinite).")
     model_rsq = total if model_rsq is None else model_rsq
     shown = top_shares(series, max_display).iloc[::-1]  # barh draws bottom-up; the largest goes on top
     grouped = len(series) > max_display
@@ -196,6 +201,10 @@ def heatmap(
         The Axes holding the image (its figure also holds a colour bar).
     """
     refuse_not_shares(explanation, "heatmap")
+    if not isinstance(explanation, shap.Explanation):
+        raise TypeError(
+            f"heatmap needs the shap.Explanation of per-row shares, explainer(X, y); got {type(explanation).__name__}."
+        )
     values = np.asarray(explanation.values, dtype=float)
     if values.ndim != 2:
         raise ValueError(f"heatmap needs per-row shares of shape (n_rows, n_features), got shape {values.shape}.")

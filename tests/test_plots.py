@@ -274,3 +274,13 @@ def test_interaction_heatmap_draws_on_a_given_axes_and_shows_only_when_asked(int
     assert not shown
     plots.interaction_heatmap(interactions)
     assert shown == [True]
+
+
+def test_wrong_inputs_to_the_plots_are_refused_by_name():
+    # a raw AttributeError, matplotlib's "Axis limits cannot be NaN", and two R² values silently resolved
+    with pytest.raises(TypeError, match="heatmap needs the shap.Explanation of per-row shares"):
+        plots.heatmap(np.zeros((3, 2)), show=False)
+    with pytest.raises(ValueError, match=r"bar needs finite shares; \['a'\] are not"):
+        plots.bar({"a": np.nan, "b": 0.2}, show=False)
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="disagree; give one"):
+        plots.bar({"a": 0.1}, model_rsq=0.5, model_r2=0.4, show=False)

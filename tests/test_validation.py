@@ -80,6 +80,8 @@ def test_boosted_classifiers_are_refused_with_what_to_use_instead(data, make, me
         (lambda: lightgbm.LGBMRegressor(objective="quantile", n_estimators=2, verbose=-1), "objective='quantile'"),
         (lambda: _catboost(loss_function="MAE"), "loss_function='MAE'"),
         (lambda: xgboost.XGBRegressor(booster="gblinear", n_estimators=2), "booster='gblinear'"),
+        # the message said it needed a squared-error regressor, which this one is
+        (lambda: xgboost.XGBRegressor(booster="dart", n_estimators=2), "only booster='gbtree' predicts with"),
         (lambda: xgboost.XGBRegressor(objective=_squared_error_gradient, n_estimators=2), "custom function"),
         (lambda: lightgbm.LGBMRegressor(objective=_squared_error_gradient, n_estimators=2, verbose=-1), "custom"),
         (lambda: lightgbm.LGBMRegressor(reg_sqrt=True, n_estimators=2, verbose=-1), "reg_sqrt=True"),

@@ -124,7 +124,12 @@ def _check_xgboost_settings(model: Any, is_booster: bool, config: dict) -> None:
         refuse("XGBoost model", "objective", objective)
     name = config["gradient_booster"]["name"]
     if name != "gbtree":
-        refuse("XGBoost model", "booster", name)
+        # dart scales each tree by its dropout at predict time and gblinear has no trees: neither is
+        # a sum of the trees as written (LightGBM's dart writes its trees already scaled)
+        raise UnsupportedModelError(
+            f"XGBoost model with booster={name!r} is not supported: only booster='gbtree' predicts with the "
+            "sum of its trees as written."
+        )
     if config.get("learner_train_param", {}).get("multi_strategy") == "multi_output_tree" or _vector_leaves(
         config, _booster_of(model, is_booster).num_boosted_rounds()
     ):
