@@ -61,8 +61,10 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         The parameter exists so that ``RSquaredExplainer(model, X)``, a common
         ``shap.TreeExplainer`` call, fails clearly instead of being misread.
     feature_names : list of str, optional
-        Names of the model's features, used to label array inputs (and to match DataFrame
-        columns by name when the model recorded no names of its own).
+        Names of the model's features: the feature names of the Explanations of array inputs
+        (``rsq`` and ``rsq_interactions`` of an array return arrays, in the model's order), the
+        names ``groups=`` may use on arrays, and the names DataFrame columns are matched by when
+        the model recorded none of its own (or only names its library made up for an array).
     model_output : {"raw"}, default="raw"
         As in ``shap.TreeExplainer``; only the raw output has an R² decomposition.
     feature_perturbation : {"auto", "tree_path_dependent"}, default="auto"
