@@ -3,6 +3,7 @@ read against the model's own predictions, and the additivity of per-row shares."
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Any
 
@@ -15,6 +16,7 @@ __all__ = [
     "PredictionCheck",
     "check_budget",
     "check_model_predictions",
+    "check_n_jobs",
     "check_names",
     "refuse_background",
     "refuse_weights_without_target",
@@ -31,6 +33,15 @@ def check_budget(memory_budget: Any) -> float:
     if not np.isfinite(budget) or budget < 1.0 / 64:
         raise ValueError(f"memory_budget must be at least 1/64 GiB (16 MiB); got {memory_budget!r}.")
     return budget
+
+
+def check_n_jobs(n_jobs: Any) -> int | None:
+    """``n_jobs`` as joblib takes it: ``None`` (joblib's configuration) or a non-zero integer."""
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be None or a non-zero integer (-1: every core); got {n_jobs!r}.")
+    return int(n_jobs)
 
 
 def refuse_background(data: Any, model_output: str, feature_perturbation: str) -> None:

@@ -12,6 +12,7 @@ import shap
 from ._explainer_checks import (
     PredictionCheck,
     check_budget,
+    check_n_jobs,
     check_names,
     refuse_background,
     refuse_non_flag,
@@ -116,7 +117,7 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         super().__init__(info.shap_model, feature_perturbation="tree_path_dependent", feature_names=feature_names)
         self.model_info: ModelInfo = info
         self.feature_names = check_names(feature_names, info)
-        self.n_jobs = n_jobs
+        self.n_jobs = check_n_jobs(n_jobs)
         self.progress = progress
         self.forests = read_forests(self.model, info, type(model).__name__)
         self.forest = self.forests[0]
@@ -144,7 +145,9 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         X : array-like or DataFrame of shape (n_samples, n_features)
             Rows to evaluate on; NaN follows each split's default direction.  A DataFrame
             (pandas, polars, pyarrow) is matched to the model's features by column name when
-            the model recorded names; a dask array is evaluated block by block.
+            the model recorded names; a dask array is evaluated block by block on dask's
+            scheduler (``n_jobs`` and ``progress`` do not apply; each block works within
+            ``memory_budget``).
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Observed target.  For a classifier, class labels (any of ``classes_``, matched by value), or
             a 0/1 indicator as ``sklearn.preprocessing.label_binarize`` returns it (one column per class,

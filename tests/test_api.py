@@ -14,6 +14,7 @@ import pytest
 import shap
 from conftest import make_data
 from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor, RandomForestRegressor
+from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import RSquaredExplainer, UnsupportedModelError
 from shap_rsq.engine.run import _unit_blocks
@@ -375,3 +376,41 @@ def test_a_used_explainer_pickles_without_its_compiled_plans_and_gives_the_same_
     np.testing.assert_array_equal(copy.rsq(X, y), shares)
     np.testing.assert_array_equal(copy(X, y).values, local)
     assert explainer._units._units  # the original keeps its plans
+
+
+@pytest.mark.parametrize("n_jobs", [2.5, "2", 0, True])
+def test_n_jobs_is_checked_when_the_explainer_is_made(n_jobs):
+    # 2.5 and "2" failed only at the first call, inside the budget or joblib, without naming n_jobs
+    model = DecisionTreeRegressor(max_depth=2).fit(*make_data(seed=35, n=50)[:2])
+    with pytest.raises(ValueError, match=r"n_jobs must be None or a non-zero integer"):
+        RSquaredExplainer(model, n_jobs=n_jobs)
+
+
+def test_joblibs_multiprocessing_backend_runs_the_blocks(frame_model):
+    # joblib's own error: "does not support return_as=generator"
+    from joblib import parallel_config
+
+    _, frame, y, _ = frame_model
+    deep = xgboost.XGBRegressor(n_estimators=8, max_depth=5, random_state=0).fit(frame, y)
+    eager = replace(DEFAULT_TUNING, parallel_work=0.0)
+    serial = RSquaredExplainer(deep).rsq(frame, y)
+    with parallel_config(backend="multiprocessing", n_jobs=2):
+        spread = RSquaredExplainer(deep)._set_engine(tuning=eager).rsq(frame, y)
+    np.testing.assert_allclose(spread, serial, atol=1e-12, rtol=0)
+
+
+def test_a_failed_run_leaves_no_progress_bar_open(frame_model, monkeypatch):
+    # the bar stayed open: the next call's was drawn a row lower and the stale one again at exit
+    from tqdm import tqdm
+
+    from shap_rsq.engine import run
+
+    model, frame, y, _ = frame_model
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("a unit failed")
+
+    monkeypatch.setattr(run, "_play_unit", fail)
+    with pytest.raises(RuntimeError, match="a unit failed"):
+        RSquaredExplainer(model, progress=True).rsq(frame, y)
+    assert not list(tqdm._instances)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import make_data
 from sklearn.ensemble import HistGradientBoostingRegressor
@@ -115,3 +116,24 @@ def test_one_weight_for_every_row_changes_nothing(problem):
         explainer.rsq(da.from_array(X, chunks=(200, 6)), y, sample_weight=3), expected, atol=1e-12
     )
     np.testing.assert_allclose(explainer(X, y, sample_weight=0.5).values, explainer(X, y).values, atol=1e-12)
+
+
+def test_dask_frames_unknown_chunks_and_odd_columns_are_handled_by_name(problem):
+    # a dask DataFrame died on "no attribute 'dtype'", unknown chunk sizes read as "X has nan rows",
+    # a dask Series y raised dask's own TypeError, complex X went through with a ComplexWarning and
+    # (n, 1) weights were accepted here but refused in memory
+    dd = pytest.importorskip("dask.dataframe")
+    model, X, y, w = problem
+    explainer = RSquaredExplainer(model)
+    rows = da.from_array(X, chunks=(200, 6))
+    frame = dd.from_pandas(pd.DataFrame(X, columns=[f"x{j}" for j in range(6)]), npartitions=2)
+    with pytest.raises(ValueError, match=r"X is a dask DataFrame; pass a dask array .*to_dask_array\(lengths=True\)"):
+        explainer.rsq(frame, y)
+    with pytest.raises(ValueError, match=r"X has unknown chunk sizes .*compute_chunk_sizes"):
+        explainer.rsq(frame.to_dask_array(), y)
+    series = dd.from_pandas(pd.Series(y), npartitions=3)
+    np.testing.assert_allclose(explainer.rsq(rows, series), explainer.rsq(X, y), atol=1e-12, rtol=0)
+    with pytest.raises(ValueError, match="X holds complex numbers"):
+        explainer.rsq(rows.astype(complex), y)
+    with pytest.raises(ValueError, match=r"sample_weight must be 1-D"):
+        explainer.rsq(rows, y, sample_weight=w[:, None])

@@ -278,7 +278,7 @@ def test_interaction_heatmap_draws_on_a_given_axes_and_shows_only_when_asked(int
 
 def test_wrong_inputs_to_the_plots_are_refused_by_name():
     # a raw AttributeError, matplotlib's "Axis limits cannot be NaN", and two R² values silently resolved
-    with pytest.raises(TypeError, match="heatmap needs the shap.Explanation of per-row shares"):
+    with pytest.raises(TypeError, match=r"heatmap needs the shap\.Explanation of per-row shares"):
         plots.heatmap(np.zeros((3, 2)), show=False)
     with pytest.raises(ValueError, match=r"bar needs finite shares; \['a'\] are not"):
         plots.bar({"a": np.nan, "b": 0.2}, show=False)

@@ -20,6 +20,7 @@ from .validation import (
     check_squares_finite,
     check_weight_total,
     check_weights,
+    check_weights_are_a_vector,
     numeric_dtype,
     target_values,
 )
@@ -68,9 +69,7 @@ def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_s
     """
     import dask
 
-    numeric_dtype("X", X.dtype)
-    if X.ndim != 2 or X.shape[1] != n_features:
-        raise ValueError(f"X has shape {X.shape}, but the model was fitted with {n_features} features.")
+    _check_dask_rows(X, n_features)
     X = X.rechunk({1: -1})
     rows = X.chunks[0]
     y = _column_in_blocks("y", y, X.shape[0], rows)
@@ -98,17 +97,45 @@ def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_s
     return total / sst
 
 
+def _check_dask_rows(X, n_features: int) -> None:
+    """A dask array of numbers, ``(rows, n_features)``, with known chunk sizes: the same refusals as
+    in memory, not dask's or NumPy's own errors."""
+    if not hasattr(X, "chunks") or not hasattr(X, "dtype"):  # a dask DataFrame
+        raise ValueError(
+            f"X is a dask {type(X).__name__}; pass a dask array of its numbers, "
+            "X.to_dask_array(lengths=True), with the columns in the model's order."
+        )
+    numeric_dtype("X", X.dtype)
+    if np.issubdtype(X.dtype, np.complexfloating):
+        raise ValueError(f"X holds complex numbers ({X.dtype}); pass real ones.")
+    if any(np.isnan(size) for sizes in X.chunks for size in sizes):
+        raise ValueError(
+            "X has unknown chunk sizes (from a dask DataFrame or a boolean mask): compute them first, "
+            "X.compute_chunk_sizes(), or X = frame.to_dask_array(lengths=True)."
+        )
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (rows by features); got shape {X.shape}.")
+    if X.shape[1] != n_features:
+        raise ValueError(f"X has {X.shape[1]} features, but the model was fitted with {n_features} features.")
+
+
 def _column_in_blocks(name: str, values, n_rows: int, rows: tuple[int, ...]):
     """``y`` or weights as a 1-D dask array chunked like the rows of ``X`` (shape and dtype checked now,
     values block by block)."""
     import dask.array as da
 
+    if is_dask_array(values) and not hasattr(values, "chunks"):  # a dask Series or DataFrame
+        values = values.to_dask_array(lengths=True)
+    if is_dask_array(values) and any(np.isnan(size) for sizes in values.chunks for size in sizes):
+        values = values.compute_chunk_sizes()
     if not is_dask_array(values):
         if name == "sample_weight" and np.ndim(values) == 0:  # one weight for every row, checked as in memory
             values = check_weights(values, np.empty((n_rows, 0)))
         values = np.asarray(values)
     numeric_dtype(name, values.dtype)
     check_column_shape(name, values.shape, n_rows)
+    if name == "sample_weight":
+        check_weights_are_a_vector(values.shape)
     if values.ndim == 2:
         values = values[:, 0]
     return da.asarray(values).rechunk((rows,))

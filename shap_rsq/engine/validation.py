@@ -19,6 +19,7 @@ __all__ = [
     "check_target",
     "check_weight_total",
     "check_weights",
+    "check_weights_are_a_vector",
     "numeric_dtype",
     "ratio_weights",
     "target_values",
@@ -177,11 +178,19 @@ def check_weights(sample_weight: Any, X: np.ndarray, *, allow_all_zero: bool = F
         numeric_dtype("sample_weight", getattr(sample_weight, "dtype", np.asarray(sample_weight).dtype))
         if not np.isscalar(sample_weight):
             check_column_shape("sample_weight", np.shape(sample_weight), X.shape[0])
+            check_weights_are_a_vector(np.shape(sample_weight))
         elif not np.isfinite(sample_weight):  # scikit-learn checks arrays for NaN, not a number
             raise ValueError(f"sample_weight must be a finite number or one per row; got {sample_weight!r}.")
     return _check_sample_weight(
         sample_weight, X, dtype=np.float64, ensure_non_negative=True, allow_all_zero_weights=allow_all_zero
     )
+
+
+def check_weights_are_a_vector(shape: tuple[int, ...]) -> None:
+    """Refuse weights of shape ``(n, 1)``: a target may come as one column, weights come as a vector
+    (scikit-learn's words, "got 2D array", came through before)."""
+    if len(shape) != 1:
+        raise ValueError(f"sample_weight must be 1-D, one weight per row; got shape {shape}.")
 
 
 def check_column_shape(name: str, shape: tuple[int, ...], n_rows: int) -> None:
