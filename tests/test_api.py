@@ -414,3 +414,16 @@ def test_a_failed_run_leaves_no_progress_bar_open(frame_model, monkeypatch):
     with pytest.raises(RuntimeError, match="a unit failed"):
         RSquaredExplainer(model, progress=True).rsq(frame, y)
     assert not list(tqdm._instances)
+
+
+def test_a_killed_worker_is_reported_with_what_to_change():
+    # loky's TerminatedWorkerError named no cause; the out-of-memory killer is the usual one
+    import os
+
+    from joblib import delayed
+
+    from shap_rsq.engine import run
+
+    tasks = [delayed(os._exit)(3), delayed(os._exit)(3)]
+    with pytest.raises(RuntimeError, match=r"worker process was killed .* lower memory_budget or n_jobs"):
+        run._run_parallel(tasks, [np.arange(0), np.arange(0)], [], 2, False)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
+from joblib.externals.loky.process_executor import TerminatedWorkerError
 
 from ..kernels import lca
 from ..kernels.lca_local import pattern_gradients
@@ -167,11 +168,17 @@ def _run_parallel(tasks: list, blocks: list[np.ndarray], units: Sequence, n_jobs
     """
     results = []
     with _progress_bar(sum(len(units[u].trees) for block in blocks for u in block), progress) as bar:
-        for block, result in zip(blocks, _parallel(n_jobs)(tasks), strict=True):
-            adopt_plans([units[u] for u in block], result[2])
-            results.append(result)
-            if bar is not None:
-                bar.update(sum(len(units[u].trees) for u in block))
+        try:
+            for block, result in zip(blocks, _parallel(n_jobs)(tasks), strict=True):
+                adopt_plans([units[u] for u in block], result[2])
+                results.append(result)
+                if bar is not None:
+                    bar.update(sum(len(units[u].trees) for u in block))
+        except TerminatedWorkerError as error:  # loky's words name no cause and no remedy
+            raise RuntimeError(
+                "A worker process was killed while it computed a block of trees (most often by the "
+                "operating system, out of memory): lower memory_budget or n_jobs, or run with n_jobs=1."
+            ) from error
     return results
 
 
