@@ -120,10 +120,12 @@ def decompose(
     *,
     local: bool = False,
     n_jobs: int | None = None,
-    progress: bool = False,
+    progress: bool | str = False,
     tuning: Tuning = DEFAULT_TUNING,
 ) -> Decomposition:
     """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing).
+
+    ``progress`` draws a progress bar; a text names what the bar is of (one output of several).
 
     ``tuning`` decides when blocks of trees go to worker processes (never what they compute) and
     holds the memory budget (:mod:`~shap_rsq.engine.budget`: fewer workers, or a refusal).
@@ -141,6 +143,8 @@ def _decompose(forest, units, X, y, w, local, n_jobs, progress, tuning) -> Decom
     blocks = _unit_blocks(units, n_jobs, local, X.shape[0], tuning, forest.n_players)
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
     label = progress_label(units, X.shape[0], tuning) if progress else False
+    if label and isinstance(progress, str):  # one output of several: its bar says which
+        label = f"{progress}: {label}"
     inner = label if len(blocks) == 1 else False  # one block: its own bar; several: one bar over blocks
     # the plans the explainer keeps for its next call, within a share of the budget
     room = max(0, tuning.kept_plan_limit - held_bytes(units)) // len(blocks)
