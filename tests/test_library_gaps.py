@@ -272,3 +272,20 @@ def test_an_xgboost_model_with_vector_leaves_is_refused_by_name_also_from_a_file
     for each in (model, loaded, booster):
         with pytest.raises(UnsupportedModelError, match=r"vector leaves \(multi_strategy='multi_output_tree'\)"):
             RSquaredExplainer(each)
+
+
+def test_xgboost_predictions_rounded_more_coarsely_than_they_vary_are_refused():
+    # XGBoost adds its trees in float32: on y = signal + 1e7 its predictions step by 1 and the trees'
+    # exact sum is another model; the shares summed to R² -7.95 against the model's 0.375, silently
+    xgboost = pytest.importorskip("xgboost")
+    from shap_rsq import UnsupportedModelError
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 4))
+    signal = X[:, 0] + 0.5 * X[:, 1] * X[:, 2] + rng.normal(scale=0.3, size=300)
+    far = xgboost.XGBRegressor(n_estimators=20, max_depth=3, n_jobs=1).fit(X, signal + 1e7)
+    with pytest.raises(UnsupportedModelError, match=r"rounded in float32 more coarsely than they vary.*minus its mean"):
+        RSquaredExplainer(far).rsq(X, signal + 1e7)
+    near = xgboost.XGBRegressor(n_estimators=20, max_depth=3, n_jobs=1).fit(X, signal + 1e3)
+    shares = RSquaredExplainer(near).rsq(X, signal + 1e3)
+    assert abs(shares.sum() - r2_score(signal + 1e3, near.predict(X))) < 1e-3

@@ -157,3 +157,15 @@ def test_the_scale_of_the_weights_does_not_move_the_shares(scale):
     # the loss decomposition keeps the weights' own scale
     loss = explainer.loss_reduction(X, y, sample_weight=w)
     np.testing.assert_allclose(explainer.loss_reduction(X, y, sample_weight=2 * w), 2 * loss, rtol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e-170])
+def test_a_target_whose_squares_underflow_is_refused_by_name_not_called_constant(scale):
+    # at 1e-160 the shares drifted by 2e-4 and per-row shares failed their check; at 1e-170 y was
+    # called constant though it varies
+    X, y = _data(n=100, seed=2)
+    model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y * scale)
+    with pytest.raises(ValueError, match=r"y varies too little for float64 .* smaller unit"):
+        RSquaredExplainer(model).rsq(X, y * scale)
+    with pytest.raises(ValueError, match="y is constant"):
+        RSquaredExplainer(model).rsq(X, np.full(100, 0.1))

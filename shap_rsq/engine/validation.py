@@ -49,12 +49,23 @@ def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool =
     """
     check_column_shape("y", np.shape(y), n_rows)
     target = target_values(y)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", under="ignore"):
         sst = np.sum(w * (target - weighted_mean(target, w)) ** 2)
     check_squares_finite(sst)
-    if require_variance and sst <= 0.0:
-        raise ValueError("y is constant (over the rows with positive weight): R² is undefined.")
+    if require_variance and sst < _SMALLEST_SQUARES:
+        positive = target[w > 0]
+        if sst <= 0.0 and (positive.size == 0 or positive.min() == positive.max()):
+            raise ValueError("y is constant (over the rows with positive weight): R² is undefined.")
+        # squares of a spread of 1e-160 are subnormal: shares drifted by 2e-4, and at 1e-170 the
+        # sum of squares was 0 and y was called constant
+        raise ValueError(
+            f"y varies too little for float64 (its sum of squares about the mean is {sst:.3g}): R² does not "
+            "depend on the unit of y, so fit the model on y in a smaller unit (y times a power of ten)."
+        )
     return target
+
+
+_SMALLEST_SQUARES = 1e-200  # sums of squares below this lose digits in the squares of their games
 
 
 def weighted_mean(values: np.ndarray, w: np.ndarray) -> np.ndarray | float:
