@@ -145,9 +145,9 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         X : array-like or DataFrame of shape (n_samples, n_features)
             Rows to evaluate on; NaN follows each split's default direction.  A DataFrame
             (pandas, polars, pyarrow) is matched to the model's features by column name when
-            the model recorded names; a dask array is evaluated block by block on dask's
-            scheduler (``n_jobs`` and ``progress`` do not apply; each block works within
-            ``memory_budget``).
+            the model recorded names; a dask array (single-output regressors) is evaluated
+            block by block on dask's scheduler (``n_jobs`` and ``progress`` do not apply; each
+            block works within ``memory_budget``).
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Observed target.  For a classifier, class labels (any of ``classes_``, matched by value), or
             a 0/1 indicator as ``sklearn.preprocessing.label_binarize`` returns it (one column per class,
