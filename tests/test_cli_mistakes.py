@@ -124,3 +124,18 @@ def test_a_booster_file_of_a_classifier_says_it_is_a_boosted_classifier(library,
     code, err = run(["explain", "--model", path, "--data", tmp_path / "data.csv", "--target", "y"], capsys)
     assert code == 1
     assert err.startswith(f"shap-rsq: error: {named}its probabilities are a sigmoid or softmax")
+
+
+def test_a_wide_tables_columns_are_listed_short_in_a_message(tmp_path, capsys):
+    # a missing target printed all 20,001 column names on one line
+    names = [f"g{j}" for j in range(20_000)]
+    pd.DataFrame(np.zeros((3, 20_001)), columns=[*names, "target"]).to_csv(tmp_path / "wide.csv", index=False)
+    xgboost = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(30, 20_000)), columns=names)
+    xgboost.XGBRegressor(n_estimators=2, max_depth=2).fit(X, X["g0"]).save_model(tmp_path / "model.json")
+    code = main(
+        ["explain", "--model", str(tmp_path / "model.json"), "--data", str(tmp_path / "wide.csv"), "--target", "y"]
+    )
+    err = capsys.readouterr().err
+    assert code == 1 and "(20001 columns)" in err and "'g49', ..." in err and len(err) < 1_500

@@ -20,7 +20,7 @@ from sklearn.metrics import r2_score
 
 from .._groups import resolve_groups
 from ..explainer import RSquaredExplainer
-from .columns import ModelInputs, model_inputs, preview
+from .columns import LISTED, ModelInputs, model_inputs, preview
 from .errors import did_you_mean
 from .files import InputError, load_data, load_groups, load_model, missing_pyarrow, text_column
 from .interactions import check_interaction_options, refuse_several_outputs, run_interactions
@@ -181,7 +181,7 @@ def column_groups(path: str | None, columns: list[str]) -> tuple[dict | None, li
         if unknown:
             raise InputError(
                 f"--groups {path}: group {name!r} names {unknown[0]!r}, which is not one of the model's features."
-                f"{did_you_mean(str(unknown[0]), columns)} The features are {preview(columns, limit=None)}."
+                f"{did_you_mean(str(unknown[0]), columns)} The features are {preview(columns, limit=LISTED)}."
             )
         groups[name] = [columns.index(str(m)) for m in members]
     return groups, resolve_groups(groups, columns, len(columns)).names

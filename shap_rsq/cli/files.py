@@ -15,6 +15,7 @@ import re
 import stat
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -294,8 +295,8 @@ def load_data(path: str | os.PathLike) -> pd.DataFrame:
 
 def _refuse_duplicated_header(path: Path, header: pd.Series) -> None:
     # pandas renames a repeated name 'x0' to 'x0.1', and the model would read the first 'x0' only
-    names = [str(name) for name in header]
-    repeated = sorted({name for name in names if names.count(name) > 1})
+    counts = Counter(str(name) for name in header)  # one pass: a genomics header has 10^5 names
+    repeated = sorted(name for name, count in counts.items() if count > 1)
     if repeated:
         raise InputError(f"{path} has the column name(s) {repeated} more than once; give every column its own name.")
 
