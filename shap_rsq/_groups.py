@@ -40,6 +40,13 @@ class Players:
     n_groups: int = 0
 
     @property
+    def single_columns(self) -> np.ndarray:
+        """The column of each ungrouped player (the players after the groups), in player order."""
+        column_of = np.empty(len(self.names), dtype=np.int64)
+        column_of[self.of_feature] = np.arange(len(self.of_feature))  # an ungrouped player has one column
+        return column_of[self.n_groups :]
+
+    @property
     def key(self) -> tuple[int, ...]:
         """Hashable identity (games are cached per grouping)."""
         return tuple(self.of_feature.tolist())
@@ -82,9 +89,9 @@ def resolve_groups(
         for j, name in enumerate(names):
             index.setdefault(name, j)  # the first of duplicated names, as list.index found it
     owner = np.full(n_features, -1, dtype=np.int64)
-    feature_of = _frame_positions(labels, order, n_features)
+    frame = _FrameColumns.of(labels, order, n_features)
     for g, (group, columns) in enumerate(groups.items()):
-        positions = _positions(str(group), columns, names, index, n_features, feature_of)
+        positions = _positions(str(group), columns, names, index, n_features, frame)
         taken = positions[owner[positions] >= 0]
         if taken.size:
             other = list(groups)[owner[taken[0]]]
@@ -102,17 +109,23 @@ def resolve_groups(
     return Players(owner, player_names, len(groups))
 
 
-def _frame_positions(labels: Sequence | None, order: Sequence[int] | None, n_features: int) -> dict | None:
-    """For a DataFrame, the model feature an int column means: its integer labels first (as pandas
-    reads them), then the positions of its columns as given; ``None`` for an array."""
-    if labels is None:
-        return None
-    as_given = np.arange(n_features) if order is None else np.argsort(np.asarray(order))
-    feature_of: dict = {("position", k): int(j) for k, j in enumerate(as_given)}
-    for j, label in enumerate(labels):
-        if isinstance(label, Integral) and not isinstance(label, bool):
-            feature_of["label", int(label)] = j
-    return feature_of
+@dataclass(frozen=True)
+class _FrameColumns:
+    """The model feature an int in ``groups`` means on a DataFrame: one of its integer labels (as
+    pandas reads ``frame[[0, 1]]``), else a position among its columns as given."""
+
+    by_label: dict[int, int]
+    by_position: np.ndarray
+
+    @classmethod
+    def of(cls, labels: Sequence | None, order: Sequence[int] | None, n_features: int) -> _FrameColumns | None:
+        """From :class:`~shap_rsq.engine.rows.Rows`' labels and order; ``None`` for an array."""
+        if labels is None:
+            return None
+        integer = [isinstance(label, Integral) and not isinstance(label, bool) for label in labels]
+        by_label = {int(labels[j]): int(j) for j in np.flatnonzero(integer)}
+        by_position = np.arange(n_features) if order is None else np.argsort(np.asarray(order))
+        return cls(by_label, by_position)
 
 
 def _positions(
@@ -121,13 +134,13 @@ def _positions(
     names: list[str] | None,
     index: dict[str, int] | None,
     n_features: int,
-    feature_of: dict | None = None,
+    frame: _FrameColumns | None = None,
 ) -> np.ndarray:
     if isinstance(columns, (str, bytes)) or not isinstance(columns, Sequence | np.ndarray):
         raise ValueError(f"Group {group!r} must list its columns (a list of names or positions); got {columns!r}.")
     if len(columns) == 0:
         raise ValueError(f"Group {group!r} has no columns.")
-    positions = [_position(group, column, names, index, n_features, feature_of) for column in columns]
+    positions = [_position(group, column, names, index, n_features, frame) for column in columns]
     if len(set(positions)) < len(positions):
         raise ValueError(f"Group {group!r} lists a column twice.")
     return np.array(positions, dtype=np.int64)
@@ -139,14 +152,14 @@ def _position(
     names: list[str] | None,
     index: dict[str, int] | None,
     n_features: int,
-    feature_of: dict | None = None,
+    frame: _FrameColumns | None = None,
 ) -> int:
     if isinstance(column, Integral) and not isinstance(column, bool):
-        if feature_of is not None and ("label", int(column)) in feature_of:
-            return feature_of["label", int(column)]
+        if frame is not None and int(column) in frame.by_label:
+            return frame.by_label[int(column)]
         if not 0 <= column < n_features:
             raise ValueError(f"Group {group!r}: column {column} is out of range for {n_features} features.")
-        return int(column) if feature_of is None else feature_of["position", int(column)]
+        return int(column) if frame is None else int(frame.by_position[column])
     if names is None or index is None:
         raise ValueError(
             f"Group {group!r} names column {column!r}, but the features have no names here: "
@@ -182,27 +195,23 @@ def player_index(columns: list | None, players: Players | None) -> pd.Index | No
         return None
     if players is None:
         return pd.Index(columns)
-    column_of = np.empty(len(players.names), dtype=np.int64)
-    column_of[players.of_feature] = np.arange(len(players.of_feature))  # an ungrouped player's one column
-    return pd.Index([*players.names[: players.n_groups], *(columns[j] for j in column_of[players.n_groups :])])
+    return pd.Index([*players.names[: players.n_groups], *(columns[j] for j in players.single_columns)])
 
 
-def position_labels(players: Players, n_groups: int) -> list[str | int]:
+def position_labels(players: Players) -> list[str | int]:
     """Labels of the players of rows without column names (a NumPy array): each group's name, then
     each ungrouped feature's column position, as labelled without groups.
 
     The players' own positions would be ambiguous: with ``{"g": [0, 1]}`` player 1 is column 2.
     """
-    column_of = np.empty(len(players.names), dtype=np.int64)
-    column_of[players.of_feature] = np.arange(len(players.of_feature))  # a single's one column
-    singles = [int(j) for j in column_of[n_groups:]]
-    clash = sorted(set(players.names[:n_groups]) & {str(j) for j in singles})
+    singles = [int(j) for j in players.single_columns]
+    clash = sorted(set(players.names[: players.n_groups]) & {str(j) for j in singles})
     if clash:  # ("2", 3) and (2, 3) would read as one pair once written out
         raise ValueError(
             f"Group name {clash[0]!r} is also the position of an ungrouped column, which labels it here; "
             "rename the group."
         )
-    return [*players.names[:n_groups], *singles]
+    return [*players.names[: players.n_groups], *singles]
 
 
 class GroupedGames:

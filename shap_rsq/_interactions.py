@@ -106,7 +106,7 @@ class InteractionShares:
         if top_k is not None:
             labels = names
             if labels is None:  # an array: column positions, as without groups, and the groups' names
-                labels = range(indices.shape[0]) if players is None else position_labels(players, len(groups))
+                labels = range(indices.shape[0]) if players is None else position_labels(players)
             return top_pairs(indices / sst, list(labels), int(top_k))
         shares = self._decompose(rows.array, target, weights, local=False, players=players).values / sst
         matrix = (indices + indices.T).toarray()

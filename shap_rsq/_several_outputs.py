@@ -14,9 +14,7 @@ from ._groups import player_index
 from .engine.budget import check_output_rows
 from .engine.distributed import is_dask_array
 from .engine.outputs import OutputGames, checked_multioutput, target_columns
-from .engine.rows import check_rows
 from .engine.run import decompose
-from .engine.validation import check_weights, ratio_weights
 
 __all__ = ["SeveralOutputs"]
 
@@ -52,11 +50,7 @@ class SeveralOutputs:
         how = checked_multioutput(multioutput, info)
         if is_dask_array(X):
             raise NotImplementedError("dask arrays of rows are supported for single-output regressors only.")
-        names, precision = self._names_for_matching(), self.forest.input_dtype
-        rows = check_rows(X, info.n_features, names, info.family, 2 if require_variance else 1, precision)
-        weights = check_weights(sample_weight, rows.array)
-        if require_variance:  # R², a ratio of weighted sums
-            weights = ratio_weights(weights)
+        rows, weights = self._rows_weights(X, sample_weight, require_variance=require_variance)
         Y = np.asarray(y, dtype=np.float64) if one_hot else target_columns(y, info, rows.array.shape[0])
         players = self._players(groups, rows)
         if local:

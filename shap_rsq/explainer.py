@@ -368,6 +368,12 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         return rows, target, weights, sst
 
     def _rows_target_weights(self, X, y, sample_weight, *, require_variance: bool):
+        rows, weights = self._rows_weights(X, sample_weight, require_variance=require_variance)
+        target = check_target(y, rows.array.shape[0], weights, require_variance=require_variance)
+        return rows, target, weights
+
+    def _rows_weights(self, X, sample_weight, *, require_variance: bool):
+        """The rows in the model's order and their weights, for one output or several."""
         # R² needs two rows to vary; the loss decomposition is defined for one
         min_rows = 2 if require_variance else 1
         info = self.model_info
@@ -376,8 +382,7 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         weights = check_weights(sample_weight, rows.array)
         if require_variance:  # R², a ratio: the loss decomposition keeps the weights' own scale
             weights = ratio_weights(weights)
-        target = check_target(y, rows.array.shape[0], weights, require_variance=require_variance)
-        return rows, target, weights
+        return rows, weights
 
     def _set_engine(self, kernel: Kernel = "auto", tuning: Tuning | None = None) -> RSquaredExplainer:
         """Force a kernel or a tuning for the games of every output (tests and benchmarks).

@@ -47,13 +47,7 @@ def test_an_xgboost_file_saved_after_early_stopping_is_explained_up_to_its_best_
     model = xgboost.XGBRegressor(n_estimators=300, max_depth=4, learning_rate=0.3, early_stopping_rounds=5)
     model.fit(X[:200], y[:200], eval_set=[(X[200:], y[200:])], verbose=False)
     assert model.best_iteration + 1 < model.get_booster().num_boosted_rounds()  # it did stop early
-    model.save_model(tmp_path / "model.json")
-    pd.concat([X[200:], y[200:]], axis=1).to_csv(tmp_path / "data.csv", index=False)
-    written, err = _explain(tmp_path / "model.json", tmp_path / "data.csv", tmp_path / "out.json", capsys)
-    loaded = xgboost.XGBRegressor()
-    loaded.load_model(tmp_path / "model.json")
-    expected = RSquaredExplainer(loaded).rsq(X[200:], y[200:])
-    np.testing.assert_allclose(pd.Series(written["rsq"])[expected.index], expected, atol=1e-9)
+    err = _explain_as_the_api_does(model, xgboost.XGBRegressor(), X[200:], y[200:], tmp_path, capsys)
     assert f"records early stopping at round {model.best_iteration}" in err
 
 
@@ -66,14 +60,20 @@ def test_a_booster_file_saved_after_early_stopping_is_explained_on_every_round(t
     params = {"max_depth": 3, "eta": 0.3, "nthread": 1}
     booster = xgboost.train(params, train, 300, evals=[(valid, "v")], early_stopping_rounds=5, verbose_eval=False)
     assert booster.best_iteration + 1 < booster.num_boosted_rounds()
-    booster.save_model(tmp_path / "model.json")
-    pd.concat([X[200:], y[200:]], axis=1).to_csv(tmp_path / "data.csv", index=False)
-    written, err = _explain(tmp_path / "model.json", tmp_path / "data.csv", tmp_path / "out.json", capfd)
-    loaded = xgboost.Booster()
-    loaded.load_model(tmp_path / "model.json")
-    expected = RSquaredExplainer(loaded).rsq(X[200:], y[200:])
-    np.testing.assert_allclose(pd.Series(written["rsq"])[expected.index], expected, atol=1e-9)
+    err = _explain_as_the_api_does(booster, xgboost.Booster(), X[200:], y[200:], tmp_path, capfd)
     assert "early stopping" not in err
+
+
+def _explain_as_the_api_does(model, empty, X, y, tmp_path, capsys) -> str:
+    """Save ``model``, explain its file with the command line, and check the shares equal the API's
+    on the file loaded into ``empty``; returns what the command wrote to stderr."""
+    model.save_model(tmp_path / "model.json")
+    pd.concat([X, y], axis=1).to_csv(tmp_path / "data.csv", index=False)
+    written, err = _explain(tmp_path / "model.json", tmp_path / "data.csv", tmp_path / "out.json", capsys)
+    empty.load_model(tmp_path / "model.json")
+    expected = RSquaredExplainer(empty).rsq(X, y)
+    np.testing.assert_allclose(pd.Series(written["rsq"])[expected.index], expected, atol=1e-9)
+    return err
 
 
 def test_names_a_library_made_up_match_a_header_that_holds_them_in_another_order(tmp_path, capsys):

@@ -35,7 +35,7 @@ from .worker_plans import held_bytes, keep_within, remember, restore, shipped
 __all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_values"]
 
 
-_EMPTY_CACHE = {"_interaction_plans": None}
+_COMPILED = ("_units", "_lca_units", "_interaction_plans")  # what UnitCache.release drops
 
 
 class UnitCache:
@@ -49,19 +49,23 @@ class UnitCache:
         self.forest = forest
         self.kernel = kernel
         self.tuning = tuning
-        self._units: dict[bool, list] = {}
-        self._lca_units: dict = {}  # shared by both lists: each tree compiled once
-        self._interaction_plans: InteractionPlans | None = None
+        self.release()
 
     def __getstate__(self) -> dict:
         # compiled plans are a cache (hundreds of MB on deep forests, against a model of a few):
         # a pickled or copied explainer compiles them again on first use
-        return {**self.__dict__, **_EMPTY_CACHE, "_units": {}, "_lca_units": {}}
+        return {name: value for name, value in self.__dict__.items() if name not in _COMPILED}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.release()
 
     def release(self) -> None:
         """Drop the compiled units (they are compiled again on next use): a model of several outputs
         keeps one output's plans at a time, not one set per class within the memory budget each."""
-        self.__dict__.update(_EMPTY_CACHE, _units={}, _lca_units={})
+        self._units: dict[bool, list] = {}
+        self._lca_units: dict = {}  # shared by both lists of units: each tree compiled once
+        self._interaction_plans: InteractionPlans | None = None
 
     def units(self, local: bool = False) -> list:
         """Units for global values, or for per-row values (``local``), which some trees need

@@ -27,6 +27,10 @@ __all__ = [
 ]
 
 
+_SMALLEST_SQUARES = 1e-200  # sums of squares below this lose digits in the squares of their games
+_RATIO_SCALE = (1e-100, 1e100)  # weights whose largest lies here keep their digits in every sum of squares
+
+
 def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool = True) -> np.ndarray:
     """The target as a finite float vector of length ``n_rows`` (with positive weighted variance, R²'s
     denominator, when ``require_variance``).
@@ -63,9 +67,6 @@ def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool =
             "depend on the unit of y, so fit the model on y in a smaller unit (y times a power of ten)."
         )
     return target
-
-
-_SMALLEST_SQUARES = 1e-200  # sums of squares below this lose digits in the squares of their games
 
 
 def weighted_mean(values: np.ndarray, w: np.ndarray) -> np.ndarray | float:
@@ -159,9 +160,6 @@ def ratio_weights(w: np.ndarray) -> np.ndarray:
     """
     largest = float(w.max(initial=0.0))
     return w / largest if largest > 0 and not _RATIO_SCALE[0] <= largest <= _RATIO_SCALE[1] else w
-
-
-_RATIO_SCALE = (1e-100, 1e100)  # weights whose largest lies here keep their digits in every sum of squares
 
 
 def check_weights(sample_weight: Any, X: np.ndarray, *, allow_all_zero: bool = False) -> np.ndarray:
