@@ -16,10 +16,12 @@ from sklearn.metrics import r2_score
 from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
-from shap_rsq.engine.budget import row_bytes, unit_bytes
+from shap_rsq.engine.budget import fit_jobs, row_bytes, unit_bytes
 from shap_rsq.engine.run import decompose
+from shap_rsq.engine.worker_plans import shipped
 from shap_rsq.kernels import pairs
 from shap_rsq.kernels.hybrid_tree import HybridUnit, plan_pieces
+from shap_rsq.kernels.lca_tree import LcaUnit
 from shap_rsq.kernels.pairs import choose_pair_nodes, node_costs
 from shap_rsq.tuning import DEFAULT_TUNING
 
@@ -198,6 +200,22 @@ def test_results_do_not_depend_on_jobs_blocks_or_budget():
         explainer = RSquaredExplainer(model, n_jobs=jobs)._set_engine(**setting)
         np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected, rtol=0, atol=1e-12)
         np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, rtol=0, atol=1e-12)
+
+
+def test_workers_fit_the_budget_with_smaller_blocks_of_patterns():
+    # at 4 MiB each tree's plan and blocks take a quarter each: two workers fit only with each
+    # one's blocks cut to an eighth; before, such a call always ran in one process
+    X, y, _ = _deep_data(n=300, p=8)
+    model = RandomForestRegressor(2, max_depth=7, random_state=0).fit(X, y)
+    small = replace(DEFAULT_TUNING, memory_budget=1 << 22, parallel_work=0.0)
+    explainer = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=small)
+    units = explainer._units.units()
+    assert fit_jobs(units, len(y), 8, 2, False, 2, small) == (2, 2)
+    assert fit_jobs(units, len(y), 8, 2, False, 2, replace(small, memory_budget=1 << 30)) == (2, 1)
+    unit = next(u for u in units if isinstance(u, LcaUnit))
+    assert shipped([unit], 2)[0].pattern_step(False) < unit.pattern_step(False)
+    expected = RSquaredExplainer(model)._set_engine(tuning=replace(small, parallel_work=1e300)).rsq(X, y)
+    np.testing.assert_allclose(explainer.rsq(X, y), expected, rtol=0, atol=1e-12)
 
 
 def test_caller_arrays_are_not_modified():

@@ -135,14 +135,14 @@ def decompose(
     holds the memory budget (:mod:`~shap_rsq.engine.budget`: fewer workers, or a refusal).
     """
     # refuses before any work when the rows' arrays cannot fit the memory budget
-    n_jobs = fit_jobs(units, X.shape[0], forest.n_features, forest.n_trees, local, n_jobs, tuning)
+    n_jobs, split = fit_jobs(units, X.shape[0], forest.n_features, forest.n_trees, local, n_jobs, tuning)
     try:
-        return _decompose(forest, units, X, y, w, local, n_jobs, progress, tuning)
+        return _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning)
     except MemoryError as error:  # an estimate fell short: say so and what to change, never crash
         raise MemoryBudgetError(out_of_memory(X.shape[0], forest.n_features, local, tuning)) from error
 
 
-def _decompose(forest, units, X, y, w, local, n_jobs, progress, tuning) -> Decomposition:
+def _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning) -> Decomposition:
     mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
     blocks = _unit_blocks(units, n_jobs, local, X.shape[0], tuning, forest.n_players)
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
@@ -158,7 +158,9 @@ def _decompose(forest, units, X, y, w, local, n_jobs, progress, tuning) -> Decom
         # units go without their plans: a worker keeps the plans it compiled (engine.worker_plans)
         # and sends back those this process lacks
         tasks = [
-            delayed(_run_block)(shipped(part), X, y, w, start, forest, local, inner, _for_worker(part, tuning), room)
+            delayed(_run_block)(
+                shipped(part, split), X, y, w, start, forest, local, inner, _for_worker(part, tuning), room
+            )
             for part, start in zip(([units[u] for u in block] for block in blocks), starts, strict=True)
         ]
         results = _run_parallel(tasks, blocks, units, n_jobs, label)

@@ -18,6 +18,7 @@ from dataclasses import fields, is_dataclass, replace
 import numpy as np
 
 from ..kernels.lca_tree import LcaUnit
+from .budget import worker_tuning
 
 __all__ = ["held_bytes", "keep_within", "plan_bytes", "remember", "restore", "shipped"]
 
@@ -25,9 +26,15 @@ __all__ = ["held_bytes", "keep_within", "plan_bytes", "remember", "restore", "sh
 _CACHE: OrderedDict[str, tuple] = OrderedDict()
 
 
-def shipped(units) -> list:
-    """Shallow copies of ``units`` without their compiled plans (the units themselves keep them)."""
-    return [replace(unit, _plan=None, _junction_plan=None) if isinstance(unit, LcaUnit) else unit for unit in units]
+def shipped(units, split: int = 1) -> list:
+    """Shallow copies of ``units`` without their compiled plans (the units themselves keep them),
+    their kernels' blocks sized for ``split`` workers sharing the budget (``budget.worker_tuning``)."""
+    return [
+        replace(unit, _plan=None, _junction_plan=None, tuning=worker_tuning(unit.tuning, split))
+        if isinstance(unit, LcaUnit)
+        else unit
+        for unit in units
+    ]
 
 
 def restore(units) -> None:
