@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -32,14 +33,14 @@ class PlayerMap:
         columns in column order.
     grouped : bool
         Whether ``feature_groups`` was given; if not, the explainer is asked for plain per-feature shares.
-    column_names : list of str or None
+    column_names : list of str or list of int or None
         Names by which the explainer is told the columns (``X`` is a DataFrame with string column
-        names), or ``None`` for positions.
+        names), a DataFrame's integer column labels, or ``None`` for positions.
     """
 
     of_feature: np.ndarray
     grouped: bool = False
-    column_names: list[str] | None = None
+    column_names: list[str] | list[int] | None = None
 
     @classmethod
     def single(cls, n_features: int) -> PlayerMap:
@@ -140,8 +141,27 @@ def resolve_players(
     groups = {name: np.flatnonzero(of_feature == g) for g, name in enumerate(names[:n_groups])}
     # a DataFrame's columns are told by name: the explainer matches names to a prefit model's own order
     by_name = isinstance(X, pd.DataFrame) and columns is not None and list(map(str, X.columns)) == columns
-    players = PlayerMap(of_feature, grouped=True, column_names=columns if by_name else None)
+    players = PlayerMap(of_feature, grouped=True, column_names=columns if by_name else _integer_labels(X))
     return players, names, groups
+
+
+def _integer_labels(X: Any) -> list[int] | None:
+    """A DataFrame's integer column labels, by which the explainer must be told its columns.
+
+    The explainer reads an int in ``groups=`` as the column it labels (as ``frame[[0, 1]]`` does),
+    so positions would pick the wrong columns of a frame labelled ``[3, 2, 1, 0]``.
+    """
+    if not isinstance(X, pd.DataFrame):
+        return None
+    integer = [isinstance(label, Integral) and not isinstance(label, bool) for label in X.columns]
+    if not any(integer):
+        return None  # positions cannot be mistaken for labels
+    if not all(integer) or not X.columns.is_unique:
+        raise ValueError(
+            "feature_groups: X's column labels mix integers with other labels or repeat one; give the "
+            "columns distinct string names (X.columns = X.columns.astype(str))."
+        )
+    return [int(label) for label in X.columns]
 
 
 def player_support(

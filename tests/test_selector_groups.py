@@ -291,3 +291,18 @@ def test_a_list_is_not_a_dict_of_groups(data):
     X, y, _ = data
     with pytest.raises(InvalidParameterError, match="'feature_groups' parameter of RSquaredSelector must be"):
         RSquaredSelector(tree(), feature_groups=[COLORS]).fit(X, y)
+
+
+@pytest.mark.parametrize("options", [{}, {"cv": 3}, {"uncertainty": "se"}, {"screen": 4}])
+def test_groups_by_position_on_integer_column_labels(options):
+    # positions went to the explainer, which reads an int as the column it labels: on a frame
+    # labelled [7, 6, ..., 0] the color group's share went to other columns, and the wrong ones were kept
+    X, y, _ = frame()
+    groups = {"color": [4, 5, 6, 7]}
+    expected = RSquaredSelector(tree(), feature_groups=groups, **options).fit(X.to_numpy(), y)
+    for labels in (list(range(7, -1, -1)), list(range(2, 10))):
+        fitted = RSquaredSelector(tree(), feature_groups=groups, **options).fit(X.set_axis(labels, axis=1), y)
+        np.testing.assert_allclose(fitted.player_rsq_, expected.player_rsq_, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(fitted.get_support(), expected.get_support())
+    with pytest.raises(ValueError, match="mix integers with other labels"):
+        RSquaredSelector(tree(), feature_groups=groups).fit(X.set_axis([0, 1, 2, 3, 4, 5, 6, (7, 8)], axis=1), y)
