@@ -6,6 +6,7 @@ Public through :mod:`shap_rsq.plots` (:func:`~shap_rsq.plots.for_shap`, :func:`~
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -14,7 +15,7 @@ import numpy as np
 import shap
 from matplotlib.axes import Axes
 
-from ._share_label import is_whole, rows_computed, transformed
+from ._share_label import is_whole, labelled_shares, rows_computed, transformed
 
 __all__ = ["for_shap", "refuse_not_shares", "shap_plot"]
 
@@ -133,13 +134,20 @@ def refuse_not_shares(explanation: Any, what: str) -> None:
             f"{what} draws the shares of one Explanation, and this is a set of cohorts: draw each one "
             "(for name, part in cohorts.cohorts.items(): ...)."
         )
+    if isinstance(explanation, shap.Explanation) and not labelled_shares(explanation):
+        raise ValueError(
+            f"{what} draws shares of R², and this Explanation does not say it holds them: explainer(X) without "
+            "y returns shap's SHAP values of the predictions, which are not shares of R² (pass y: "
+            "explainer(X, y)).  For shares of R² computed some other way, say so with output_names='R²' "
+            "(shap.Explanation(values, base_values, output_names='R²', ...))."
+        )
     operation = transformed(explanation) if isinstance(explanation, shap.Explanation) else None
     if operation is not None:
         raise ValueError(
             f"{what} draws shares of R², and this Explanation went through .{operation}, after which its "
-            "values are no longer shares (a mean over rows divides them by n; .abs counts rows that take "
-            "R² away as importance): pass the Explanation as the explainer returned it, a slice of it, or "
-            "its sum over rows, explanation.sum(0)."
+            "values are no longer shares (a mean over rows divides them by n; a sum over features gives each "
+            "row's total; .abs counts rows that take R² away as importance): pass the Explanation as the "
+            "explainer returned it, a slice of it, or its sum over rows, explanation.sum(0)."
         )
 
 
@@ -211,6 +219,8 @@ def shap_plot(
     scaled = for_shap(explanation, rows)
     if row is not None:
         scaled = _picked(scaled, row)
+    # the total before tiny values are set to 0: shap writes f(x) as their sum (waterfall)
+    total = float(np.sum(scaled.values) + np.sum(scaled.base_values)) if np.ndim(scaled.values) == 1 else None
     scaled = _without_signed_zeros(scaled)
     if "order" in inspect.signature(plot).parameters and "order" not in options and scaled.values.ndim <= 2:
         # shap orders by |value|; a share's sign matters (a negative one takes R² away), so order by value
@@ -219,7 +229,7 @@ def shap_plot(
     result = plot(scaled, show=False, **options)
     ax = result if isinstance(result, Axes) else plt.gca()
     words = _ROW_WORDS if rows == "each" else _SUMMED_WORDS if is_whole(explanation) else _PART_WORDS
-    _rename(ax.figure, words)
+    _rename(ax.figure, words, total)
     main = ax.figure.axes[0]  # the waterfall returns a twin axis drawn on top of the bars' own
     if not main.get_xlabel():  # and draws no axis label: say what its numbers are
         main.set_xlabel(words["SHAP value"], labelpad=22)  # below the base value's tick label
@@ -264,13 +274,17 @@ def _without_signed_zeros(scaled: shap.Explanation) -> shap.Explanation:
     return shap.Explanation(values, base, data=scaled.data, feature_names=scaled.feature_names)
 
 
-def _rename(figure: Any, words: dict[str, str]) -> None:
+def _rename(figure: Any, words: dict[str, str], total: float | None = None) -> None:
     """Replace shap's words in the figure's texts: axis labels, titles, and tick labels (set through their axis,
-    since a tick's Text is redrawn from the axis's formatter)."""
+    since a tick's Text is redrawn from the axis's formatter).  A waterfall's ``f(x)`` is written as
+    ``total``, the sum before values below the printed precision were set to 0 (with ten features of
+    a few thousandths each, the model's R² read 0.014 points low)."""
     for ax in figure.axes:
         for axis in (ax.xaxis, ax.yaxis):
             axis.label.set_text(_renamed(axis.label.get_text(), words))
             labels = [tick.get_text() for tick in axis.get_majorticklabels()]
+            if total is not None and len(labels) == 2 and labels[0] == "$f(x)$":
+                labels[1] = f"$ = {_total_value(total)}$"
             renamed = [_renamed(label, words) for label in labels]
             if renamed != labels and len(renamed) == 2 and renamed[1].strip().startswith("$ ="):
                 # shap places "= value" at a fixed offset from its short "f(x)": longer names need them joined
@@ -281,6 +295,12 @@ def _rename(figure: Any, words: dict[str, str]) -> None:
         for text in ax.texts:  # a value below the printed precision was set to 0: shap writes it "+0"
             if text.get_text() == "+0":
                 text.set_text("0")
+
+
+def _total_value(value: float) -> str:
+    """``value`` as shap writes a waterfall's totals: three decimals, no trailing zeros, a true minus."""
+    text = re.sub(r"\.?0+$", "", f"{value:.{_TOTAL_DECIMALS}f}")
+    return "\u2212" + text[1:] if text.startswith("-") else text
 
 
 def _renamed(text: str, words: dict[str, str]) -> str:

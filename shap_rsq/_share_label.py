@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ShareLabel", "is_whole", "rows_computed", "share_label", "transformed"]
+__all__ = ["ShareLabel", "is_whole", "labelled_shares", "rows_computed", "share_label", "transformed"]
 
 # shap's operations after which an Explanation still holds shares: picking rows, features or an
-# output (``__getitem__``, also ``sample``) and summing (over rows: the global shares)
+# output (``__getitem__``, also ``sample``) and summing over rows (axis 0: the global shares)
 _SHARE_PRESERVING = frozenset({"__getitem__", "sum"})
 
 
@@ -70,7 +70,22 @@ def transformed(explanation: Any) -> str | None:
         name = getattr(item, "name", None)
         if name not in _SHARE_PRESERVING:
             return str(name)
+        if name == "sum":  # over rows it gives the global shares; over features, each row's total
+            args, kwargs = getattr(item, "args", ()) or (), getattr(item, "kwargs", {}) or {}
+            axis = kwargs.get("axis", args[0] if args else None)
+            if axis != 0:
+                return f"sum(axis={axis})"
     return None
+
+
+def labelled_shares(explanation: Any) -> bool:
+    """Whether the Explanation says it holds shares of R²: the explainer's label (one, or one per
+    output), or ``output_names="R²"`` set by whoever made it.  shap's SHAP values of the
+    predictions (``explainer(X)`` without ``y``) carry neither."""
+    label = explanation.output_names
+    if isinstance(label, list):
+        return bool(label) and all(isinstance(name, ShareLabel) for name in label)
+    return isinstance(label, ShareLabel) or (isinstance(label, str) and label == "R²")
 
 
 def rows_computed(explanation: Any) -> int | None:

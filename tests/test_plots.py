@@ -121,11 +121,11 @@ def test_bar_and_heatmap_refuse_malformed_input(explanation):
     with pytest.raises(ValueError, match="per-row shares"):
         plots.heatmap(explanation.sum(0), show=False)
     # an Explanation with an output axis (multioutput="raw_values") was read as 200 features
-    by_output = shap.Explanation(np.ones((5, 3, 2)), np.zeros((5, 2)), feature_names=["a", "b", "c"])
+    by_output = shap.Explanation(np.ones((5, 3, 2)), np.zeros((5, 2)), feature_names=["a", "b", "c"], output_names="R²")
     with pytest.raises(ValueError, match=r"values of shape \(5, 3, 2\).*explanation\[\.\.\., k\]"):
         plots.bar(by_output, show=False)
     # interaction shares were said to come "from multioutput='raw_values'"
-    pairs = shap.Explanation(np.ones((5, 3, 3)), np.zeros(5), feature_names=["a", "b", "c"])
+    pairs = shap.Explanation(np.ones((5, 3, 3)), np.zeros(5), feature_names=["a", "b", "c"], output_names="R²")
     with pytest.raises(ValueError, match=r"interaction shares of shape \(5, 3, 3\).*interaction_heatmap"):
         plots.bar(pairs, show=False)
     with pytest.raises(TypeError, match=r"class_bar needs a DataFrame .* got Explanation"):

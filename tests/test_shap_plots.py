@@ -142,7 +142,9 @@ def test_for_shap_refuses_what_it_cannot_scale(explanation):
     # each of these died inside shap, on its "single instance" or on the missing feature values
     with pytest.raises(ValueError, match=r"shap.plots.beeswarm draws every row: use rows='each'"):
         plots.shap_plot(shap.plots.beeswarm, explanation, show=False)
-    grouped = shap.Explanation(explanation.values, explanation.base_values, feature_names=explanation.feature_names)
+    grouped = shap.Explanation(
+        explanation.values, explanation.base_values, feature_names=explanation.feature_names, output_names="R²"
+    )
     with pytest.raises(ValueError, match=r"shap.plots.scatter draws shares against feature values"):
         plots.shap_plot(shap.plots.scatter, grouped, "each", row=0, show=False)
 
@@ -250,3 +252,31 @@ def test_each_output_of_raw_values_keeps_its_own_scale_and_total():
         whole = plots.for_shap(output, "each").values
         np.testing.assert_allclose(plots.for_shap(part, "each").values, whole[:20], atol=1e-12)
         plt.close("all")
+
+
+def test_shap_values_of_the_predictions_or_each_rows_total_are_not_drawn_as_shares(explanation):
+    # explainer(X) without y (shap's SHAP values of the predictions) was drawn as "share of R²", its
+    # waterfall ending at "model R² = -458"; e.sum(1), each row's total, passed for the global shares
+    X, y, _ = make_data(seed=52, n=300)
+    frame = pd.DataFrame(X, columns=NAMES)
+    model = HistGradientBoostingRegressor(max_iter=20, max_leaf_nodes=8, random_state=0).fit(frame[:150], y[:150])
+    predictions = RSquaredExplainer(model)(frame[150:])
+    draws = (plots.bar, plots.heatmap, plots.for_shap, lambda e, show=False: plots.shap_plot(shap.plots.bar, e))
+    for draw in draws:
+        with pytest.raises(ValueError, match=r"does not say it holds them: explainer\(X\) without y"):
+            draw(predictions, show=False) if draw is not plots.for_shap else draw(predictions)
+    for summed in (explanation.sum(1), explanation[:6].sum(1), explanation.sum()):
+        with pytest.raises(ValueError, match=r"went through \.sum\(axis=(1|None)\)"):
+            plots.for_shap(summed)
+    own = shap.Explanation(explanation.values, explanation.base_values, output_names="R²", feature_names=NAMES)
+    np.testing.assert_allclose(plots.for_shap(own).values, 100 * explanation.values.sum(0))
+
+
+def test_the_waterfalls_model_r2_counts_the_values_below_the_printed_precision():
+    # tiny shares are drawn as 0 (not "-0"), and shap summed the drawn values: ten features of a few
+    # thousandths of a point made "model R² = 88.416" for an R² of 88.4305
+    values = np.array([[0.8, 0.1] + [0.00004] * 8])
+    tiny = shap.Explanation(values, np.zeros(1), feature_names=[f"x{j}" for j in range(10)], output_names="R²")
+    ax = plots.shap_plot(shap.plots.waterfall, tiny, show=False)
+    labels = [t.get_text() for a in ax.figure.axes for t in a.get_xticklabels()]
+    assert "model R² = 90.032" in labels
