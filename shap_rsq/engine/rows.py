@@ -87,7 +87,7 @@ def check_rows(
     Rows
         The float array in the model's order and its column labels.
     """
-    _refuse_sparse(X)
+    _refuse_sparse(X, family)
     _refuse_structured(X)
     frame = as_frame(_dense_pandas(X))
     labels = order = None
@@ -170,15 +170,19 @@ def _is_number(dtype) -> bool:
     return dtype.is_numeric() or dtype == nw.Boolean
 
 
-def _refuse_sparse(X: Any) -> None:
-    # scikit-learn's own message says "use .toarray()", which turns the entries a sparse matrix
-    # leaves out into 0.0: XGBoost and LightGBM read them as missing
-    if sp.issparse(X):
-        raise ValueError(
-            "X is a sparse matrix; pass dense rows.  Entries a sparse matrix leaves out are missing "
-            "values to XGBoost and LightGBM: to keep that meaning, fill them with NaN (X.toarray() fills "
-            "them with 0.0, which the trees may route elsewhere)."
+def _refuse_sparse(X: Any, family: str) -> None:
+    # XGBoost's predict reads the entries a sparse matrix leaves out as missing; LightGBM,
+    # scikit-learn and CatBoost read them as 0.0, as X.toarray() fills them
+    if not sp.issparse(X):
+        return
+    if family == "xgboost":
+        fill = (
+            "XGBoost reads the entries a sparse matrix leaves out as missing values: to keep that meaning, "
+            "fill them with NaN (X.toarray() fills them with 0.0, which the trees may route elsewhere)."
         )
+    else:
+        fill = "This model reads the entries a sparse matrix leaves out as 0.0, as X.toarray() fills them."
+    raise ValueError(f"X is a sparse matrix; pass dense rows.  {fill}")
 
 
 def _refuse_structured(X: Any) -> None:
