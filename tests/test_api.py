@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import shap
-from conftest import make_data
+from conftest import FAMILIES, make_data
 from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor, RandomForestRegressor
 from sklearn.tree import DecisionTreeRegressor
 
@@ -427,3 +427,14 @@ def test_a_killed_worker_is_reported_with_what_to_change():
     tasks = [delayed(os._exit)(3), delayed(os._exit)(3)]
     with pytest.raises(RuntimeError, match=r"worker process was killed .* lower memory_budget or n_jobs"):
         run._run_parallel(tasks, [np.arange(0), np.arange(0)], [], 2, False)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_an_explainer_of_every_family_pickles_and_gives_the_same_shares(family, fitted):
+    # an xgboost.Booster's explainer held a local function (its predict) and could not be pickled,
+    # as shap.TreeExplainer(booster) can
+    model, X, y, _ = fitted(family)
+    explainer = RSquaredExplainer(model)
+    shares = explainer.rsq(X, y)
+    copy = pickle.loads(pickle.dumps(explainer))
+    np.testing.assert_array_equal(copy.rsq(X, y), shares)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -44,12 +45,7 @@ def xgboost_info(model: Any) -> ModelInfo:
     n_features = booster.num_features()
     outputs, bases = _xgboost_targets(config)
     if is_booster:
-
-        def predict(X):
-            # rows given as an array take the names the booster was trained with
-            names = None if hasattr(X, "columns") else booster.feature_names
-            return booster.predict(xgboost.DMatrix(X, missing=np.nan, feature_names=names))
-
+        predict = partial(_booster_predict, booster)  # a module-level function: explainers pickle
         # Booster.predict uses every tree; shap would stop at best_iteration, also in its own calls
         tree_limit = shap_tree_limit = len(booster.get_dump())  # shap counts trees, not rounds
     else:
@@ -159,3 +155,11 @@ def _vector_leaves(config: dict, rounds: int) -> bool:
 def _booster_of(model: Any, is_booster: bool) -> Any:
     """The ``xgboost.Booster`` of a model (itself, or the scikit-learn estimator's)."""
     return model if is_booster else model.get_booster()
+
+
+def _booster_predict(booster: Any, X: Any) -> np.ndarray:
+    """``booster.predict`` on rows; rows given as an array take the names it was trained with."""
+    import xgboost
+
+    names = None if hasattr(X, "columns") else booster.feature_names
+    return booster.predict(xgboost.DMatrix(X, missing=np.nan, feature_names=names))
