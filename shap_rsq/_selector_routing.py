@@ -59,7 +59,12 @@ def route(selector: Any, sample_weight: Any, w: np.ndarray, fit_params: dict) ->
     if selector.prefit:  # nothing is fitted: as SelectFromModel, no estimator's request is asked for
         return {}, {}
     if _routing_enabled():
-        routed = process_routing(selector, "fit", sample_weight=sample_weight, **fit_params)
+        # sample_weight=None is not metadata: passed on, it failed as "not routed to any object"
+        # when neither the selector nor its estimator requested weights under that name
+        weights = {} if sample_weight is None else {"sample_weight": sample_weight}
+        if not weights and not fit_params:  # process_routing's empty request hangs on ``in``
+            return {}, {}
+        routed = process_routing(selector, "fit", **weights, **fit_params)
         split_params = routed.splitter.split if "splitter" in routed else {}
         return dict(routed.estimator.fit), dict(split_params)
     # as SelectFromModel without routing: every parameter goes to the estimator, and the weights

@@ -111,3 +111,22 @@ def test_unrequested_metadata_is_refused_by_name(data):
     pipeline = Pipeline([("select", RSquaredSelector(tree(True))), ("ols", LinearRegression())])
     with pytest.raises(UnsetMetadataPassedError, match="RSquaredSelector"):
         pipeline.fit(X, y, sample_weight=w)
+
+
+def test_weights_kept_from_the_selector_and_its_estimator_reach_what_requests_them(data):
+    # with the selector and its tree opted out (weights meant for a later step), fit failed with
+    # "sample_weight ... not routed to any object" even without weights, and fit(X, y) with no
+    # metadata at all hung inside scikit-learn's empty routing request
+    X, y, w = data
+    opted_out = RSquaredSelector(tree(False)).set_fit_request(sample_weight=False)
+    plain = RSquaredSelector(tree(False)).fit(X, y)
+    np.testing.assert_array_equal(opted_out.fit(X, y).feature_rsq_, plain.feature_rsq_)
+    pipe = Pipeline([("select", opted_out), ("model", LinearRegression().set_fit_request(sample_weight=True))])
+    pipe.fit(X, y, sample_weight=w)
+    weighted = LinearRegression().fit(X[:, pipe[0].get_support()], y, sample_weight=w)
+    np.testing.assert_allclose(pipe[-1].coef_, weighted.coef_)
+    aliased = DecisionTreeRegressor(max_depth=4, random_state=0).set_fit_request(sample_weight="tree_w")
+    selector = RSquaredSelector(aliased).set_fit_request(sample_weight=False).fit(X, y, tree_w=w)
+    expected = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(selector.estimator_.tree_.value, expected.tree_.value)
+    np.testing.assert_allclose(selector.feature_rsq_, RSquaredExplainer(expected).rsq(X, y), rtol=0, atol=1e-12)
