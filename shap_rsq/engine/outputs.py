@@ -61,8 +61,11 @@ def checked_multioutput(multioutput: str | None, info: ModelInfo) -> str:
     """
     if multioutput is None:
         return "variance_weighted" if info.classes is not None else "uniform_average"
-    if multioutput not in MULTIOUTPUT:
-        raise ValueError(f"multioutput must be one of {', '.join(map(repr, MULTIOUTPUT))}; got {multioutput!r}.")
+    if not isinstance(multioutput, str) or multioutput not in MULTIOUTPUT:  # an array's `in` is ambiguous
+        weights = "" if isinstance(multioutput, str) else " (r2_score's output weights: weight 'raw_values' columns)"
+        raise ValueError(
+            f"multioutput must be one of {', '.join(map(repr, MULTIOUTPUT))}{weights}; got {multioutput!r}."
+        )
     return multioutput
 
 
