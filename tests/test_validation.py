@@ -64,6 +64,27 @@ def test_boosted_classifiers_are_refused_with_what_to_use_instead(data, make, me
         RSquaredExplainer(model)
 
 
+def test_a_classifier_that_is_not_boosted_is_not_called_boosted(data):
+    # every unsupported classifier was "a boosted classifier: its probabilities are a sigmoid or
+    # softmax of a sum of trees", a bagging ensemble and a logistic regression too
+    from sklearn.ensemble import BaggingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y, _ = data
+    labels = (y > np.median(y)).astype(int)
+    for model in (
+        BaggingClassifier(DecisionTreeClassifier(max_depth=2), n_estimators=2),
+        LogisticRegression(),
+        make_pipeline(StandardScaler(), DecisionTreeClassifier(max_depth=2)),
+    ):
+        with pytest.raises(UnsupportedModelError, match=r"is not a supported tree model\. Supported:") as error:
+            RSquaredExplainer(model.fit(X, labels))
+        assert "boosted" not in str(error.value)
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [

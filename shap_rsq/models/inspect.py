@@ -103,8 +103,25 @@ def _refuse_classifier(model: Any) -> None:
         classifier = is_classifier(model)
     except (AttributeError, TypeError):  # boosters and other non-estimators carry no sklearn tags
         classifier = getattr(model, "_estimator_type", None) == "classifier"
-    if classifier:
+    if not classifier:
+        return
+    if safe_isinstance(model, _BOOSTED_CLASSIFIERS):
         raise UnsupportedModelError(f"{type(model).__name__} is a boosted classifier: {BOOSTED_CLASSIFIER}")
+    # a bagging, calibrated or voting ensemble, a Pipeline, a linear model: not a boosted one
+    raise UnsupportedModelError(f"{type(model).__name__} is not a supported tree model. Supported: {_SUPPORTED}.")
+
+
+# the classifiers whose probabilities are a link function of a sum of trees
+_BOOSTED_CLASSIFIERS = [
+    "sklearn.ensemble._gb.GradientBoostingClassifier",
+    "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingClassifier",
+    "sklearn.ensemble._weight_boosting.AdaBoostClassifier",
+    "xgboost.sklearn.XGBModel",
+    "xgboost.core.Booster",
+    "lightgbm.sklearn.LGBMModel",
+    "lightgbm.basic.Booster",
+    "catboost.core.CatBoost",
+]
 
 
 def read_forests(shap_model: Any, info: ModelInfo, model_name: str) -> list[Forest]:
