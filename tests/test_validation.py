@@ -64,6 +64,17 @@ def test_boosted_classifiers_are_refused_with_what_to_use_instead(data, make, me
         RSquaredExplainer(model)
 
 
+def test_an_xgboost_model_without_trees_is_refused_by_name(data):
+    # shap's loader failed on it with a bare IndexError
+    X, y, _ = data
+    for model in (
+        xgboost.XGBRegressor(n_estimators=0).fit(X, y),
+        xgboost.train({}, xgboost.DMatrix(X, y), num_boost_round=0),
+    ):
+        with pytest.raises(UnsupportedModelError, match="XGBoost model has no trees"):
+            RSquaredExplainer(model)
+
+
 def test_a_classifier_that_is_not_boosted_is_not_called_boosted(data):
     # every unsupported classifier was "a boosted classifier: its probabilities are a sigmoid or
     # softmax of a sum of trees", a bagging ensemble and a logistic regression too

@@ -42,6 +42,11 @@ def xgboost_info(model: Any) -> ModelInfo:
             f"XGBoost model with categorical features {categorical} is not supported: categorical splits "
             "have no threshold order."
         )
+    if booster.num_boosted_rounds() == 0:  # shap's loader fails on it with an IndexError
+        raise UnsupportedModelError(
+            "XGBoost model has no trees (n_estimators=0 or num_boost_round=0): it predicts its base_score "
+            "for every row, so no feature has a share of its R²."
+        )
     n_features = booster.num_features()
     outputs, bases = _xgboost_targets(config)
     if is_booster:
