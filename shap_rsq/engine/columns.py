@@ -13,7 +13,15 @@ from typing import Any
 import narwhals.stable.v2 as nw
 import pandas as pd
 
-__all__ = ["aligned_frame", "as_frame", "column_mismatch", "generic_names", "in_model_order", "listed"]
+__all__ = [
+    "aligned_frame",
+    "as_frame",
+    "column_mismatch",
+    "generic_names",
+    "in_model_order",
+    "listed",
+    "read_by_position",
+]
 
 
 def aligned_frame(X: Any, model_names: list[str] | None, family: str = "") -> Any:
@@ -103,6 +111,15 @@ def _model_order(columns: list[str], model_names, family: str) -> list[int] | No
         return None
     mismatch = column_mismatch([spell(c) for c in columns], [spell(m) for m in model_names])
     raise ValueError(f"X does not have the columns the model was fitted with: {mismatch}.")
+
+
+def read_by_position(columns: list[str], model_names, family: str) -> bool:
+    """Whether a frame with these column names is matched to the model by position: the model
+    recorded no names, or only the names its library makes up for arrays, which are not these."""
+    if model_names is None:
+        return True
+    spell = _lightgbm_spelling if family == "lightgbm" else str
+    return _made_up_names(model_names, family) and sorted(map(spell, columns)) != sorted(map(spell, model_names))
 
 
 def _lightgbm_spelling(name: str) -> str:

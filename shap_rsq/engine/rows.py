@@ -7,6 +7,9 @@ reported with the same words whatever the rows came in; the target and weights a
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from dataclasses import dataclass
 from decimal import Decimal
 from numbers import Real
@@ -18,7 +21,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
-from .columns import as_frame, in_model_order, listed
+from .columns import as_frame, in_model_order, listed, read_by_position
 from .validation import numeric_dtype
 
 __all__ = ["Rows", "check_rows"]
@@ -119,6 +122,14 @@ def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int)
     them), and the frame's position of each (``None``: already in order)."""
     labels = list(frame.columns)
     _check_numeric_columns(frame, [str(c) for c in labels])
+    if all(isinstance(c, str) for c in labels) and read_by_position(labels, model_names, family):
+        # as scikit-learn's predict warns: a reordered frame would be read wrong, silently
+        warnings.warn(
+            "X has feature names, but the model was fitted without feature names: its columns are read by "
+            "position, in the order given.",
+            UserWarning,
+            stacklevel=_outside_the_package(),
+        )
     frame, order = in_model_order(frame, model_names, family)
     if order is not None:
         labels = [labels[i] for i in order]
@@ -126,6 +137,15 @@ def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int)
     # pandas frames go to scikit-learn as they are (it knows their extension dtypes); others through NumPy
     data = native if frame.implementation.is_pandas() else frame.to_numpy()
     return _array(data, min_rows), labels, order
+
+
+def _outside_the_package() -> int:
+    """The ``stacklevel`` of the first caller outside shap_rsq (a warning points at the user's call)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _check_numeric_columns(frame, columns: list[str]) -> None:
