@@ -78,10 +78,17 @@ def for_shap(explanation: shap.Explanation, rows: Literal["sum", "each"] = "sum"
     if rows not in ("sum", "each"):
         raise ValueError(f"rows must be 'sum' or 'each', got {rows!r}.")
     values = np.asarray(explanation.values, dtype=float)
+    if values.size == 0:
+        raise ValueError("This Explanation has no rows: nothing to draw.")
     if values.ndim == 1:
         return _one_dimension(explanation, values, rows)
     if values.ndim != 2:
         raise ValueError(f"for_shap needs per-row shares of shape (n_rows, n_features), got shape {values.shape}.")
+    if any(getattr(item, "name", None) == "sum" for item in explanation.op_history or ()):
+        raise ValueError(
+            f"This Explanation is summed over rows and still has shape {values.shape}: interaction shares (a "
+            "feature by feature matrix), which plots.interaction_heatmap draws."
+        )
     base = np.broadcast_to(np.asarray(explanation.base_values, dtype=float), values.shape[:1])
     names = _names(explanation.feature_names, values.shape[1])
     if rows == "sum":
@@ -196,26 +203,7 @@ def shap_plot(
     >>> plots.shap_plot(shap.plots.waterfall, explanation)  # doctest: +SKIP
     >>> plots.shap_plot(shap.plots.beeswarm, explanation, rows="each")  # doctest: +SKIP
     """
-    name = getattr(plot, "__name__", "this plot")
-    if plot in _PREDICTION_PLOTS:
-        raise ValueError(
-            f"shap.plots.{name} draws a prediction built up from a base value, and shares of R² are not "
-            "a prediction: use shap.plots.waterfall (the summed shares, or one row with rows='each')."
-        )
-    if row is not None and rows != "each":
-        raise ValueError("row= picks one row (or a feature's column) of rows='each'; rows='sum' sums the rows.")
-    if plot is shap.plots.bar and rows == "each" and row is None:
-        raise ValueError(
-            "shap.plots.bar on every row draws the mean absolute row share, which counts rows that take R² "
-            "away as importance and adds up to nothing: use rows='sum' (the shares themselves)."
-        )
-    if plot in _EVERY_ROW and rows == "sum":
-        raise ValueError(f"shap.plots.{name} draws every row: use rows='each' (the sum over rows is one row).")
-    if plot in _FEATURE_VALUES and explanation.data is None:
-        raise ValueError(
-            f"shap.plots.{name} draws shares against feature values, and this Explanation has none (a group "
-            "of columns has no single value): draw it without groups, or use shap.plots.beeswarm."
-        )
+    _check_plot(getattr(plot, "func", plot), explanation, rows, row)  # a functools.partial is its function
     scaled = for_shap(explanation, rows)
     if row is not None:
         scaled = _picked(scaled, row)
@@ -238,11 +226,43 @@ def shap_plot(
     return ax
 
 
+def _check_plot(plot: Callable[..., Any], explanation: shap.Explanation, rows: str, row: int | str | None) -> None:
+    """Refuse a plot that cannot draw these shares this way, naming what to use instead."""
+    name = getattr(plot, "__name__", "this plot")
+    if plot in _PREDICTION_PLOTS:
+        raise ValueError(
+            f"shap.plots.{name} draws a prediction built up from a base value, and shares of R² are not "
+            "a prediction: use shap.plots.waterfall (the summed shares, or one row with rows='each')."
+        )
+    if plot not in _DRAWN:  # shap's legacy functions (summary_plot, bar_plot) read the values their own way
+        drawn = ", ".join(f"shap.plots.{p.__name__}" for p in _DRAWN)
+        raise ValueError(f"shap_plot draws {drawn}; got {getattr(plot, '__module__', '')}.{name}.")
+    if row is not None and rows != "each":
+        raise ValueError("row= picks one row (or a feature's column) of rows='each'; rows='sum' sums the rows.")
+    if plot is shap.plots.bar and rows == "each" and row is None:
+        raise ValueError(
+            "shap.plots.bar on every row draws the mean absolute row share, which counts rows that take R² "
+            "away as importance and adds up to nothing: use rows='sum' (the shares themselves)."
+        )
+    if plot in _EVERY_ROW and rows == "sum":
+        raise ValueError(f"shap.plots.{name} draws every row: use rows='each' (the sum over rows is one row).")
+    if plot in _FEATURE_VALUES and explanation.data is None:
+        raise ValueError(
+            f"shap.plots.{name} draws shares against feature values, and this Explanation has none (a group "
+            "of columns has no single value): draw it without groups, or use shap.plots.beeswarm."
+        )
+    if plot is shap.plots.waterfall and isinstance(row, str):
+        raise ValueError(f"shap.plots.waterfall draws one row: give its number, row=0, not a feature ({row!r}).")
+    if plot is shap.plots.scatter and row is not None and not isinstance(row, str):
+        raise ValueError(f"shap.plots.scatter draws one feature over the rows: give its name, not row={row!r}.")
+
+
 # shap's plots that draw one mark per row, those that need the feature values to draw it, and
 # those that build a prediction up from a base value (there is none here)
 _EVERY_ROW = (shap.plots.beeswarm, shap.plots.scatter, shap.plots.violin, shap.plots.heatmap)
 _FEATURE_VALUES = (shap.plots.scatter,)
 _PREDICTION_PLOTS = (shap.plots.force, shap.plots.decision)
+_DRAWN = (shap.plots.bar, shap.plots.waterfall, *_EVERY_ROW)
 
 
 def _picked(scaled: shap.Explanation, row: int | str) -> shap.Explanation:

@@ -280,3 +280,25 @@ def test_the_waterfalls_model_r2_counts_the_values_below_the_printed_precision()
     ax = plots.shap_plot(shap.plots.waterfall, tiny, show=False)
     labels = [t.get_text() for a in ax.figure.axes for t in a.get_xticklabels()]
     assert "model R² = 90.032" in labels
+
+
+def test_a_plot_that_would_misread_the_shares_is_refused_however_it_is_given(explanation):
+    # a functools.partial of shap.plots.bar drew the mean absolute row share that bar itself is
+    # refused for; shap's legacy functions, a feature as a waterfall's row, a row number as a
+    # scatter's feature, no rows, and interaction shares summed over rows died inside shap
+    import functools
+
+    with pytest.raises(ValueError, match="mean absolute row share"):
+        plots.shap_plot(functools.partial(shap.plots.bar, max_display=5), explanation, "each", show=False)
+    for legacy in (shap.summary_plot, shap.bar_plot):
+        with pytest.raises(ValueError, match=r"shap_plot draws shap\.plots\.bar, shap\.plots\.waterfall"):
+            plots.shap_plot(legacy, explanation, show=False)
+    with pytest.raises(ValueError, match=r"waterfall draws one row: give its number"):
+        plots.shap_plot(shap.plots.waterfall, explanation, "each", row="bmi", show=False)
+    with pytest.raises(ValueError, match=r"scatter draws one feature over the rows: give its name"):
+        plots.shap_plot(shap.plots.scatter, explanation, "each", row=0, show=False)
+    with pytest.raises(ValueError, match="has no rows"):
+        plots.shap_plot(shap.plots.bar, explanation[explanation.data[:, 0] > 1e9], show=False)
+    matrix = shap.Explanation(np.ones((5, 3, 3)), np.zeros(5), feature_names=["a", "b", "c"], output_names="R²")
+    with pytest.raises(ValueError, match=r"summed over rows and still has shape \(3, 3\): interaction shares"):
+        plots.shap_plot(shap.plots.beeswarm, matrix.sum(0), "each", show=False)
