@@ -303,6 +303,7 @@ def test_written_files_get_ordinary_permissions(tmp_path):
 # name -> (options changed from the defaults, the message after "shap-rsq: error: ").  A message ending in
 # "..." is followed by words of another library or module, which may change; the others are exact.
 COLUMNS = "['age', 'bmi', 'bp', 's1', 's2', 'noise', 'y', 'w', 'row_id'] (9 columns)"
+TEXT_BMI = "?"  # the first value of text_feature.csv's bmi: a missing-value marker read as text
 ERROR_CASES = {
     "missing target": ([("--target", "outcome")], f"data.csv has no column 'outcome'. Its columns are {COLUMNS}."),
     "missing weight": (
@@ -311,8 +312,8 @@ ERROR_CASES = {
     ),
     "text feature": (
         [("--data", "text_feature.csv")],
-        "text_feature.csv has non-numeric feature column(s) ['bmi'] (1 column); tree models read numbers: "
-        "encode them first.",
+        "text_feature.csv has non-numeric feature column(s) ['bmi'] (1 column) (column 'bmi' holds "
+        f"'{TEXT_BMI}'); tree models read numbers: encode them first (leave missing values as empty cells).",
     ),
     "text target": ([("--data", "text_target.csv")], "the target column 'y' of text_target.csv is not numeric."),
     "text weight": (
@@ -407,7 +408,7 @@ ERROR_CASES = {
 def bad_files(files, table) -> Path:
     """Broken models and tables beside the good ones."""
     folder = files.folder
-    table.assign(bmi=table["bmi"].astype(str) + "kg").to_csv(folder / "text_feature.csv", index=False)
+    table.assign(bmi=[TEXT_BMI, *table["bmi"].astype(str)[1:]]).to_csv(folder / "text_feature.csv", index=False)
     table.assign(y=table["y"].astype(str) + "!").to_csv(folder / "text_target.csv", index=False)
     table.assign(w=table["w"].astype(str) + " kg").to_csv(folder / "text_weight.csv", index=False)
     table.assign(y=table["y"].where(table.index != 3)).to_csv(folder / "nan_target.csv", index=False)
@@ -581,6 +582,10 @@ def test_memory_budget_reaches_the_explainer_and_a_bad_one_is_refused(files, cap
         main(["explain", "--model", str(model_path), "--data", str(data), "--target", "y", "--memory-budget", "0"])
     assert stop.value.code == 2
     assert "--memory-budget: must be at least 1/64 GiB (0.015625), got 0" in capsys.readouterr().err
+    for text in ("inf", "nan"):  # were "must be at least 1/64 GiB", which infinity is
+        with pytest.raises(SystemExit):
+            main(["explain", "--model", str(model_path), "--data", str(data), "--target", "y", "--memory-budget", text])
+        assert f"--memory-budget: must be a finite number of GiB, got {text}" in capsys.readouterr().err
 
 
 def test_a_budget_refusal_names_the_option(files, capsys, monkeypatch):

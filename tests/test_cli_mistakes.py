@@ -139,3 +139,31 @@ def test_a_wide_tables_columns_are_listed_short_in_a_message(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert code == 1 and "(20001 columns)" in err and "'g49', ..." in err and len(err) < 1_500
+
+
+def test_a_catboost_json_file_is_named_as_catboost(folder, tmp_path, capsys):
+    # it failed as a corrupt XGBoost model ("Unknown construct, around character position: 8880")
+    catboost = pytest.importorskip("catboost")
+    X, y, _ = make_data(seed=8)
+    model = catboost.CatBoostRegressor(iterations=3, depth=2, verbose=0, allow_writing_files=False)
+    model.fit(pd.DataFrame(X, columns=NAMES), y).save_model(str(tmp_path / "model.json"), format="json")
+    argv = ["explain", "--model", tmp_path / "model.json", "--data", folder / "data.csv", "--target", "progression"]
+    code, err = run(argv, capsys)
+    assert code == 1
+    assert "is a CatBoost model saved as JSON; the command line reads CatBoost's own format" in err
+
+
+def test_a_table_of_another_delimiter_or_missing_marker_is_named(folder, tmp_path, capsys):
+    # a semicolon file read as one column, and '?' for missing, were refused without saying why
+    frame = pd.read_csv(folder / "data.csv")
+    frame.to_csv(tmp_path / "semi.csv", sep=";", index=False)
+    frame["bmi"] = frame["bmi"].astype(object)
+    frame.loc[3, "bmi"] = "?"
+    frame.to_csv(tmp_path / "marked.csv", index=False)
+    for data, message in (
+        ("semi.csv", "The header holds ';': save the table with commas"),
+        ("marked.csv", "non-numeric feature column(s) ['bmi'] (1 column) (column 'bmi' holds '?')"),
+    ):
+        argv = ["explain", "--model", folder / "model.json", "--data", tmp_path / data, "--target", "progression"]
+        code, err = run(argv, capsys)
+        assert code == 1 and message in err

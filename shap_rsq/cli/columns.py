@@ -84,7 +84,7 @@ def model_inputs(
     if absent:
         raise InputError(
             f"{source} has no column {absent[0]!r}.{did_you_mean(absent[0], columns)} "
-            f"Its columns are {preview(columns, limit=LISTED)}."
+            f"Its columns are {preview(columns, limit=LISTED)}.{_delimiter_hint(columns)}"
         )
     others = [c for c in columns if c not in reserved]
     # 'f0', 'f1', .. recorded by an XGBoost model fitted on a DataFrame are its columns' names:
@@ -154,11 +154,24 @@ def _columns_named(model_names: list[str], columns: list[str], source: str | os.
     return found  # type: ignore[return-value]
 
 
+def _delimiter_hint(columns: list[str]) -> str:
+    """A header read as one column that holds another delimiter: the file is not comma-separated."""
+    if len(columns) != 1:
+        return ""
+    found = [mark for mark in (";", "|", "\t") if mark in columns[0]]
+    return f" The header holds {found[0]!r}: save the table with commas, tabs (.tsv) or as Parquet." if found else ""
+
+
 def _require_numeric(frame: pd.DataFrame, columns: list[str], source: str | os.PathLike) -> None:
     bad = [c for c in columns if not _numeric(frame[c])]
     if bad:
+        # the first text that is not a number says what the column holds ('?' for missing, '1,5')
+        column = frame[bad[0]]
+        text = column[column.notna() & pd.to_numeric(column, errors="coerce").isna()]
+        held = f" (column {bad[0]!r} holds {text.iloc[0]!r})" if len(text) else ""
         raise InputError(
-            f"{source} has non-numeric feature column(s) {preview(bad)}; tree models read numbers: encode them first."
+            f"{source} has non-numeric feature column(s) {preview(bad)}{held}; tree models read numbers: encode "
+            "them first (leave missing values as empty cells)."
         )
 
 

@@ -172,7 +172,9 @@ def _gib(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of GiB, got {text!r}") from None
-    if not value >= 1.0 / 64 or value == float("inf"):
+    if value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of GiB, got {text}")
+    if value < 1.0 / 64:
         raise argparse.ArgumentTypeError(f"must be at least 1/64 GiB (0.015625), got {text}")
     return value
 

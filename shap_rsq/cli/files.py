@@ -110,7 +110,20 @@ def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
 
 
 def _load_xgboost(xgboost: Any, path: str) -> Any:
+    if path.lower().endswith(".json"):
+        _refuse_catboost_json(path)
     return xgboost.Booster(model_file=path)
+
+
+def _refuse_catboost_json(path: str) -> None:
+    """A CatBoost model saved as JSON (``format="json"``) failed as a corrupt XGBoost file."""
+    with open(path, "rb") as file:
+        head = file.read(1 << 16)
+    if b'"oblivious_trees"' in head or (b'"features_info"' in head and b'"model_info"' in head):
+        raise InputError(
+            f"{path} is a CatBoost model saved as JSON; the command line reads CatBoost's own format: save it "
+            "with model.save_model('model.cbm')."
+        )
 
 
 def _best_rounds(booster: Any, path: Path) -> Any:
