@@ -21,7 +21,7 @@ from ._selector_groups import PlayerMap
 from .explainer import RSquaredExplainer
 from .tuning import DEFAULT_TUNING
 
-__all__ = ["evaluate", "out_of_fold", "screen_and_fit", "subset_params"]
+__all__ = ["check_split_rows", "evaluate", "out_of_fold", "screen_and_fit", "subset_params"]
 
 
 # --------------------------------------------------------------------------------------------- shares and SEs
@@ -201,6 +201,19 @@ def subset_params(params: dict, rows: np.ndarray, n_rows: int) -> dict:
         return hasattr(value, "__len__") and not isinstance(value, str) and _num_samples(value) == n_rows
 
     return {k: _safe_indexing(v, rows) if aligned(v) else v for k, v in params.items()}
+
+
+def check_split_rows(splits: list, n_rows: int) -> None:
+    """Refuse splits whose indices lie outside the rows: ``cv=list(splitter.split(X))`` made for
+    the whole data, then used inside a cross-validation of a Pipeline, whose folds have fewer rows
+    (scikit-learn's own cross-validation fails there with an ``IndexError``)."""
+    largest = max(max((int(np.max(part, initial=-1)) for part in split), default=-1) for split in splits)
+    if largest >= n_rows:
+        raise ValueError(
+            f"cv gives row index {largest}, and fit was given {n_rows} rows: a list of splits made for other "
+            "data (such as the whole data, inside an outer cross-validation) does not fit these rows; pass "
+            "a splitter (GroupKFold(5)) and the groups as fit(..., groups=groups) instead."
+        )
 
 
 def out_of_fold(

@@ -21,7 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._bootstrap import bootstrap_shares, check_replicates
-from ._screening import evaluate, out_of_fold, screen_and_fit
+from ._screening import check_split_rows, evaluate, out_of_fold, screen_and_fit
 from ._selection_rule import check_max_features, threshold_rule
 from ._selector_groups import PlayerMap, resolve_players
 from ._selector_routing import metadata_router, route, rsq_weights
@@ -370,6 +370,7 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
                     f"cv={self.cv!r} gives no train/test splits; a generator of splits is spent after one fit: "
                     "pass a splitter (KFold(5)), an int or a list of (train, test) index pairs."
                 )
+            check_split_rows(splits, len(y))
             moments = out_of_fold(
                 self.estimator, Xk, y, w, fit_params, splits, per_row=per_row, n_jobs=self.n_jobs, groups=groups
             )

@@ -416,3 +416,18 @@ def test_fit_without_y_is_refused_by_name():
     X = np.random.default_rng(0).normal(size=(20, 3))
     with pytest.raises(ValueError, match=r"y is None: the shares are of the R²"):
         RSquaredSelector(DecisionTreeRegressor()).fit(X)
+
+
+def test_splits_made_for_other_rows_are_refused_by_name():
+    # a list of splits of the whole data, inside an outer cross-validation, indexed past the fold's
+    # rows: a bare IndexError (scikit-learn's cross_validate raises the same)
+    from sklearn.model_selection import GroupKFold
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = X[:, 0] + rng.normal(size=300)
+    splits = list(GroupKFold(5).split(X, y, np.arange(300) // 10))
+    selector = RSquaredSelector(DecisionTreeRegressor(max_depth=3), cv=splits)
+    with pytest.raises(ValueError, match=r"cv gives row index 29\d, and fit was given 200 rows"):
+        selector.fit(X[:200], y[:200])
+    assert selector.fit(X, y).feature_rsq_[0] > 0.3
