@@ -30,7 +30,9 @@ def check_budget(memory_budget: Any) -> float:
         budget = float(memory_budget)
     except (TypeError, ValueError):
         raise TypeError(f"memory_budget must be a number of GiB; got {memory_budget!r}.") from None
-    if not np.isfinite(budget) or budget < 1.0 / 64:
+    if not np.isfinite(budget):  # no call could be sized or refused against it
+        raise ValueError(f"memory_budget must be a finite number of GiB; got {memory_budget!r}.")
+    if budget < 1.0 / 64:
         raise ValueError(f"memory_budget must be at least 1/64 GiB (16 MiB); got {memory_budget!r}.")
     return budget
 

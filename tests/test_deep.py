@@ -323,11 +323,15 @@ def test_the_estimate_of_shallow_trees_is_above_their_peak(local):
     assert peak < estimate < 4 * peak
 
 
-@pytest.mark.parametrize("budget", [0, -1.0, float("nan"), "big"])
-def test_memory_budget_is_checked(budget):
+@pytest.mark.parametrize(
+    ("budget", "reason"),
+    [(0, "at least 1/64"), (-1.0, "at least 1/64"), (float("nan"), "finite"), (float("inf"), "finite"), ("big", "")],
+)
+def test_memory_budget_is_checked(budget, reason):
+    # infinity was said to be below 1/64 GiB
     X, y, _ = make_data()
     model = DecisionTreeRegressor(max_depth=3).fit(X, y)
-    with pytest.raises((ValueError, TypeError), match="memory_budget"):
+    with pytest.raises((ValueError, TypeError), match=f"memory_budget must be .*{reason}"):
         RSquaredExplainer(model, memory_budget=budget)
 
 

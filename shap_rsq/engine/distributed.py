@@ -16,6 +16,7 @@ import numpy as np
 from ..tuning import DEFAULT_TUNING
 from .run import decompose
 from .validation import (
+    INFINITE_ROWS,
     check_column_shape,
     check_squares_finite,
     check_weight_total,
@@ -166,7 +167,7 @@ def _squares_about(block, mean: float) -> float:
 def _block_values(forest, units, X, block):
     rows = np.asarray(X, dtype=np.float64)
     if np.isinf(rows).any():
-        raise ValueError("X contains infinity; use NaN for missing values.")
+        raise ValueError(INFINITE_ROWS)
     y, w = block
     # the units carry the explainer's tuning, and with it its memory budget
     tuning = units[0].tuning if units else DEFAULT_TUNING

@@ -97,7 +97,7 @@ def target_columns(y: Any, info: ModelInfo, n_rows: int) -> np.ndarray:
         raise ValueError(f"y has {shape[0]} rows but X has {n_rows} rows.")
     columns = check_array(y, dtype=np.float64, ensure_all_finite=False, input_name="y")
     if not np.all(np.isfinite(columns)):
-        raise ValueError("y contains NaN or infinity; R² needs a finite target.")
+        raise ValueError("y contains NaN or infinity; the loss needs a finite target (drop those rows).")
     return columns
 
 

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
 from .columns import as_frame, in_model_order, listed, read_by_position
-from .validation import numeric_dtype
+from .validation import INFINITE_ROWS, numeric_dtype
 
 __all__ = ["Rows", "check_rows"]
 
@@ -103,7 +103,7 @@ def check_rows(
     # finiteness is checked in row blocks: no (n, p) temporary
     step = max(1, (1 << 20) // max(1, array.shape[1]))
     if any(np.isinf(array[i : i + step]).any() for i in range(0, array.shape[0], step)):
-        raise ValueError("X contains infinity; use NaN for missing values.")
+        raise ValueError(INFINITE_ROWS)
     if precision is not None and np.dtype(precision).itemsize < array.dtype.itemsize:
         largest = float(np.finfo(precision).max)
         if any(np.nanmax(np.abs(array[i : i + step]), initial=0.0) > largest for i in range(0, len(array), step)):
