@@ -30,7 +30,7 @@ from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import MemoryBudgetError, fit_jobs, out_of_memory, progress_label
 from .interactions import InteractionPlans
 from .routing import Kernel, build_units
-from .worker_plans import held_bytes, keep_within, remember, restore, shipped
+from .worker_plans import held_bytes, keep_within, remember, restore, return_freed_memory, shipped
 
 __all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_values"]
 
@@ -306,6 +306,7 @@ def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None =
                 bar.update(len(unit.trees))
     if keep:
         remember(units, worker["keep"])
+        return_freed_memory()
     return out, f, compiled_plans(units, present)
 
 
