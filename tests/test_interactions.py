@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from dataclasses import replace
 
 import numpy as np
@@ -194,7 +195,9 @@ def test_bad_requests_are_refused_with_the_reason(fitted):
     wide = np.random.default_rng(0).normal(size=(300, 400))
     stump = DecisionTreeRegressor(max_depth=2).fit(wide, wide[:, 0])
     with pytest.raises(
-        MemoryBudgetError, match=r"Per-row interaction shares of 300 rows and 400 players need about 2.15"
+        MemoryBudgetError,
+        match=r"Per-row interaction shares of 300 rows and 400 players need about 0.72 GiB.*"
+        r"about 6 fit",
     ):
         RSquaredExplainer(stump, memory_budget=1 / 64)(wide, wide[:, 0], interactions=True)
     with pytest.raises(ValueError, match="tree_limit"):
@@ -236,3 +239,23 @@ def test_top_pairs_of_wide_data_do_not_copy_the_rows():
     tracemalloc.stop()
     assert len(pairs) == 20
     assert peak < 0.6 * X.nbytes  # 2.0 x X before; the kernel's own blocks are about 24 MB
+
+
+def test_per_row_interactions_are_charged_for_the_widest_tree_not_every_feature():
+    # six (n, p, p) arrays were charged whatever the trees' players: 2,000 rows of 200 features
+    # were refused at 2 GiB (3.6 GiB estimated) and took 0.6 GiB
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 80))
+    y = X[:, 0] * X[:, 1] + X[:, 2] + rng.normal(scale=0.3, size=400)
+    model = RandomForestRegressor(5, max_depth=3, random_state=0).fit(X, y)
+    result = 8 * 400 * 80 * 80
+    budget = 2.5 * result  # the result, a copy, and the trees' small tables: under the old 6 results
+    explainer = RSquaredExplainer(model, memory_budget=budget / (1 << 30))
+    tracemalloc.start()
+    try:
+        values = explainer(X, y, interactions=True).values
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < budget
+    np.testing.assert_allclose(values.sum(axis=(0, 2)), RSquaredExplainer(model).rsq(X, y), atol=1e-10)

@@ -269,25 +269,28 @@ def check_output_rows(n_rows: int, n_players: int, n_outputs: int, budget: int) 
         )
 
 
-def check_interaction_rows(n_rows: int, n_players: int, budget: int) -> None:
+def check_interaction_rows(n_rows: int, n_players: int, budget: int, widest: int | None = None) -> None:
     """Refuse per-row interaction shares whose ``(n, p, p)`` arrays cannot fit.
 
-    Besides the result, each tree's kernel holds ``(patterns, K, K)`` tables on the rows' distinct
-    patterns and their temporaries (``K <= p`` the tree's players): six ``(n, p, p)`` arrays are
-    counted, since 13,744 rows of 24 players (trees on all of them, 60 MB a result) peaked 326 MB
-    above the data (5.4 of them).
+    Besides the result and one copy of it, each tree's kernel holds ``(patterns, K, K)`` tables on
+    the rows' distinct patterns and their temporaries, ``K <= p`` the players of the ``widest``
+    tree: four ``(n, K, K)`` arrays are counted, since 13,744 rows of 24 players (trees on all of
+    them, 60 MB a result) peaked 326 MB above the data (5.4 results).  Counting ``p`` for ``K``
+    refused 2,000 rows of 200 features at 2 GiB (3.6 GiB estimated), which took 0.6 GiB.
 
     Raises
     ------
     MemoryBudgetError
-        When ``6 x 8 x n x p^2`` bytes exceed ``budget``.
+        When ``8 x n x (2 p^2 + 4 K^2)`` bytes exceed ``budget``.
     """
-    need = 6 * 8 * n_rows * n_players * n_players
+    widest = n_players if widest is None else min(widest, n_players)
+    per_row = 8 * (2 * n_players * n_players + 4 * widest * widest)
+    need = n_rows * per_row
     if need > budget:
         raise MemoryBudgetError(
-            f"Per-row interaction shares of {n_rows} rows and {n_players} players need about {_size(need)}, "
-            f"over the memory budget of {_size(budget)}.  Pass fewer rows, raise memory_budget=, or use "
-            "rsq_interactions(X, y) (summed over rows; top_k= for many features)."
+            f"Per-row interaction shares of {n_rows:,} rows and {n_players:,} players need about {_size(need)}, "
+            f"over the memory budget of {_size(budget)}.  Pass fewer rows (about {budget // per_row:,} fit), raise "
+            "memory_budget=, or use rsq_interactions(X, y) (summed over rows; top_k= for many features)."
         )
 
 
