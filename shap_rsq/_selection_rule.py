@@ -62,9 +62,12 @@ def threshold_rule(threshold: float | str | None) -> Callable[[np.ndarray], floa
 
 def _parse_number(text: str, threshold: str) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise ValueError(f"threshold must be {_THRESHOLD_FORMS}; got {threshold!r}.") from None
+    if value != value:  # 'nan*mean' kept nothing, silently
+        raise ValueError(f"threshold={threshold!r} holds NaN, which no share compares with.")
+    return value
 
 
 def _cumulative_cut(shares: np.ndarray, fraction: float) -> float:

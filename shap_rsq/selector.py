@@ -305,6 +305,8 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
             raise
 
     def _check_options(self) -> None:
+        if isinstance(self.screen, bool):  # an Integral to the parameter constraints: True read as 1 column
+            raise ValueError(f"screen must be a number of columns to keep (an int >= 1) or None; got {self.screen}.")
         frozen = unfrozen(self.estimator) is not self.estimator
         if not (self.prefit or frozen):
             return

@@ -255,10 +255,13 @@ def test_refit_forgets_previous_options(data):
         ({"threshold": "2*max"}, ValueError, "'1.5\\*mean'"),
         ({"threshold": "cumulative:1.5"}, ValueError, r"must be in \(0, 1\]"),
         ({"threshold": "cumulative:x"}, ValueError, "threshold must be"),
+        ({"threshold": "nan*mean"}, ValueError, "holds NaN"),  # kept nothing, silently
+        ({"threshold": float("nan")}, InvalidParameterError, "threshold"),
         ({"max_features": -1}, InvalidParameterError, "max_features"),
         ({"max_features": lambda X: -1}, ValueError, "non-negative integer"),
         ({"max_features": lambda X: 1.5}, ValueError, "non-negative integer"),
         ({"screen": 0}, InvalidParameterError, "screen"),
+        ({"screen": True}, ValueError, "screen must be a number of columns"),  # was read as 1 column
         ({"uncertainty": "jackknife"}, InvalidParameterError, "uncertainty"),
         ({"n_bootstrap": 1}, InvalidParameterError, "n_bootstrap"),
         ({"cv": "five"}, InvalidParameterError, "cv"),
