@@ -116,11 +116,12 @@ def run_one(name: str, repeat: int, jobs: int = 1, budget: float = 2.0) -> dict:
         # start the worker pool and import the library in it: plans are still compiled inside the timing
         Parallel(n_jobs=jobs)(delayed(importlib.import_module)("shap_rsq.engine.run") for _ in range(jobs))
         times = []
-        for _ in range(repeat):
-            parallel = RSquaredExplainer(model, n_jobs=jobs, memory_budget=budget)
-            start = time.perf_counter()
-            spread = parallel.rsq(X, y)
-            times.append(time.perf_counter() - start)
+        with _TreePeak() as tree_peak:
+            for _ in range(repeat):
+                parallel = RSquaredExplainer(model, n_jobs=jobs, memory_budget=budget)
+                start = time.perf_counter()
+                spread = parallel.rsq(X, y)
+                times.append(time.perf_counter() - start)
         jobs_time, jobs_gap = statistics.median(times), float(np.max(np.abs(spread - shares)))
     mean = explainer.forest.base_offset + explainer.forest.nodes.tree_mean.sum()
     identity = r2_score(y, model.predict(X)) - r2_score(y, np.full_like(y, mean))
@@ -134,6 +135,7 @@ def run_one(name: str, repeat: int, jobs: int = 1, budget: float = 2.0) -> dict:
         "rsq": statistics.median(our_times),
         "treeshap": statistics.median(shap_times),
         "rsq_jobs": jobs_time,
+        "jobs_peak_gib": tree_peak.peak / 2**30 if jobs > 1 else float("nan"),
         "jobs_gap": jobs_gap,
         "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
         "efficiency_gap": float(abs(shares.sum() - identity)),
@@ -142,6 +144,36 @@ def run_one(name: str, repeat: int, jobs: int = 1, budget: float = 2.0) -> dict:
         "piece_trees": sum(int(isinstance(u, HybridUnit) and u.pieces.max() > 0) for u in units),
         "trees": len(units),
     }
+
+
+class _TreePeak:
+    """Peak resident memory of this process and its worker processes together, sampled every
+    0.2 s while the block runs (the caller's own peak misses the workers' plans and kernels)."""
+
+    def __enter__(self):
+        import threading
+
+        import psutil
+
+        self.peak, self._stop = 0, threading.Event()
+        me = psutil.Process()
+
+        def watch():
+            while not self._stop.is_set():
+                try:
+                    rss = me.memory_info().rss + sum(c.memory_info().rss for c in me.children(recursive=True))
+                except psutil.Error:
+                    continue
+                self.peak = max(self.peak, rss)
+                self._stop.wait(0.2)
+
+        self._thread = threading.Thread(target=watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
 
 
 def estimate(name: str) -> str:
@@ -187,7 +219,7 @@ def main() -> None:
     print(versions())
     columns = ["workload", "n", "leaves", "depth", "pair / piece trees", "rsq (s)", "TreeSHAP (s)", "ratio"]
     if args.jobs > 1:
-        columns += [f"rsq, {args.jobs} jobs (s)", f"{args.jobs} jobs / TreeSHAP"]
+        columns += [f"rsq, {args.jobs} jobs (s)", f"{args.jobs} jobs / TreeSHAP", "peak RSS with workers (GiB)"]
     columns.append("peak RSS (GiB)")
     print("| " + " | ".join([*columns, "efficiency gap"]) + " |")
     print("|---" * (len(columns) + 1) + "|")
@@ -205,7 +237,11 @@ def main() -> None:
         r = json.loads(done.stdout.strip().splitlines()[-1])
         if r["jobs_gap"] > 1e-12:
             print(f"| {name} | {args.jobs} jobs differ from one core by {r['jobs_gap']:.1e} |", flush=True)
-        parallel = f"| {r['rsq_jobs']:.2f} | {r['rsq_jobs'] / r['treeshap']:.1f}x " if args.jobs > 1 else ""
+        parallel = (
+            f"| {r['rsq_jobs']:.2f} | {r['rsq_jobs'] / r['treeshap']:.1f}x | {r['jobs_peak_gib']:.2f} "
+            if args.jobs > 1
+            else ""
+        )
         print(
             f"| {r['name']} | {r['n']} | {r['leaves']} | {r['depth']} "
             f"| {r['pair_trees']}, {r['piece_trees']} of {r['trees']} "
