@@ -82,7 +82,8 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         Show a progress bar over trees.
     memory_budget : float, default=2.0
         Working memory, in GiB, that one call may use (besides ``X`` itself).  Deep trees are
-        evaluated in blocks sized to it, fewer worker processes run when fewer fit, and a call
+        evaluated in blocks sized to it, worker processes share it (with smaller blocks, or
+        fewer of them when fewer fit; their imported libraries are not counted), and a call
         whose per-row arrays alone cannot fit is refused at once with
         :class:`~shap_rsq.engine.budget.MemoryBudgetError` (a ``ValueError``), which gives the
         estimate and what to change.  Results do not depend on it.  At least 1/64 GiB.

@@ -149,7 +149,8 @@ class Tuning:
         Bytes of working memory a call may use (set by ``RSquaredExplainer(memory_budget=)``).
         An LCA kernel call sizes its blocks of patterns to a quarter of it; compiling a plan
         takes at most a quarter of it (:attr:`plan_item_cap`); worker processes are capped so
-        that their kernels fit; and a call whose per-row arrays alone exceed half of it is
+        that their kernels fit (their blocks of patterns cut to a share of it first,
+        ``engine.budget.fit_jobs``); and a call whose per-row arrays alone exceed half of it is
         refused before it starts.
     lca_global_bytes : int
         Peak bytes per (pattern, item) pair of one LCA kernel call for global values, measured with
