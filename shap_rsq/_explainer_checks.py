@@ -19,7 +19,7 @@ __all__ = [
     "check_n_jobs",
     "check_names",
     "refuse_background",
-    "refuse_weights_without_target",
+    "refuse_without_target",
     "rows_with_nan",
 ]
 
@@ -74,16 +74,23 @@ def refuse_background(data: Any, model_output: str, feature_perturbation: str) -
         )
 
 
-def refuse_weights_without_target(sample_weight: Any) -> None:
-    """Row weights belong to R², which needs ``y``: refuse them on a call without it.
+def refuse_without_target(**options: Any) -> None:
+    """Options that belong to R² (``sample_weight``, ``groups``, ``multioutput``) need ``y``:
+    refuse any given on a call without it, which returns shap's SHAP values of the predictions.
 
     Parameters
     ----------
-    sample_weight : array-like or None
-        The weights passed.
+    **options
+        The options passed, ``None`` when not given.
     """
-    if sample_weight is not None:
-        raise TypeError("sample_weight weights the rows of R²: pass y too, or leave sample_weight out.")
+    given = [name for name, value in options.items() if value is not None]
+    if given:
+        what = {
+            "sample_weight": "sample_weight weights the rows of R²",
+            "groups": "groups= makes players of R² shares (shap's SHAP values of the predictions have none)",
+            "multioutput": "multioutput= combines the outputs' R²",
+        }[given[0]]
+        raise TypeError(f"{what}: pass y too, or leave {given[0]} out.")
 
 
 def refuse_non_flag(interactions: Any) -> None:

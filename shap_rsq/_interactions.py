@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._explainer_checks import refuse_weights_without_target
+from ._explainer_checks import refuse_without_target
 from ._groups import player_index, position_labels
 from .engine.budget import check_matrix_budget
 from .engine.distributed import is_dask_array
@@ -137,7 +137,7 @@ class InteractionShares:
         ndarray of shape (n_samples, n_features, n_features)
         """
         if y is None:
-            refuse_weights_without_target(sample_weight)
+            refuse_without_target(sample_weight=sample_weight)
             tree_limit = self._shap_tree_limit(tree_limit)
             if self.model_info.shap_interactions_wrong:
                 return self._fixed_shap().shap_interaction_values(self._aligned(X, True), None, tree_limit)

@@ -16,7 +16,7 @@ from ._explainer_checks import (
     check_names,
     refuse_background,
     refuse_non_flag,
-    refuse_weights_without_target,
+    refuse_without_target,
 )
 from ._explainer_names import ExplainerNames
 from ._groups import GroupedGames, player_index
@@ -280,7 +280,7 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         """
         refuse_non_flag(interactions)
         if y is None:
-            refuse_weights_without_target(sample_weight)
+            refuse_without_target(sample_weight=sample_weight, groups=groups, multioutput=multioutput)
             return super().__call__(
                 self._aligned(X, interactions),
                 interactions=interactions,
@@ -336,7 +336,7 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         ndarray of shape (n_samples, n_features)
         """
         if y is None:
-            refuse_weights_without_target(sample_weight)
+            refuse_without_target(sample_weight=sample_weight)
             tree_limit = self._shap_tree_limit(tree_limit)
             return super().shap_values(self._aligned(X), None, tree_limit, approximate, check_additivity, from_call)
         if tree_limit is not None or approximate:

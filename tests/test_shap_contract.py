@@ -95,10 +95,19 @@ def test_interaction_shares_of_r2_come_in_shaps_layout(fitted):
     assert explainer.shap_interaction_values(frame).shape == (n, p, p)  # shap's own, without y
 
 
-def test_weights_without_a_target_are_refused(fitted):
+def test_weights_groups_or_multioutput_without_a_target_are_refused(fitted):
+    # groups= and multioutput= were ignored without y: shap's ungrouped SHAP values of the
+    # predictions came back, even for a group of no existing column
     model, frame, _, w = fitted
-    with pytest.raises(TypeError, match="pass y too"):
-        RSquaredExplainer(model)(frame, sample_weight=w)
+    explainer = RSquaredExplainer(model)
+    with pytest.raises(TypeError, match="sample_weight weights the rows of R²: pass y too"):
+        explainer(frame, sample_weight=w)
+    with pytest.raises(TypeError, match=r"groups= makes players of R² shares .*: pass y too"):
+        explainer(frame, groups={"g": ["no_such_column"]})
+    with pytest.raises(TypeError, match="groups= makes players"):
+        explainer(frame, interactions=True, groups={"g": [0, 1]})
+    with pytest.raises(TypeError, match="multioutput= combines the outputs' R²: pass y too"):
+        explainer(frame, multioutput="raw_values")
 
 
 def test_the_positional_parameters_are_shaps(fitted):
