@@ -138,6 +138,11 @@ def _square(matrix: Any, feature_names: Sequence[str] | None) -> tuple[np.ndarra
             values = values.sum(axis=0)
         names = matrix.feature_names if matrix.feature_names is not None else feature_names
     elif isinstance(matrix, pd.DataFrame):
+        if {"feature_a", "feature_b"} <= set(matrix.columns):  # whatever its shape (top_k=3 is 3 x 3)
+            raise ValueError(
+                "interaction_heatmap needs the square (p, p) matrix of rsq_interactions; this is the top_k "
+                "table of pairs, which is not a matrix: call rsq_interactions without top_k."
+            )
         values = matrix.to_numpy()
         names = [str(name) for name in matrix.columns] if feature_names is None else feature_names
     else:

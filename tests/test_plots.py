@@ -238,9 +238,10 @@ def test_interaction_heatmap_sums_per_row_interactions_and_skips_annotations_whe
 
 def test_interaction_heatmap_refuses_what_is_not_an_interaction_matrix(fitted, interactions):
     explainer, frame, y = fitted
-    pairs = explainer.rsq_interactions(frame, y, top_k=5)
-    with pytest.raises(ValueError, match=r"square \(p, p\) matrix of rsq_interactions, got shape \(5, 3\)"):
-        plots.interaction_heatmap(pairs, show=False)
+    # the table of top_k=3 pairs is 3 x 3: it was refused for its row and column names
+    for k in (5, 3):
+        with pytest.raises(ValueError, match=r"this is the top_k table of pairs, which is not a matrix"):
+            plots.interaction_heatmap(explainer.rsq_interactions(frame, y, top_k=k), show=False)
     with pytest.raises(ValueError, match="got shape \\(2, 3\\)"):
         plots.interaction_heatmap(np.ones((2, 3)), show=False)
     with pytest.raises(ValueError, match="rows and columns name the same features"):
