@@ -431,3 +431,12 @@ def test_values_beyond_the_models_float32_range_are_refused_on_every_call():
         explainer.rsq(huge, y)
     lightgbm_model = lightgbm.LGBMRegressor(n_estimators=5, verbose=-1).fit(X, y)  # compares in float64
     assert np.isfinite(RSquaredExplainer(lightgbm_model).rsq(huge, y)).all()
+
+
+def test_one_row_is_refused_for_r2_with_the_reason_and_taken_by_loss_reduction(data, explainer):
+    # scikit-learn's "Found array with 1 sample(s) ... a minimum of 2 is required" said not why
+    X, y, _ = data
+    for call in (explainer.rsq, explainer, explainer.rsq_interactions):
+        with pytest.raises(ValueError, match=r"X has 1 row, and R² needs at least 2: .*loss_reduction takes"):
+            call(X[:1], y[:1])
+    assert explainer.loss_reduction(X[:1], y[:1]).shape == (X.shape[1],)

@@ -230,6 +230,10 @@ def _check_not_text(X: Any) -> None:
 
 def _array(data: Any, min_rows: int) -> np.ndarray:
     # float32 is kept as is: a float32 copy of wide X would double its memory
-    return check_array(
-        data, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=min_rows, input_name="X"
-    )
+    array = check_array(data, dtype=(np.float64, np.float32), ensure_all_finite=False, input_name="X")
+    if array.shape[0] < min_rows:  # scikit-learn's "Found array with 1 sample(s)" says not why
+        raise ValueError(
+            f"X has {array.shape[0]} row, and R² needs at least {min_rows}: it compares the model's errors with "
+            "the spread of y over the rows (loss_reduction takes a single row)."
+        )
+    return array
