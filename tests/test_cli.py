@@ -325,6 +325,10 @@ ERROR_CASES = {
         [("--data", "nan_weight.csv"), ("--weight", "w")],
         "the weight column 'w' of nan_weight.csv has 2 missing value(s).",
     ),
+    "zero weights": (  # scikit-learn's "Sample weights must contain at least one non-zero number"
+        [("--data", "zero_weight.csv"), ("--weight", "w")],
+        "the weight column 'w' of zero_weight.csv is zero on every row: no row would count.",
+    ),
     "names differ": (
         [("--data", "renamed.csv")],
         "renamed.csv lacks 1 feature(s) the model was fitted with: ['bmi'] (1 column). Did you mean 'BMI'? "
@@ -413,6 +417,7 @@ def bad_files(files, table) -> Path:
     table.assign(w=table["w"].astype(str) + " kg").to_csv(folder / "text_weight.csv", index=False)
     table.assign(y=table["y"].where(table.index != 3)).to_csv(folder / "nan_target.csv", index=False)
     table.assign(w=table["w"].where(~table.index.isin([0, 5]))).to_csv(folder / "nan_weight.csv", index=False)
+    table.assign(w=0.0).to_csv(folder / "zero_weight.csv", index=False)
     table.rename(columns={"bmi": "BMI"}).to_csv(folder / "renamed.csv", index=False)
     table.iloc[:0].to_csv(folder / "header_only.csv", index=False)
     (folder / "binary.csv").write_bytes(b"\x00\x01binary\xff\xfe")

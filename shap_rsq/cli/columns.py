@@ -207,6 +207,8 @@ def _check_column(frame: pd.DataFrame, column: str | None, role: str, source: st
             f"the weight column {column!r} of {source} has {negative} negative value(s), the first in data row "
             f"{int((values < 0).to_numpy().argmax()) + 1}; row weights must be zero or more."
         )
+    if role == "weight" and not (values > 0).any():  # scikit-learn's message named no column
+        raise InputError(f"the weight column {column!r} of {source} is zero on every row: no row would count.")
 
 
 def _numeric(column: pd.Series) -> bool:
