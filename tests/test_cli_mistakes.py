@@ -167,3 +167,16 @@ def test_a_table_of_another_delimiter_or_missing_marker_is_named(folder, tmp_pat
         argv = ["explain", "--model", folder / "model.json", "--data", tmp_path / data, "--target", "progression"]
         code, err = run(argv, capsys)
         assert code == 1 and message in err
+
+
+def test_a_reader_that_stops_early_leaves_no_traceback_and_every_file_written(folder, tmp_path):
+    # shap-rsq explain ... | head -1 ended with a BrokenPipeError traceback, sometimes before --out
+    out = tmp_path / "shares.csv"
+    argv = [*map(str, explain(folder, "--target", "progression")), "--out", str(out)]
+    command = [sys.executable, "-c", "import sys; from shap_rsq.cli import main; sys.exit(main(sys.argv[1:]))"]
+    process = subprocess.Popen([*command, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader is gone before anything is printed
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err.decode()
+    assert b"Traceback" not in err and b"BrokenPipe" not in err
+    assert len(pd.read_csv(out)) == len(NAMES)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -55,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import matplotlib
 
     matplotlib.use("Agg")  # the command writes image files and never opens a window
+    stdout, sys.stdout = sys.stdout, _PipeSafe(sys.stdout)
     try:
         # imported only now: --version and --help must not wait for pandas, scikit-learn and shap
         actions = importlib.import_module(".actions", __package__)
@@ -69,6 +71,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("shap-rsq: interrupted", file=sys.stderr)
         return 130
+    finally:
+        sys.stdout = stdout
+
+
+class _PipeSafe:
+    """Standard output that outlives its reader: once ``| head`` has read what it wants, further
+    output is dropped and the run goes on to write its files (a ``BrokenPipeError`` traceback
+    ended it, sometimes before ``--out`` was written)."""
+
+    def __init__(self, stream):
+        self._stream, self._gone = stream, False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self._gone = True
+        try:  # the interpreter flushes stdout at exit: let that go nowhere rather than fail again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+        except (OSError, AttributeError, ValueError):
+            pass
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
 
 
 def build_parser() -> argparse.ArgumentParser:
