@@ -102,15 +102,24 @@ def _model_order(columns: list[str], model_names, family: str) -> list[int] | No
     # LightGBM spelling; here columns are put in the model's order (tests/test_library_choices.py)
     if model_names is None:
         return None
+    order = _order_by_name(columns, model_names, family)
+    if order is not None or _made_up_names(model_names, family):
+        return order
     spell = _lightgbm_spelling if family == "lightgbm" else str
-    spelled = {spell(c): i for i, c in enumerate(columns)}
-    if len(spelled) == len(columns) and all(spell(m) in spelled for m in model_names):
-        if len(columns) == len(model_names):
-            return [spelled[spell(m)] for m in model_names]
-    if _made_up_names(model_names, family):
-        return None
     mismatch = column_mismatch([spell(c) for c in columns], [spell(m) for m in model_names])
     raise ValueError(f"X does not have the columns the model was fitted with: {mismatch}.")
+
+
+def _order_by_name(columns: list[str], model_names: list[str], family: str) -> list[int] | None:
+    """Positions of the model's features among ``columns`` when they are exactly its names (in
+    any order, as the library spells them), else ``None``."""
+    spell = _lightgbm_spelling if family == "lightgbm" else str
+    spelled = {spell(c): i for i, c in enumerate(columns)}
+    if len(spelled) != len(columns) or len(columns) != len(model_names):
+        return None
+    if not all(spell(m) in spelled for m in model_names):
+        return None
+    return [spelled[spell(m)] for m in model_names]
 
 
 def read_by_position(columns: list[str], model_names, family: str) -> bool:
@@ -118,8 +127,7 @@ def read_by_position(columns: list[str], model_names, family: str) -> bool:
     recorded no names, or only the names its library makes up for arrays, which are not these."""
     if model_names is None:
         return True
-    spell = _lightgbm_spelling if family == "lightgbm" else str
-    return _made_up_names(model_names, family) and sorted(map(spell, columns)) != sorted(map(spell, model_names))
+    return _made_up_names(model_names, family) and _order_by_name(columns, model_names, family) is None
 
 
 def _lightgbm_spelling(name: str) -> str:

@@ -70,7 +70,8 @@ def interaction_indices(
     forest = plans.forest
     n, n_players = X.shape[0], forest.n_players
     if local:
-        check_interaction_rows(n, n_players, tuning.memory_budget, _widest_tree(forest))
+        widest = int(forest.nodes.split_players(forest.players).max(initial=0))  # its tables are (patterns, K, K)
+        check_interaction_rows(n, n_players, tuning.memory_budget, widest)
     f = np.full(n, forest.base_offset + float(forest.nodes.tree_mean.sum()))
     out = np.zeros((n, n_players, n_players)) if local else _SparseSum(n_players)
     for t, mean in enumerate(forest.nodes.tree_mean):
@@ -136,13 +137,3 @@ class _SparseSum:
     def total(self) -> sp.csr_matrix:
         self._merge()
         return self._sum
-
-
-def _widest_tree(forest: Forest) -> int:
-    """The most players any one tree splits on (its kernel's tables are ``(patterns, K, K)``)."""
-    nodes = forest.nodes
-    internal = (nodes.left >= 0) & (nodes.depth >= 0)
-    player = nodes.feature if forest.players is None else forest.players[np.maximum(nodes.feature, 0)]
-    ordered = np.sort(np.where(internal, player, -1), axis=1)
-    distinct = np.sum((ordered[:, 1:] != ordered[:, :-1]) & (ordered[:, 1:] >= 0), axis=1) + (ordered[:, 0] >= 0)
-    return int(distinct.max(initial=0))

@@ -27,7 +27,7 @@ from ..models.info import ModelInfo
 from .labels import one_hot
 from .rows import Rows
 from .run import check_row_totals
-from .validation import weighted_mean
+from .validation import NONFINITE_TARGET, weighted_mean
 
 __all__ = [
     "MULTIOUTPUT",
@@ -97,7 +97,7 @@ def target_columns(y: Any, info: ModelInfo, n_rows: int) -> np.ndarray:
         raise ValueError(f"y has {shape[0]} rows but X has {n_rows} rows.")
     columns = check_array(y, dtype=np.float64, ensure_all_finite=False, input_name="y")
     if not np.all(np.isfinite(columns)):
-        raise ValueError("y contains NaN or infinity; the loss needs a finite target (drop those rows).")
+        raise ValueError(NONFINITE_TARGET)
     return columns
 
 

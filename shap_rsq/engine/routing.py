@@ -158,9 +158,7 @@ def _repeated_features(nodes: NodeArrays) -> np.ndarray:
 
 def _kinds(nodes: NodeArrays, kernel: str, local: bool, tuning: Tuning) -> list[str]:
     depth = nodes.tree_depth
-    internal = (nodes.left >= 0) & (nodes.depth >= 0)
-    ordered = np.sort(np.where(internal, nodes.feature, -1), axis=1)
-    players = np.sum((ordered[:, 1:] != ordered[:, :-1]) & (ordered[:, 1:] >= 0), axis=1) + (ordered[:, 0] >= 0)
+    players = nodes.split_players()
     oblivious = split_patterns.oblivious_trees(nodes)
     kinds = np.full(len(depth), "lca", dtype=object)
     if kernel not in ("lca", "junction"):

@@ -15,6 +15,7 @@ from sklearn.utils.validation import _check_sample_weight, check_array, column_o
 
 __all__ = [
     "INFINITE_ROWS",
+    "NONFINITE_TARGET",
     "check_column_shape",
     "check_squares_finite",
     "check_target",
@@ -33,6 +34,7 @@ INFINITE_ROWS = (
     "X contains infinity: replace it with a large finite value such as ±1e30, which every split routes as "
     "it routes infinity, or with NaN if it stands for a missing value."
 )
+NONFINITE_TARGET = "y contains NaN or infinity; the loss needs a finite target (drop those rows)."
 _SMALLEST_SQUARES = 1e-200  # sums of squares below this lose digits in the squares of their games
 _RATIO_SCALE = (1e-100, 1e100)  # weights whose largest lies here keep their digits in every sum of squares
 
@@ -143,7 +145,7 @@ def target_values(y: Any) -> np.ndarray:
         raise ValueError(f"y holds values that are not numbers ({error}).") from error
     target = column_or_1d(array, warn=True)
     if not np.all(np.isfinite(target)):
-        raise ValueError("y contains NaN or infinity; the loss needs a finite target (drop those rows).")
+        raise ValueError(NONFINITE_TARGET)
     return target
 
 

@@ -107,6 +107,14 @@ class NodeArrays:
             out[rows[:, 0]] = self.value[t, node]
         return out
 
+    def split_players(self, players: np.ndarray | None = None) -> np.ndarray:
+        """``(T,)`` distinct players each tree splits on: its features, or ``players[feature]``
+        when features are grouped into players."""
+        internal = (self.left >= 0) & (self.depth >= 0)
+        player = self.feature if players is None else players[np.maximum(self.feature, 0)]
+        ordered = np.sort(np.where(internal, player, -1), axis=1)
+        return np.sum((ordered[:, 1:] != ordered[:, :-1]) & (ordered[:, 1:] >= 0), axis=1) + (ordered[:, 0] >= 0)
+
     @property
     def tree_depth(self) -> np.ndarray:
         """Each tree's depth."""
