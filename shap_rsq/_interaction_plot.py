@@ -15,7 +15,7 @@ import shap
 from matplotlib.axes import Axes
 from matplotlib.colors import Normalize
 
-from ._shap_plots import _names
+from ._shap_plots import _names, refuse_not_shares
 
 __all__ = ["interaction_heatmap"]
 
@@ -133,6 +133,7 @@ def _square(matrix: Any, feature_names: Sequence[str] | None) -> tuple[np.ndarra
     """The matrix as a float array and its feature names, refusing what is not an interaction matrix."""
     names = feature_names
     if isinstance(matrix, shap.Explanation):
+        refuse_not_shares(matrix, "interaction_heatmap")
         values = np.asarray(matrix.values, dtype=float)
         if values.ndim == 3:  # per-row interaction shares sum over rows to the matrix
             values = values.sum(axis=0)

@@ -15,7 +15,7 @@ import numpy as np
 import shap
 from matplotlib.axes import Axes
 
-from ._share_label import is_whole, labelled_shares, rows_computed, transformed
+from ._share_label import holds_interactions, is_whole, labelled_shares, rows_computed, transformed
 
 __all__ = ["for_shap", "refuse_not_shares", "shap_plot"]
 
@@ -80,6 +80,11 @@ def for_shap(explanation: shap.Explanation, rows: Literal["sum", "each"] = "sum"
     values = np.asarray(explanation.values, dtype=float)
     if values.size == 0:
         raise ValueError("This Explanation has no rows: nothing to draw.")
+    if isinstance(explanation.output_names, list):  # multioutput="raw_values": outputs on the last axis
+        raise ValueError(
+            f"This Explanation holds the shares of several outputs (multioutput='raw_values'), shape "
+            f"{values.shape}: pick an output first, explanation[..., k]."
+        )
     if values.ndim == 1:
         return _one_dimension(explanation, values, rows)
     if values.ndim != 2:
@@ -148,6 +153,9 @@ def refuse_not_shares(explanation: Any, what: str) -> None:
             "explainer(X, y)).  For shares of R² computed some other way, say so with output_names='R²' "
             "(shap.Explanation(values, base_values, output_names='R²', ...))."
         )
+    interactions = holds_interactions(explanation) if isinstance(explanation, shap.Explanation) else None
+    if interactions is not None and interactions != (what == "interaction_heatmap"):
+        raise ValueError(_interaction_mismatch(what, np.shape(explanation.values)))
     operation = transformed(explanation) if isinstance(explanation, shap.Explanation) else None
     if operation is not None:
         raise ValueError(
@@ -156,6 +164,22 @@ def refuse_not_shares(explanation: Any, what: str) -> None:
             "row's total; .abs counts rows that take R² away as importance): pass the Explanation as the "
             "explainer returned it, a slice of it, or its sum over rows, explanation.sum(0)."
         )
+
+
+def _interaction_mismatch(what: str, shape: tuple) -> str:
+    """Why ``what`` refuses the explainer's Explanation: interaction shares where it draws one share
+    per feature, or the other way round."""
+    if what == "interaction_heatmap":
+        return (
+            f"interaction_heatmap draws interaction shares; this Explanation holds shares of shape {shape}, one per "
+            "feature: ask for explainer(X, y, interactions=True) or rsq_interactions(X, y), or draw these with "
+            "plots.bar or plots.heatmap."
+        )
+    return (
+        f"{what} draws one share per feature; this Explanation holds interaction shares of shape {shape} (a "
+        "feature by feature matrix for each row): draw them with plots.interaction_heatmap, or the shares they "
+        "add up to, explainer(X, y) without interactions."
+    )
 
 
 def shap_plot(
@@ -203,6 +227,7 @@ def shap_plot(
     >>> plots.shap_plot(shap.plots.waterfall, explanation)  # doctest: +SKIP
     >>> plots.shap_plot(shap.plots.beeswarm, explanation, rows="each")  # doctest: +SKIP
     """
+    refuse_not_shares(explanation, "shap_plot")  # what the values are, before how they would be drawn
     _check_plot(getattr(plot, "func", plot), explanation, rows, row)  # a functools.partial is its function
     scaled = for_shap(explanation, rows)
     if row is not None:

@@ -16,7 +16,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ShareLabel", "is_whole", "labelled_shares", "rows_computed", "share_label", "transformed"]
+__all__ = [
+    "ShareLabel",
+    "holds_interactions",
+    "is_whole",
+    "labelled_shares",
+    "rows_computed",
+    "share_label",
+    "transformed",
+]
 
 # shap's operations after which an Explanation still holds shares: picking rows, features or an
 # output (``__getitem__``, also ``sample``) and summing over rows (axis 0: the global shares)
@@ -32,27 +40,32 @@ class ShareLabel(str):
         Rows and players of the Explanation the explainer returned.
     total : float
         Its values and base values summed: the model's R² (a classifier's Brier skill score).
+    interactions : bool
+        Whether it holds interaction shares, ``(rows, features, features)``: one row of them,
+        ``explanation[0]``, is a ``(features, features)`` matrix that reads like per-row shares.
     """
 
     n_rows: int
     n_features: int
     total: float
+    interactions: bool
 
-    def __new__(cls, text: str, n_rows: int, n_features: int, total: float) -> ShareLabel:
+    def __new__(cls, text: str, n_rows: int, n_features: int, total: float, interactions: bool = False) -> ShareLabel:
         label = super().__new__(cls, text)
         label.n_rows, label.n_features, label.total = int(n_rows), int(n_features), float(total)
+        label.interactions = bool(interactions)
         return label
 
     def __reduce__(self):
-        return ShareLabel, (str(self), self.n_rows, self.n_features, self.total)
+        return ShareLabel, (str(self), self.n_rows, self.n_features, self.total, self.interactions)
 
 
-def share_label(output_names: Any, values: np.ndarray, base_values: np.ndarray) -> Any:
+def share_label(output_names: Any, values: np.ndarray, base_values: np.ndarray, interactions: bool = False) -> Any:
     """``output_names`` as the explainer sets them: a single "R²" becomes a :class:`ShareLabel`, and
     so does each output's name of ``(rows, features, outputs)`` shares (with that output's total)."""
     if isinstance(output_names, str) and values.ndim >= 2:
         total = float(values.sum() + np.sum(base_values))
-        return ShareLabel(output_names, values.shape[0], values.shape[1], total)
+        return ShareLabel(output_names, values.shape[0], values.shape[1], total, interactions)
     if isinstance(output_names, list) and values.ndim == 3 and len(output_names) == values.shape[2]:
         base = np.broadcast_to(np.asarray(base_values, dtype=float), (values.shape[0], values.shape[2]))
         totals = values.sum(axis=(0, 1)) + base.sum(axis=0)
@@ -86,6 +99,16 @@ def labelled_shares(explanation: Any) -> bool:
     if isinstance(label, list):
         return bool(label) and all(isinstance(name, ShareLabel) for name in label)
     return isinstance(label, ShareLabel) or (isinstance(label, str) and label == "R²")
+
+
+def holds_interactions(explanation: Any) -> bool | None:
+    """Whether the explainer made the Explanation (or the slice of one) as interaction shares;
+    ``None`` for an Explanation made elsewhere, which carries nothing to tell."""
+    labels = explanation.output_names
+    labels = labels if isinstance(labels, list) else [labels]
+    if not labels or not all(isinstance(label, ShareLabel) for label in labels):
+        return None
+    return any(label.interactions for label in labels)
 
 
 def rows_computed(explanation: Any) -> int | None:

@@ -302,7 +302,7 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
             # when there are as many players as columns (singleton groups come in their own order)
             data=rows.array if groups is None else None,
             feature_names=self._explanation_names(names, groups, values.shape[1]),
-            output_names=share_label(output_names, values, base),
+            output_names=share_label(output_names, values, base, interactions),
         )
 
     def shap_values(  # type: ignore[override]

@@ -302,3 +302,44 @@ def test_a_plot_that_would_misread_the_shares_is_refused_however_it_is_given(exp
     matrix = shap.Explanation(np.ones((5, 3, 3)), np.zeros(5), feature_names=["a", "b", "c"], output_names="R²")
     with pytest.raises(ValueError, match=r"summed over rows and still has shape \(3, 3\): interaction shares"):
         plots.shap_plot(shap.plots.beeswarm, matrix.sum(0), "each", show=False)
+
+
+def test_a_row_of_interaction_shares_or_of_several_outputs_is_not_drawn_as_per_row_shares():
+    # one row of interaction shares, e[0], is a (p, p) matrix, and a row or the sum of the shares of
+    # multioutput="raw_values" a (p, outputs) table: each read as (rows, features), so bar and heatmap
+    # drew them with feature names on rows and for_shap passed them on to shap
+    import pickle
+
+    from sklearn.ensemble import RandomForestRegressor
+
+    X, y, _ = make_data(seed=54, n=200)
+    frame = pd.DataFrame(X, columns=NAMES)
+    explainer = RSquaredExplainer(RandomForestRegressor(10, max_depth=3, random_state=0).fit(frame, y))
+    pairs = explainer(frame, y, interactions=True)
+    draws = (
+        plots.bar,
+        plots.heatmap,
+        lambda e, show: plots.for_shap(e, "each"),
+        lambda e, show: plots.shap_plot(shap.plots.beeswarm, e, "each", show=show),
+    )
+    for draw in draws:
+        for row in (pairs[0], pickle.loads(pickle.dumps(pairs))[3]):
+            with pytest.raises(ValueError, match=r"holds interaction shares of shape \(6, 6\).*interaction_heatmap"):
+                draw(row, show=False)
+    plots.interaction_heatmap(pairs[0], show=False)  # one row's matrix is what it draws
+    with pytest.raises(ValueError, match=r"draws interaction shares; this Explanation holds shares of shape \(200, 6"):
+        plots.interaction_heatmap(explainer(frame, y), show=False)
+
+    Y = np.column_stack([y, 3 * X[:, 1] * X[:, 2]])
+    outputs = RSquaredExplainer(RandomForestRegressor(10, max_depth=3, random_state=0).fit(frame, Y))
+    several = outputs(frame, Y, multioutput="raw_values")
+    for part in (several[0], several.sum(0)):
+        with pytest.raises(ValueError, match=r"shares of several outputs \(multioutput='raw_values'\)"):
+            plots.bar(part, show=False)
+        with pytest.raises(ValueError, match=r"several outputs.*pick an output first, explanation\[\.\.\., k\]"):
+            plots.for_shap(part)
+    with pytest.raises(ValueError, match=r"got shape \(6, 2\): pick an output first"):
+        plots.heatmap(several[0], show=False)
+    second = several[..., 1]
+    total = second.values.sum() + second.base_values.sum()
+    assert f"model R² = {total:.3f}" in plots.bar(second, show=False).texts[-1].get_text()
