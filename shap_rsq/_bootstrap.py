@@ -18,6 +18,7 @@ from ._moments import UndefinedScoreError
 from ._screening import evaluate, screen_and_fit, subset_params
 from ._selection_rule import support_mask
 from ._selector_groups import PlayerMap
+from .engine.rows import user_stacklevel
 
 __all__ = ["bootstrap_shares", "check_replicates", "defined_replicates", "selection_frequency"]
 
@@ -119,7 +120,7 @@ def check_replicates(shares: np.ndarray, *, out_of_bag: bool, screen: bool = Fal
             f"{said}: their rows of bootstrap_rsq_ are NaN and are left out of feature_rsq_se_ and "
             "selection_frequency_.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from sklearn.tree import DecisionTreeRegressor
 
-from shap_rsq import RSquaredExplainer
+from shap_rsq import RSquaredExplainer, RSquaredSelector
 
 
 @pytest.fixture(scope="module")
@@ -111,9 +111,14 @@ def test_a_model_without_names_matches_by_position_and_labels_by_the_frame(rows)
     model = _fit("sklearn", X, y)
     frame = pd.DataFrame(X, columns=list("vwxyz"))
     # scikit-learn's predict warns that such a frame is read by position; so does the explainer
-    with pytest.warns(UserWarning, match="fitted without feature names: its columns are read by position"):
+    with pytest.warns(UserWarning, match="fitted without feature names: its columns are read by position") as seen:
         shares = RSquaredExplainer(model).rsq(frame, y)
     assert list(shares.index) == list("vwxyz")
+    # the warning points at the caller's line, also through scikit-learn's wrapper of a selector's fit
+    # (it pointed at sklearn/base.py)
+    with pytest.warns(UserWarning, match="read by position") as through_selector:
+        RSquaredSelector(model, prefit=True).fit(frame, y)
+    assert {w.filename for w in [*seen, *through_selector]} == {__file__}
     np.testing.assert_allclose(shares.to_numpy(), RSquaredExplainer(model).rsq(X, y), atol=1e-12)
 
 

@@ -155,8 +155,11 @@ def test_bootstrap_replicates_with_one_class_are_nan_and_left_out_of_the_spread(
     X = rng.normal(size=(12, 3))
     labels = np.array(["common"] * 10 + ["rare"] * 2)
     forest = RandomForestClassifier(n_estimators=5, random_state=0)
-    with pytest.warns(UserWarning, match=r"of 20 bootstrap replicates have one target value .* out-of-bag rows"):
+    said = r"of 20 bootstrap replicates have one target value .* out-of-bag rows"
+    with pytest.warns(UserWarning, match=said) as seen:
         fitted = RSquaredSelector(forest, cv=3, uncertainty="bootstrap", n_bootstrap=20, random_state=0).fit(X, labels)
+    ours = [w.filename for w in seen if "bootstrap replicates" in str(w.message)]
+    assert ours == [__file__]  # the caller's line, whatever the depth of the calls in between
     undefined = np.isnan(fitted.bootstrap_rsq_).all(axis=1)
     assert fitted.bootstrap_rsq_.shape == (20, 3) and 0 < undefined.sum() < 19
     assert not np.isnan(fitted.bootstrap_rsq_[~undefined]).any()

@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_array
 from .columns import as_frame, in_model_order, listed, read_by_position
 from .validation import INFINITE_ROWS, numeric_dtype
 
-__all__ = ["Rows", "check_rows"]
+__all__ = ["Rows", "check_rows", "user_stacklevel"]
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int)
             "X has feature names, but the model was fitted without feature names: its columns are read by "
             "position, in the order given.",
             UserWarning,
-            stacklevel=_outside_the_package(),
+            stacklevel=user_stacklevel(),
         )
     frame, order = in_model_order(frame, model_names, family)
     if order is not None:
@@ -139,11 +139,15 @@ def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int)
     return _array(data, min_rows), labels, order
 
 
-def _outside_the_package() -> int:
-    """The ``stacklevel`` of the first caller outside shap_rsq (a warning points at the user's call)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of the first caller outside shap_rsq and scikit-learn (a warning points at
+    the user's call: the selector's ``fit`` runs inside scikit-learn's ``_fit_context`` wrapper)."""
+    skipped = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    sklearn = sys.modules.get("sklearn")
+    if sklearn is not None and sklearn.__file__:
+        skipped.append(os.path.dirname(os.path.abspath(sklearn.__file__)))
     frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(package):
+    while frame is not None and frame.f_code.co_filename.startswith(tuple(skipped)):
         frame, level = frame.f_back, level + 1
     return level
 
