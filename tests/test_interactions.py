@@ -200,6 +200,11 @@ def test_bad_requests_are_refused_with_the_reason(fitted):
         r"about 6 fit",
     ):
         RSquaredExplainer(stump, memory_budget=1 / 64)(wide, wide[:, 0], interactions=True)
+    # where not one row fits (144 MB a row of 3,000 players), fewer rows are no advice ("about 0 fit")
+    wider = np.random.default_rng(1).normal(size=(50, 3000))
+    stump = DecisionTreeRegressor(max_depth=2).fit(wider, wider[:, 0])
+    with pytest.raises(MemoryBudgetError, match=r"over the memory budget of 16 MiB\.  Not one row fits: raise"):
+        RSquaredExplainer(stump, memory_budget=1 / 64)(wider, wider[:, 0], interactions=True)
     with pytest.raises(ValueError, match="tree_limit"):
         explainer.shap_interaction_values(X, y, tree_limit=2)
     labels = (y > np.median(y)).astype(int)

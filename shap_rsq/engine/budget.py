@@ -287,10 +287,12 @@ def check_interaction_rows(n_rows: int, n_players: int, budget: int, widest: int
     per_row = 8 * (2 * n_players * n_players + 4 * widest * widest)
     need = n_rows * per_row
     if need > budget:
+        fitting = budget // per_row
+        rows = f"Pass fewer rows (about {fitting:,} fit), raise" if fitting else "Not one row fits: raise"
         raise MemoryBudgetError(
             f"Per-row interaction shares of {n_rows:,} rows and {n_players:,} players need about {_size(need)}, "
-            f"over the memory budget of {_size(budget)}.  Pass fewer rows (about {budget // per_row:,} fit), raise "
-            "memory_budget=, or use rsq_interactions(X, y) (summed over rows; top_k= for many features)."
+            f"over the memory budget of {_size(budget)}.  {rows} memory_budget=, or use rsq_interactions(X, y) "
+            "(summed over rows; top_k= for many features)."
         )
 
 
