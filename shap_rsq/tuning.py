@@ -240,6 +240,20 @@ class Tuning:
         return min(self.worker_plan_bytes, self.memory_budget // 8)
 
     @property
+    def chunk_elements_within(self) -> int:
+        """``chunk_elements`` (rows x splits) for batches of shallow trees, within a quarter of
+        the budget: a chunk holds up to 10 floats per row and tree (predictions, weights, pattern
+        cells, per-row values), 80 bytes per element for trees of one split, so that a small
+        budget takes fewer rows at a time instead of refusing them."""
+        return max(1, min(self.chunk_elements, self.memory_budget // (4 * 80)))
+
+    @property
+    def root_elements_within(self) -> int:
+        """``root_elements``, at most what a quarter of the budget holds for the root's arrays of
+        the observed-pattern recursion (about 16 of them, float64)."""
+        return max(1, min(self.root_elements, self.memory_budget // (4 * 16 * 8)))
+
+    @property
     def plan_item_cap(self) -> int:
         """Most estimated items in one compiled LCA plan: ``max_lca_items``, or what a quarter of
         the memory budget holds while the plan compiles (``lca_item_bytes`` each)."""

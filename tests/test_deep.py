@@ -264,12 +264,15 @@ def test_refusal_gives_the_estimate_and_what_to_change():
     assert explainer.rsq(X, y).shape == (60,)  # global shares hold O(n + p)
 
 
-def test_a_refusal_no_number_of_rows_can_fix_does_not_advise_fewer_rows():
-    # depth-4 trees go through the recursion on all 2^15 split patterns: the pattern weights of a
-    # batch of 40 trees (about 60 MiB) are over the smallest budget however few the rows
+def test_a_refusal_no_number_of_rows_can_fix_does_not_advise_fewer_rows(monkeypatch):
+    # every unit now fits the smallest budget on one row (batches take fewer trees, plans come in
+    # pieces), so a unit whose own memory is over it is made up here
+    import shap_rsq.engine.budget as budget
+
     X, y, _ = make_data(n=100, p=20)
-    model = RandomForestRegressor(40, max_depth=4, random_state=0).fit(X, y)
+    model = RandomForestRegressor(4, max_depth=4, random_state=0).fit(X, y)
     explainer = RSquaredExplainer(model, memory_budget=1 / 64)
+    monkeypatch.setattr(budget, "unit_bytes", lambda unit, n_rows, *args, **kwargs: 20 << 20)
     with pytest.raises(MemoryBudgetError, match="exceeds memory_budget=16 MiB: raise RSquaredExplainer") as error:
         explainer.rsq(X, y)
     message = str(error.value)
@@ -293,6 +296,12 @@ def test_shallow_trees_fit_the_smallest_budget():
         np.testing.assert_allclose(small.rsq(X, y), full.rsq(X, y), rtol=0, atol=1e-14)
         np.testing.assert_allclose(small(X, y).values, full(X, y).values, rtol=0, atol=1e-14)
         np.testing.assert_allclose(small.rsq_interactions(X, y), full.rsq_interactions(X, y), rtol=0, atol=1e-14)
+    # a batch of depth-4 trees took its 2^15 pattern weights a tree and root arrays of 2^21 elements
+    # whatever the budget: rsq of this forest was refused at 1/64 GiB while per-row shares ran
+    X, y, _ = make_data(n=2000, p=6)
+    forest = RandomForestRegressor(30, max_depth=4, random_state=0).fit(X, y)
+    small = RSquaredExplainer(forest, memory_budget=1 / 64)
+    np.testing.assert_allclose(small.rsq(X, y), RSquaredExplainer(forest).rsq(X, y), rtol=0, atol=1e-14)
 
 
 def test_a_shallow_batch_is_charged_for_the_rows_of_one_chunk():

@@ -128,7 +128,7 @@ def _batch_bytes(unit, n_rows: int, local: bool, tuning: Tuning) -> int:
         else:  # below the root on sub-patterns; the root on the patterns that occur, in blocks of trees
             below = 10 * len(group) * states * quadrature * (1 << (splits // 2 + 2))
             seen = states * quadrature * min(n_rows, n_patterns)
-            size = below + 16 * min(len(group) * seen, max(tuning.root_elements, seen))
+            size = below + 16 * min(len(group) * seen, max(tuning.root_elements_within, seen))
             size += 6 * len(group) * min(n_rows, n_patterns)  # the patterns that occur, their weights
         largest = max(largest, size)
     return int(_SMALL + chunk + 8 * (floats + largest))
@@ -291,8 +291,8 @@ def check_interaction_rows(n_rows: int, n_players: int, budget: int, widest: int
         rows = f"Pass fewer rows (about {fitting:,} fit), raise" if fitting else "Not one row fits: raise"
         raise MemoryBudgetError(
             f"Per-row interaction shares of {n_rows:,} rows and {n_players:,} players need about {_size(need)}, "
-            f"over the memory budget of {_size(budget)}.  {rows} memory_budget=, or use rsq_interactions(X, y) "
-            "(summed over rows; top_k= for many features)."
+            f"over the memory budget of {_size(budget)}.  {rows} RSquaredExplainer(memory_budget=...), or use "
+            "rsq_interactions(X, y) (summed over rows; top_k= for many features)."
         )
 
 

@@ -41,6 +41,7 @@ from ..kernels.small_trees import HeapUnit, ObliviousUnit
 from ..models.forest import Forest
 from ..models.node_arrays import NodeArrays
 from ..tuning import DEFAULT_TUNING, Tuning
+from .budget import unit_bytes
 
 __all__ = ["KERNELS", "Kernel", "build_units"]
 
@@ -101,17 +102,27 @@ def build_units(
             and (kind == "heap" or depths[stop] == depths[start])
         ):
             stop += 1
-        index = np.arange(start, stop)
-        batch = split_patterns.heap_layout(nodes, index, int(depths[index].max()), oblivious=kind == "oblivious")
-        if kind == "oblivious":
-            units.append(ObliviousUnit(index, means[index], batch, tuning))
-        else:
-            method = kernel if kernel in ("enumerate", "recursion") else "auto"
-            if kind == "observed":
-                method = "recursion"  # the subsets of a 2^15 cube are out of reach
-            units.append(HeapUnit(index, means[index], batch, method, tuning))
+        unit = _batch_unit(kind, nodes, np.arange(start, stop), kernel, tuning)
+        # a batch's tables grow with its trees: under a small budget it takes fewer of them (what
+        # grows with the rows is a chunk of them, sized to the budget: Tuning.chunk_elements_within)
+        while stop - start > 1 and unit_bytes(unit, 1, local, tuning) > tuning.memory_budget // 4:
+            stop = start + (stop - start) // 2
+            unit = _batch_unit(kind, nodes, np.arange(start, stop), kernel, tuning)
+        units.append(unit)
         start = stop
     return units
+
+
+def _batch_unit(kind: str, nodes: NodeArrays, index: np.ndarray, kernel: str, tuning: Tuning):
+    """A batch of consecutive shallow (``"heap"``), depth-4 (``"observed"``) or symmetric trees."""
+    batch = split_patterns.heap_layout(nodes, index, int(nodes.tree_depth[index].max()), oblivious=kind == "oblivious")
+    means = nodes.tree_mean[index]
+    if kind == "oblivious":
+        return ObliviousUnit(index, means, batch, tuning)
+    method = kernel if kernel in ("enumerate", "recursion") else "auto"
+    if kind == "observed":
+        method = "recursion"  # the subsets of a 2^15 cube are out of reach
+    return HeapUnit(index, means, batch, method, tuning)
 
 
 def _lca_unit(tree, index, mean, work, junction, kernel: str, tuning: Tuning):

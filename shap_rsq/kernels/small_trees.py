@@ -51,7 +51,7 @@ class HeapUnit:
 
     def chunk_rows(self) -> int:
         splits = len(self.trees) * ((1 << self.batch.depth) - 1)
-        return max(self.tuning.min_chunk_rows, self.tuning.chunk_elements // splits)
+        return max(self.tuning.min_chunk_rows, self.tuning.chunk_elements_within // splits)
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
         keys = split_patterns.heap_keys(self.batch, X, dtype)
@@ -72,7 +72,7 @@ class HeapUnit:
             batch = self.batch.select(group, k)
             if use_recursion:
                 phi = pattern_recursion.summed_recursion_gradients(
-                    batch, per_quad[group], per_lin[group], self.tuning.root_elements
+                    batch, per_quad[group], per_lin[group], self.tuning.root_elements_within
                 )
             else:
                 phi = self._subset_tables(use_recursion, k, group).summed(per_quad[group], per_lin[group])
@@ -161,7 +161,9 @@ class ObliviousUnit:
         return float(self.tables.values.size)
 
     def chunk_rows(self) -> int:
-        return max(self.tuning.min_chunk_rows, self.tuning.chunk_elements // (len(self.trees) * self.batch.depth))
+        return max(
+            self.tuning.min_chunk_rows, self.tuning.chunk_elements_within // (len(self.trees) * self.batch.depth)
+        )
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
         depth = self.batch.depth
