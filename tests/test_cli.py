@@ -599,14 +599,17 @@ def test_a_budget_refusal_names_the_option(files, capsys, monkeypatch):
 
     def refuse(self, *args, **kwargs):
         raise MemoryBudgetError(
-            "Estimated working memory 9 GiB exceeds it: raise RSquaredExplainer(memory_budget=...)."
+            "Estimated working memory 9 GiB exceeds memory_budget=2.00 GiB: raise RSquaredExplainer(memory_budget=...)."
         )
 
     monkeypatch.setattr(RSquaredExplainer, "rsq", refuse)
     model_path, _ = files("xgboost.json")
     code, _, err = run(["explain", "--model", model_path, "--data", files.folder / "data.csv", "--target", "y"], capsys)
     assert code == 1
-    assert err.endswith("shap-rsq: error: Estimated working memory 9 GiB exceeds it: raise --memory-budget.\n")
+    # the budget it quotes too ("exceeds memory_budget=2.00 GiB")
+    assert err.endswith(
+        "error: Estimated working memory 9 GiB exceeds --memory-budget 2.00 GiB: raise --memory-budget.\n"
+    )
 
 
 def test_a_per_row_budget_refusal_says_to_leave_out_local(files, capsys, tmp_path, monkeypatch):

@@ -39,6 +39,9 @@ def test_the_command_line_prints_and_writes_each_class_part(wine_files, capsys):
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "Brier skill score" in printed and "model BSS" in printed and "parts by class" in printed
+    # the model's score in the column of the shares' sum (it was one character to the right)
+    lines = {line.split("  ")[1].strip(): line for line in printed.splitlines() if line.startswith("  ")}
+    assert lines["model BSS"].index(".") == lines["sum of shares"].index(".") and "BSS share" in printed
     table = pd.read_csv(out).set_index("feature")
     expected = RSquaredExplainer(model).rsq(X, labels)
     np.testing.assert_allclose(table["rsq"], expected[table.index], atol=1e-12)

@@ -153,15 +153,37 @@ def test_a_catboost_json_file_is_named_as_catboost(folder, tmp_path, capsys):
     assert "is a CatBoost model saved as JSON; the command line reads CatBoost's own format" in err
 
 
+def test_json_that_is_not_an_xgboost_model_is_named_in_one_short_line(folder, tmp_path, capsys):
+    # a LightGBM dump_model() file failed as an XGBoost model with a message quoting the whole file
+    # (60,000 characters for 30 trees), and other JSON with XGBoost's "Invalid cast, from Null to Object"
+    lightgbm = pytest.importorskip("lightgbm")
+    import json
+
+    frame = pd.read_csv(folder / "data.csv")
+    booster = lightgbm.LGBMRegressor(n_estimators=30, verbose=-1).fit(frame[NAMES], frame["progression"]).booster_
+    (tmp_path / "dump.json").write_text(json.dumps(booster.dump_model()))
+    (tmp_path / "other.json").write_text('{"hello": 1}')
+    for model, message in (
+        ("dump.json", "is a LightGBM model dumped as JSON (dump_model); the command line reads LightGBM's text"),
+        ("other.json", 'is not an XGBoost model saved as JSON (it holds no "learner"); the command line reads'),
+    ):
+        argv = ["explain", "--model", tmp_path / model, "--data", folder / "data.csv", "--target", "progression"]
+        code, err = run(argv, capsys)
+        assert code == 1 and message in err and len(err) < 400
+
+
 def test_a_table_of_another_delimiter_or_missing_marker_is_named(folder, tmp_path, capsys):
-    # a semicolon file read as one column, and '?' for missing, were refused without saying why
+    # a semicolon file read as one column, '?' for missing, and a file without a header row were
+    # refused without saying why
     frame = pd.read_csv(folder / "data.csv")
     frame.to_csv(tmp_path / "semi.csv", sep=";", index=False)
     frame["bmi"] = frame["bmi"].astype(object)
     frame.loc[3, "bmi"] = "?"
     frame.to_csv(tmp_path / "marked.csv", index=False)
+    frame.drop(index=3).to_csv(tmp_path / "headerless.csv", index=False, header=False)
     for data, message in (
         ("semi.csv", "The header holds ';': save the table with commas"),
+        ("headerless.csv", "Its first line holds numbers, not names: the file needs a header row"),
         ("marked.csv", "non-numeric feature column(s) ['bmi'] (1 column) (column 'bmi' holds '?')"),
     ):
         argv = ["explain", "--model", folder / "model.json", "--data", tmp_path / data, "--target", "progression"]

@@ -122,8 +122,9 @@ def run_explain_classes(args: argparse.Namespace, explainer: RSquaredExplainer, 
         f"Shares of the Brier skill score (the R² of the one-hot class): {Path(args.model).name} "
         f"on {Path(args.data).name}, n={len(inputs.y)}, classes {list(parts.columns)}"
     )
-    table = format_table(shares, model_rsq=score, seconds=seconds, max_display=args.max_display, title=title)
-    print(table.replace("model R²", "model BSS"))
+    print(
+        format_table(shares, model_rsq=score, seconds=seconds, max_display=args.max_display, title=title, score="BSS")
+    )
     print(format_class_table(parts, args.max_display))
     if args.out:
         _write_parts(args.out, parts, shares, args, score, len(inputs.y))

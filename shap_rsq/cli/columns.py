@@ -155,11 +155,22 @@ def _columns_named(model_names: list[str], columns: list[str], source: str | os.
 
 
 def _delimiter_hint(columns: list[str]) -> str:
-    """A header read as one column that holds another delimiter: the file is not comma-separated."""
+    """A header read as one column that holds another delimiter (the file is not comma-separated),
+    or a first line of numbers (the file has no header)."""
+    if all(_is_number(name) for name in columns):
+        return " Its first line holds numbers, not names: the file needs a header row naming its columns."
     if len(columns) != 1:
         return ""
     found = [mark for mark in (";", "|", "\t") if mark in columns[0]]
     return f" The header holds {found[0]!r}: save the table with commas, tabs (.tsv) or as Parquet." if found else ""
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _require_numeric(frame: pd.DataFrame, columns: list[str], source: str | os.PathLike) -> None:

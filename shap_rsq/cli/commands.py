@@ -35,6 +35,7 @@ example:
 _OPTION_WORDS = {
     "RSquaredExplainer(memory_budget=...)": "--memory-budget",
     "compute global shares with rsq() (memory O(n + p))": "leave out --local (global shares take memory O(n + p))",
+    "memory_budget=": "--memory-budget ",  # the budget a refusal quotes, after the advice above
 }
 
 

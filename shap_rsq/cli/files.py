@@ -111,12 +111,13 @@ def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
 
 def _load_xgboost(xgboost: Any, path: str) -> Any:
     if path.lower().endswith(".json"):
-        _refuse_catboost_json(path)
+        _refuse_other_json(path)
     return xgboost.Booster(model_file=path)
 
 
-def _refuse_catboost_json(path: str) -> None:
-    """A CatBoost model saved as JSON (``format="json"``) failed as a corrupt XGBoost file."""
+def _refuse_other_json(path: str) -> None:
+    """JSON that is not an XGBoost model failed as a corrupt XGBoost file, with XGBoost's parser
+    message (a LightGBM dump's was the whole file, 60,000 characters for 30 trees)."""
     with open(path, "rb") as file:
         head = file.read(1 << 16)
     if b'"oblivious_trees"' in head or (b'"features_info"' in head and b'"model_info"' in head):
@@ -124,6 +125,17 @@ def _refuse_catboost_json(path: str) -> None:
             f"{path} is a CatBoost model saved as JSON; the command line reads CatBoost's own format: save it "
             "with model.save_model('model.cbm')."
         )
+    if b'"learner"' in head:  # the first key of every XGBoost JSON model
+        return
+    if b'"tree_structure"' in head or b'"num_tree_per_iteration"' in head:
+        raise InputError(
+            f"{path} is a LightGBM model dumped as JSON (dump_model); the command line reads LightGBM's text "
+            "format: save it with model.booster_.save_model('model.txt')."
+        )
+    raise InputError(
+        f'{path} is not an XGBoost model saved as JSON (it holds no "learner"); the command line reads '
+        f"{NATIVE_FORMATS}: save an XGBoost model with model.save_model('model.json')."
+    )
 
 
 def _best_rounds(booster: Any, path: Path) -> Any:
@@ -175,6 +187,8 @@ def _load_pickle(path: Path) -> Any:
     return joblib.load(path)  # reads plain pickles too
 
 
+_LONGEST = 300  # characters of a library's message quoted in one line on stderr
+
 # format -> (loader, module to import, what the file is called in messages)
 _NATIVE: dict[str, tuple[Callable[[Any, str], Any], str, str]] = {
     "xgboost": (_load_xgboost, "xgboost", "an XGBoost model"),
@@ -206,9 +220,11 @@ def _guarded(path: Path, what: str, load: Callable[[], Any]) -> Any:
 
 
 def _described(error: BaseException) -> str:
-    """The error's first line, after its type when the message alone says nothing (unpickling: ``KeyError: 32``)."""
+    """The error's first line, after its type when the message alone says nothing (unpickling:
+    ``KeyError: 32``), cut short when a parser quotes the file back."""
     message = first_line(error)
-    return message if re.search(r"[A-Za-z]{3}", message) else f"{type(error).__name__}: {message}"
+    message = message if re.search(r"[A-Za-z]{3}", message) else f"{type(error).__name__}: {message}"
+    return message if len(message) <= _LONGEST else message[: _LONGEST - 1] + "…"
 
 
 @contextlib.contextmanager

@@ -62,7 +62,9 @@ def top_shares(shares: pd.Series, max_display: int) -> pd.Series:
     return pd.concat([ordered.iloc[:keep], others]).rename(shares.name)
 
 
-def format_table(shares: pd.Series, *, model_rsq: float, seconds: float, max_display: int, title: str) -> str:
+def format_table(
+    shares: pd.Series, *, model_rsq: float, seconds: float, max_display: int, title: str, score: str = "R²"
+) -> str:
     """The shares as text: one line a feature (top-k and the rest), their sum, the model's R² and the run time.
 
     Parameters
@@ -77,6 +79,8 @@ def format_table(shares: pd.Series, *, model_rsq: float, seconds: float, max_dis
         Features listed before the rest are added up.
     title : str
         The first line.
+    score : str, default="R²"
+        What the shares split, in the column header and the model's line (a classifier's "BSS").
 
     Returns
     -------
@@ -84,16 +88,16 @@ def format_table(shares: pd.Series, *, model_rsq: float, seconds: float, max_dis
         The table, lines joined by newlines.
     """
     shown = top_shares(shares, max_display)
-    width = max(len("sum of shares"), *(len(str(name)) for name in shown.index))
+    width = max(len("sum of shares"), len(f"model {score}"), *(len(str(name)) for name in shown.index))
     scale = max(float(shown.abs().max()), 1e-12)
-    lines = [title, "", f"  {'feature':<{width}}  {'R² share':>10}"]
+    lines = [title, "", f"  {'feature':<{width}}  {f'{score} share':>10}"]
     for name, value in shown.items():
         bar = "#" * round(30 * abs(value) / scale)
         lines.append(f"  {name!s:<{width}}  {value:>10.4f}  {bar if value >= 0 else '-' * len(bar)}")
     lines += [
         "",
         f"  {'sum of shares':<{width}}  {shares.sum():>10.4f}",
-        f"  {'model R²':<{width}}  {model_rsq:>10.4f}",
+        f"  {f'model {score}':<{width}}  {model_rsq:>10.4f}",
         f"  computed in {seconds:.2f} s",
     ]
     return "\n".join(lines)
