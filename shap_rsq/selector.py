@@ -55,7 +55,8 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
         ``SelectFromModel``; to select on ``max_features`` alone, pass ``threshold=-np.inf``.
     max_features : int or callable, default=None
         At most this many features (the largest shares, ties broken by column order), or players with
-        ``feature_groups``: a group counts once, however many columns it has.  A callable is called as
+        ``feature_groups``: a group counts once, however many columns it has, and ties are broken by
+        player order (the groups first).  A callable is called as
         ``max_features(X)`` in ``fit``.  Like ``threshold``, an int set with ``set_params``
         after ``fit`` applies at the next ``transform`` without a refit.
     prefit : bool, default=False
