@@ -80,11 +80,6 @@ def for_shap(explanation: shap.Explanation, rows: Literal["sum", "each"] = "sum"
     values = np.asarray(explanation.values, dtype=float)
     if values.size == 0:
         raise ValueError("This Explanation has no rows: nothing to draw.")
-    if isinstance(explanation.output_names, list):  # multioutput="raw_values": outputs on the last axis
-        raise ValueError(
-            f"This Explanation holds the shares of several outputs (multioutput='raw_values'), shape "
-            f"{values.shape}: pick an output first, explanation[..., k]."
-        )
     if values.ndim == 1:
         return _one_dimension(explanation, values, rows)
     if values.ndim != 2:
@@ -156,6 +151,13 @@ def refuse_not_shares(explanation: Any, what: str) -> None:
     interactions = holds_interactions(explanation) if isinstance(explanation, shap.Explanation) else None
     if interactions is not None and interactions != (what == "interaction_heatmap"):
         raise ValueError(_interaction_mismatch(what, np.shape(explanation.values)))
+    if isinstance(explanation, shap.Explanation) and isinstance(explanation.output_names, list):
+        # multioutput="raw_values": the outputs on the last axis, which a row or a sum reads as features
+        raise ValueError(
+            f"{what} draws the shares of one output; this Explanation holds the shares of several outputs "
+            f"(multioutput='raw_values'), got shape {np.shape(explanation.values)}: pick an output first, "
+            "explanation[..., k]."
+        )
     operation = transformed(explanation) if isinstance(explanation, shap.Explanation) else None
     if operation is not None:
         raise ValueError(

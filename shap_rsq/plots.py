@@ -206,9 +206,8 @@ def heatmap(
             f"heatmap needs the shap.Explanation of per-row shares, explainer(X, y); got {type(explanation).__name__}."
         )
     values = np.asarray(explanation.values, dtype=float)
-    if values.ndim != 2 or isinstance(explanation.output_names, list):
-        pick = ": pick an output first, explanation[..., k]" if isinstance(explanation.output_names, list) else ""
-        raise ValueError(f"heatmap needs per-row shares of shape (n_rows, n_features), got shape {values.shape}{pick}.")
+    if values.ndim != 2:
+        raise ValueError(f"heatmap needs per-row shares of shape (n_rows, n_features), got shape {values.shape}.")
     names = _names(explanation.feature_names, values.shape[1])
     # shap.plots.heatmap orders features by mean |row share|, which ranks a feature that takes R² away
     # above one that adds it (tests/test_library_choices.py); here they are ordered by the signed share
@@ -249,10 +248,10 @@ def _global(shares: Any, feature_names: Sequence[str] | None) -> tuple[pd.Series
                 f"{values.shape} (rows by feature pairs): draw them with plots.interaction_heatmap, or bar "
                 "the shares they add up to, explainer(X, y) without interactions."
             )
-        if values.ndim > 2 or (values.ndim == 2 and isinstance(shares.output_names, list)):
+        if values.ndim > 2:
             raise ValueError(
-                f"bar draws one share per feature; this Explanation has values of shape {values.shape}, the "
-                "shares of several outputs (multioutput='raw_values'): pick an output, "
+                f"bar draws one share per feature; this Explanation has values of shape {values.shape} (one "
+                "per row, feature and output, from multioutput='raw_values'): pick an output, "
                 "explanation[..., k], or draw a classifier's parts per class with plots.class_bar."
             )
         # only every row and feature adds up to the model's R²: not a slice of them
