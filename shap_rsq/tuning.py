@@ -62,6 +62,11 @@ class Tuning:
         cotangent tables every row block reads and writes at random: 2^13 entries x 8 nodes x 2
         tables x 8 bytes stay within a core's L2 cache.  On depth-10 forests 2^15 was 10% faster
         and 2^17 10% slower.
+    dense_slots : int
+        Distinct keys (a block's leaf codes, the cells of its views) are found through a table of
+        all their possible values when it has at most this many slots (or 4 per key), else by
+        sorting: 4 million slots take 36 MB (a flag and a rank each), a sixteenth of the budget at
+        most (:attr:`dense_slots_within`).
     tabulate_cells : int
         Table entries whose values and slopes are computed together: consecutive chunks make one
         pass of NumPy calls (their per-call costs were a quarter of an XGBoost depth-12 tree with
@@ -164,12 +169,24 @@ class Tuning:
         ... for trees with pair nodes (``kernels.hybrid_tree``): 3.2 measured on a fully grown tree.
     lca_dense_local_bytes : int
         ... for their per-row values (1.2 measured).
+    lca_leaf_bytes : int
+        ... per (pattern, leaf): the leaf codes of a block of patterns and their cells in every
+        view (``kernels.lca_cells``), 35 measured with ``tracemalloc`` on a deep tree compiled in
+        pieces of 3,000-4,000 items with 434 leaves, where they outweighed the items; on whole
+        plans of XGBoost depth 12 (400k items, 875 leaves) they are 2% of a block.
     lca_item_bytes : int
         Bytes per *estimated* item (``kernels.pairs.node_costs`` counts 1.5-3x the compiled
         items) while a plan is compiled: 1,190-1,260 measured with ``tracemalloc`` (XGBoost depth
         12, a depth-12 forest, a fully grown tree), of which the plan keeps 270-310.  The budget's
         quarter divided by it caps ``max_lca_items``.
-    lca_seconds : float
+    lca_kept_item_bytes : int
+        ... of which the compiled plan keeps: what a unit holds while its blocks of patterns run
+        (``engine.budget.unit_bytes``).  270-310 measured on whole plans, about 420 on the
+        pieces of a deep tree (26,000 estimated items each, 434 leaves).
+    lca_path_bytes : int
+        ... per (leaf, depth) entry of the whole tree, which every piece of a tree compiled in
+        pieces holds (arrays over its paths): 330 measured while compiling the pieces of a deep
+        tree with 434 leaves and 11,284 entries (3,000-4,000 items each), a quarter of it kept.
         Seconds per unit of LCA work (``lca_work``) and row on one core, for the time estimate
         shown with ``progress=True`` (1.7-2.0 ns measured on XGBoost of depth 12 and forests of
         depth 10 on 2,000-10,000 rows, 0.9 on LightGBM with 255 leaves).
@@ -200,6 +217,7 @@ class Tuning:
     pattern_elements: int = 1 << 28
     block_elements: int = 1 << 19
     chunk_cells: int = 1 << 13
+    dense_slots: int = 1 << 22
     tabulate_cells: int = 1 << 17
     mixed_cells: int = 1 << 14
     level_work: float = 3e5
@@ -221,7 +239,10 @@ class Tuning:
     lca_local_bytes: int = 4
     lca_dense_global_bytes: int = 4
     lca_dense_local_bytes: int = 4
+    lca_leaf_bytes: int = 40
     lca_item_bytes: int = 1280
+    lca_kept_item_bytes: int = 480
+    lca_path_bytes: int = 360
     lca_seconds: float = 2.0e-9
     lca_dense_seconds: float = 3.6e-9
     pair_seconds: float = 0.6e-9
@@ -246,6 +267,25 @@ class Tuning:
         cells, per-row values), 80 bytes per element for trees of one split, so that a small
         budget takes fewer rows at a time instead of refusing them."""
         return max(1, min(self.chunk_elements, self.memory_budget // (4 * 80)))
+
+    @property
+    def block_elements_within(self) -> int:
+        """``block_elements``, at most a 512th of the budget in float64 elements: a few such
+        temporaries are alive at once beside the kernel's blocks of patterns (binds below 256 MiB;
+        at 16 MiB a deep tree's fixed 4 MB temporaries alone passed the budget)."""
+        return max(1, min(self.block_elements, self.memory_budget // 512))
+
+    @property
+    def dense_slots_within(self) -> int:
+        """``dense_slots``, within a sixteenth of the budget at 9 bytes a slot (binds below 576 MiB)."""
+        return max(1, min(self.dense_slots, self.memory_budget // (16 * 9)))
+
+    @property
+    def tabulate_cells_within(self) -> int:
+        """``tabulate_cells``, at most a 2,048th of the budget: a chunk's value, slope and
+        cotangent tables hold about 50 bytes per entry over its quadrature nodes (binds below
+        256 MiB)."""
+        return max(1, min(self.tabulate_cells, self.memory_budget // 2048))
 
     @property
     def root_elements_within(self) -> int:

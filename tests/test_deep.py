@@ -203,19 +203,45 @@ def test_results_do_not_depend_on_jobs_blocks_or_budget():
 
 
 def test_workers_fit_the_budget_with_smaller_blocks_of_patterns():
-    # at 4 MiB each tree's plan and blocks take a quarter each: two workers fit only with each
-    # one's blocks cut to an eighth; before, such a call always ran in one process
-    X, y, _ = _deep_data(n=300, p=8)
-    model = RandomForestRegressor(2, max_depth=7, random_state=0).fit(X, y)
+    # at 4 MiB the per-row arrays of 2,000 rows take a quarter of the budget, and each worker's
+    # blocks of patterns another quarter: two workers fit only with each one's blocks cut to an
+    # eighth; before, such a call always ran in one process
+    X, y, _ = _deep_data(n=2000, p=8)
+    model = RandomForestRegressor(2, max_depth=5, random_state=0).fit(X[:300], y[:300])
     small = replace(DEFAULT_TUNING, memory_budget=1 << 22, parallel_work=0.0)
     explainer = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=small)
-    units = explainer._units.units()
-    assert fit_jobs(units, len(y), 8, 2, False, 2, small) == (2, 2)
-    assert fit_jobs(units, len(y), 8, 2, False, 2, replace(small, memory_budget=1 << 30)) == (2, 1)
+    units = explainer._units.units(True)
+    assert fit_jobs(units, len(y), 8, 2, True, 2, small) == (2, 2)
+    assert fit_jobs(units, len(y), 8, 2, True, 2, replace(small, memory_budget=1 << 30)) == (2, 1)
     unit = next(u for u in units if isinstance(u, LcaUnit))
-    assert shipped([unit], 2)[0].pattern_step(False) < unit.pattern_step(False)
-    expected = RSquaredExplainer(model)._set_engine(tuning=replace(small, parallel_work=1e300)).rsq(X, y)
-    np.testing.assert_allclose(explainer.rsq(X, y), expected, rtol=0, atol=1e-12)
+    assert shipped([unit], 2)[0].pattern_step(True) < unit.pattern_step(True)
+    one = RSquaredExplainer(model)._set_engine(tuning=replace(small, parallel_work=1e300))
+    np.testing.assert_allclose(explainer(X, y).values, one(X, y).values, rtol=0, atol=1e-12)
+
+
+def test_a_worker_is_charged_once_for_a_plan_and_its_blocks():
+    # compiling a plan and running its blocks of patterns do not overlap: a tree compiled in
+    # pieces, each a quarter of the budget to compile, with blocks of a quarter, is charged
+    # less than half of it, so two workers (each keeping 4 MiB of plans here) fit with whole
+    # blocks.  Charged for both, a depth-12 XGBoost model on 10,000 rows ran with halved blocks
+    X, y, _ = _deep_data(n=1000, p=8)
+    model = DecisionTreeRegressor(min_samples_leaf=2, random_state=0).fit(X, y)
+    small = replace(DEFAULT_TUNING, memory_budget=1 << 28, parallel_work=0.0, worker_plan_bytes=1 << 22)
+    (unit,) = units = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=small)._units.units()
+    assert unit.work / 4 > small.plan_item_cap  # compiled in pieces
+    charged = unit_bytes(unit, len(y), False, small)
+    assert fit_jobs(units, len(y), 8, 1, False, 2, small) == (2, 1)
+    reference = RSquaredExplainer(model)
+    w = np.ones(len(y))
+    tracemalloc.start()
+    try:  # one worker's unit, alone in this process
+        values = decompose(reference.forest, units, X, y, w, tuning=small).values
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < charged < small.memory_budget // 2
+    expected = decompose(reference.forest, reference._units.units(), X, y, w).values
+    np.testing.assert_allclose(values, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
 
 
 def test_caller_arrays_are_not_modified():
@@ -227,10 +253,18 @@ def test_caller_arrays_are_not_modified():
         np.testing.assert_array_equal(before, after)
 
 
-def test_a_deep_tree_stays_within_a_small_budget():
-    X, y, _ = _deep_data(n=400, p=20)
+@pytest.mark.parametrize(
+    ("n", "p", "budget"),
+    [
+        (400, 20, 1 / 16),  # GiB: the LCA kernel alone peaked at over 1 GiB on this tree
+        # the smallest budget: fixed-size tables (36 MB to find distinct codes, 4 MB temporaries,
+        # a pattern's leaf codes left out of its blocks) took this tree to 27.7 MiB
+        (1000, 8, 1 / 64),
+    ],
+)
+def test_a_deep_tree_stays_within_a_small_budget(n, p, budget):
+    X, y, _ = _deep_data(n=n, p=p)
     model = DecisionTreeRegressor(min_samples_leaf=2, random_state=0).fit(X, y)
-    budget = 1 / 16  # GiB: the LCA kernel alone peaked at over 1 GiB on this tree
     explainer = RSquaredExplainer(model, memory_budget=budget)
     tracemalloc.start()
     try:
@@ -240,6 +274,8 @@ def test_a_deep_tree_stays_within_a_small_budget():
         tracemalloc.stop()
     assert peak < budget * (1 << 30)
     np.testing.assert_allclose(shares.sum(), r2_score(y, model.predict(X)) - _constant_r2(explainer, y), atol=1e-9)
+    if budget < 1 / 16:
+        np.testing.assert_allclose(shares, RSquaredExplainer(model).rsq(X, y), rtol=0, atol=1e-12)
 
 
 def _constant_r2(explainer, y) -> float:

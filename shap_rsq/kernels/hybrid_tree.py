@@ -90,9 +90,9 @@ class HybridUnit(LcaUnit):
         X, dtype, first, inverse = state
         plan = self.pair_plan
         n_patterns = len(first)
-        block = self.tuning.block_elements
+        block = self.tuning.block_elements_within
         # pass bits of a block of patterns: (rows, leaves, features) booleans
-        step = max(1, self.tuning.chunk_elements // max(1, plan.cover.size))
+        step = max(1, self.tuning.chunk_elements_within // max(1, plan.cover.size))
         if local:
             slopes = np.empty((n_patterns, plan.n_features))
             for start in range(0, n_patterns, step):

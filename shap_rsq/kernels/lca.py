@@ -157,7 +157,7 @@ def _side_sums(
     ``(rows, 2, groups, Q)``.  ``per_q`` scales the row blocks for callers with wider temporaries."""
     n_groups = groups.stop - groups.start
     n_rows, n_items = entry.shape
-    blocks = list(_blocks(n_rows, n_items * n_q * per_q, tuning.block_elements))
+    blocks = list(_blocks(n_rows, n_items * n_q * per_q, tuning.block_elements_within))
     indptr = _segment_indptr(blocks[0].stop, n_items, seg_starts, entry.dtype)
     for rows in blocks:
         gather = _segment_matrix(entry[rows], indptr, len(seg_starts), chunk.n_entries)
@@ -168,7 +168,7 @@ def _chunks(plan: TreePlan, cells: Cells, tuning: Tuning):
     """The cross items in chunks of consecutive groups, each made of parts.
 
     A part's items' tables hold about ``tuning.chunk_cells`` entries (the tables rows walk at
-    random stay in cache), a chunk's about ``tuning.tabulate_cells`` (its values and slopes are
+    random stay in cache), a chunk's about ``tuning.tabulate_cells_within`` (its values and slopes are
     computed in one pass of NumPy calls).  A chunk's groups need the same quadrature nodes
     (``TreePlan.group_q``, decreasing from group to group): its tables are evaluated on them.
     Per chunk: its :class:`~shap_rsq.kernels.lca_chunks.Chunk` of items, part after part (each
@@ -182,7 +182,7 @@ def _chunks(plan: TreePlan, cells: Cells, tuning: Tuning):
     seg_entries = np.diff(size[bounds])
     cumulative = np.cumsum(seg_entries[:n_groups] + seg_entries[n_groups:])
     part_edges = _cuts(cumulative, tuning.chunk_cells)
-    chunk_edges = part_edges[np.unique(np.searchsorted(part_edges, _cuts(cumulative, tuning.tabulate_cells)))]
+    chunk_edges = part_edges[np.unique(np.searchsorted(part_edges, _cuts(cumulative, tuning.tabulate_cells_within)))]
     group_items = np.diff(bounds[: n_groups + 1]) + np.diff(bounds[n_groups:])
     levels = _level_cuts(plan.group_q, group_items, chunk_edges, cells.row_leaf_cell.shape[0], tuning)
     part_edges, chunk_edges = np.union1d(part_edges, levels), np.union1d(chunk_edges, levels)

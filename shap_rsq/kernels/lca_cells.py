@@ -35,9 +35,11 @@ def scatter_features(plan: TreePlan, feat: np.ndarray, amount: np.ndarray) -> np
     return np.bincount(feat.ravel(), weights=amount.ravel(), minlength=plan.n_features + 1)[:-1]
 
 
-def _dedupe(keys: np.ndarray, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct ``keys`` (all in ``[0, n_slots)``) and each key's rank among them."""
-    if n_slots <= max(1 << 22, 4 * keys.size):
+def _dedupe(keys: np.ndarray, n_slots: int, dense_slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct ``keys`` (all in ``[0, n_slots)``) and each key's rank among them: through
+    a table of every slot (9 bytes each) when there are at most ``dense_slots`` or 4 per key,
+    else by sorting."""
+    if n_slots <= max(dense_slots, 4 * keys.size):
         seen = np.zeros(n_slots, dtype=bool)
         seen[keys] = True
         return np.flatnonzero(seen), (np.cumsum(seen) - 1)[keys]
@@ -67,7 +69,7 @@ class Cells:
 
     def __init__(self, plan: TreePlan, codes: np.ndarray, tuning: Tuning = DEFAULT_TUNING):
         offset = np.concatenate([[0], np.cumsum(np.int64(1) << plan.code_size)])
-        leaf_cells, self.row_leaf_cell = _dedupe(codes + offset[:-1], int(offset[-1]))
+        leaf_cells, self.row_leaf_cell = _dedupe(codes + offset[:-1], int(offset[-1]), tuning.dense_slots_within)
         self._leaf_cell_rows = None  # row_leaf_cell leaf-major, made by the first item_entries call
         cell_leaf = np.searchsorted(offset, leaf_cells, side="right") - 1
         cell_code = leaf_cells - offset[cell_leaf]
@@ -82,7 +84,7 @@ class Cells:
         masked = cell_code[self.leaf_first[plan.view_leaf[pair_view]] + within] & plan.view_mask[pair_view]
         bits = int(plan.code_size.max())
         if len(pairs).bit_length() + bits <= 62:
-            real, pair_cell = _dedupe((pair_view << bits) | masked, len(pairs) << bits)
+            real, pair_cell = _dedupe((pair_view << bits) | masked, len(pairs) << bits, tuning.dense_slots_within)
             cell_view, cell_masked = real >> bits, real & ((np.int64(1) << bits) - 1)
         else:
             real, pair_cell = np.unique(np.stack([pair_view, masked], axis=1), axis=0, return_inverse=True)

@@ -83,7 +83,7 @@ class Chunk:
     ):
         self.items = items
         self.q = q
-        self.block = tuning.block_elements  # float64 elements of one temporary
+        self.block = tuning.block_elements_within  # float64 elements of one temporary
         view = plan.item_view[items]
         self.view = view
         self.size = cells.size[view]

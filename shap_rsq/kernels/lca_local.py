@@ -52,7 +52,7 @@ def pattern_gradients(
     row_slopes = _RowSlopes(chunk_blocks, chunk, plan.n_features, bits, np.where(linear, plan.n_features + 1, 0))
     entry = cells.item_entries(plan, plan.item_view[single], chunk.base)
     values = np.ascontiguousarray(chunk.values.T) * gl[:, None]  # (Q, entries), quadrature weights in
-    for rows in _blocks(n, 3 * len(single) * len(q), tuning.block_elements):
+    for rows in _blocks(n, 3 * len(single) * len(q), tuning.block_elements_within):
         z = np.take(values, entry[:, rows], axis=1)  # (Q, items, rows)
         row_slopes.add(z, rows, both[:, rows])
     if len(plan.item_leaf) > plan.n_single:
@@ -85,7 +85,7 @@ def _cross(plan, cells, blocks, bits: _PassBits, n: int, g_quad: np.ndarray, tun
             active_g, active_t = np.nonzero(plan.group_T[groups] < plan.n_features)
             expanded = OneHot.picks(plan.group_T[groups][active_g, active_t], plan.n_features + 1)
             d_active = (dcoef[active_g, active_t] * gl)[:, None, :]  # (pairs, 1, Q)
-            for rows in _blocks(n, 4 * n_items * len(q), tuning.block_elements):
+            for rows in _blocks(n, 4 * n_items * len(q), tuning.block_elements_within):
                 value = np.take(values, entry[:, rows], axis=1)  # (Q, items, rows)
                 n_rows = value.shape[2]
                 sums = sides.sums(value.reshape(-1, n_rows)).reshape(len(q), -1, n_rows)  # (Q, 2 groups, rows)

@@ -126,9 +126,12 @@ class LcaUnit:
     def pattern_step(self, local: bool, plan: TreePlan | None = None) -> int:
         """Patterns per kernel call on ``plan`` (the unit's own by default): at most
         ``pattern_elements`` (pattern, item) pairs, whose temporaries (:meth:`element_bytes`
-        each) fill a quarter of the budget."""
-        elements = min(self.tuning.pattern_elements, self.tuning.memory_budget // (4 * self.element_bytes(local)))
-        return max(1, elements // self.pattern_width(local, plan))
+        each) and the leaf codes and cells of each pattern (``Tuning.lca_leaf_bytes`` a leaf)
+        fill a quarter of the budget."""
+        plan = self.plan if plan is None else plan
+        width = self.pattern_width(local, plan)
+        per_pattern = width * self.element_bytes(local) + len(plan.code_size) * self.tuning.lca_leaf_bytes
+        return max(1, min(self.tuning.pattern_elements // width, self.tuning.memory_budget // (4 * per_pattern)))
 
     def element_bytes(self, local: bool) -> int:
         """Temporaries per (pattern, item) pair (``Tuning.lca_local_bytes`` / ``lca_global_bytes``)."""

@@ -15,7 +15,7 @@ import numpy as np
 from ..models.forest import TreeTable
 from ..models.node_arrays import cover_fractions
 
-__all__ = ["Paths", "subtree_features", "tree_paths"]
+__all__ = ["Paths", "node_depth", "subtree_features", "tree_paths"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Paths:
 
 def tree_paths(tree: TreeTable) -> Paths:
     parent = _parents(tree)
-    depth = _node_depth(tree)
+    depth = node_depth(tree)
     leaf = np.flatnonzero((tree.left < 0) & (depth >= 0))
     max_depth = int(depth[leaf].max())
     # ancestors upward from each leaf, then re-indexed by depth
@@ -76,7 +76,8 @@ def _parents(tree: TreeTable) -> np.ndarray:
     return parent
 
 
-def _node_depth(tree: TreeTable) -> np.ndarray:
+def node_depth(tree: TreeTable) -> np.ndarray:
+    """``(nodes,)`` depth of each node, ``-1`` for nodes no path reaches."""
     depth = np.full(tree.n_nodes, -1, dtype=np.int64)
     depth[0] = 0
     frontier = np.array([0])

@@ -25,7 +25,7 @@ import numpy as np
 from ..models.forest import TreeTable
 from ..tuning import DEFAULT_TUNING, Tuning
 from .lca import gauss_legendre, split_decisions
-from .leaf_paths import Paths, _node_depth, subtree_features, tree_paths
+from .leaf_paths import Paths, node_depth, subtree_features, tree_paths
 
 __all__ = ["NodeCosts", "PairPlan", "choose_pair_nodes", "compile_pairs", "node_costs", "pair_values"]
 
@@ -79,7 +79,7 @@ def _leaf_ranges(tree: TreeTable, leaves: np.ndarray) -> tuple[np.ndarray, np.nd
     hi = np.zeros(tree.n_nodes, dtype=np.int64)
     lo[leaves] = np.arange(len(leaves))
     hi[leaves] = np.arange(len(leaves)) + 1
-    depth = _node_depth(tree)
+    depth = node_depth(tree)
     internal = np.flatnonzero((tree.left >= 0) & (depth >= 0))
     for node in internal[np.argsort(-depth[internal], kind="stable")]:  # children before parents
         lo[node] = lo[tree.left[node]]
