@@ -16,6 +16,7 @@ from sklearn.metrics import r2_score
 from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
+from shap_rsq.engine import run
 from shap_rsq.engine.budget import fit_jobs, row_bytes, unit_bytes
 from shap_rsq.engine.run import decompose
 from shap_rsq.engine.worker_plans import shipped
@@ -200,6 +201,31 @@ def test_results_do_not_depend_on_jobs_blocks_or_budget():
         explainer = RSquaredExplainer(model, n_jobs=jobs)._set_engine(**setting)
         np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected, rtol=0, atol=1e-12)
         np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, rtol=0, atol=1e-12)
+
+
+def test_long_calls_go_to_the_workers_one_tree_a_block_costliest_first(monkeypatch):
+    # four blocks of contiguous trees gave one of two workers 57% of the estimated work of a
+    # depth-12 XGBoost model; blocks of one tree, dispatched costliest first, balance it
+    X, y, w = _deep_data(n=300, p=8)
+    model = RandomForestRegressor(6, max_depth=8, random_state=0).fit(X, y)
+    expected = RSquaredExplainer(model).rsq(X, y, sample_weight=w)
+    fine = replace(DEFAULT_TUNING, parallel_work=0.0, block_seconds=1e-12)
+    explainer = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=fine)
+    units = explainer._units.units()
+    assert len(run._unit_blocks(units, 2, False, len(y), fine)) == len(units)
+    assert len(run._unit_blocks(units, 2, True, len(y), fine)) == 2 * DEFAULT_TUNING.blocks_per_job
+    estimated = [run._block_work(units, [u]) for u in range(len(units))]  # no plan yet: estimates
+    dispatched = []
+    real = run._run_parallel
+
+    def record(tasks, blocks, *args):
+        dispatched.extend(int(block[0]) for block in blocks)
+        return real(tasks, blocks, *args)
+
+    monkeypatch.setattr(run, "_run_parallel", record)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected, rtol=0, atol=1e-12)
+    work = [estimated[u] for u in dispatched]
+    assert sorted(dispatched) == list(range(len(units))) and work == sorted(work, reverse=True)
 
 
 def test_workers_fit_the_budget_with_smaller_blocks_of_patterns():

@@ -27,7 +27,7 @@ from ..kernels.lca_plan import TreePlan
 from ..kernels.lca_tree import adopt_plans, compiled_plans, distinct_rows, plans_present
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
-from .budget import MemoryBudgetError, fit_jobs, out_of_memory, progress_label
+from .budget import MemoryBudgetError, estimated_seconds, fit_jobs, out_of_memory, progress_label
 from .interactions import InteractionPlans
 from .routing import Kernel, build_units
 from .worker_plans import held_bytes, keep_within, remember, restore, return_freed_memory, shipped
@@ -163,7 +163,11 @@ def _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning) -
             )
             for part, start in zip(([units[u] for u in block] for block in blocks), starts, strict=True)
         ]
-        results = _run_parallel(tasks, blocks, units, n_jobs, label)
+        # the costliest blocks first, so that no worker starts a long block as the others finish;
+        # results are summed in the order of the trees whatever the order they ran in
+        order = np.argsort([-_block_work(units, block) for block in blocks], kind="stable")
+        ran = _run_parallel([tasks[i] for i in order], [blocks[i] for i in order], units, n_jobs, label)
+        results = [ran[i] for i in np.argsort(order)]
     values = sum(r[0] for r in results)
     return Decomposition(values, results[-1][1], mean_prediction)
 
@@ -239,6 +243,11 @@ def _unit_blocks(
     than handing rows to another process.  Units weigh what their compiled plans count, once
     they have them: the estimates are off by up to 3x from tree to tree, and four blocks of
     equal estimates of depth-8 XGBoost took 0.49-0.79 s (0.62-0.68 s by the counts).
+
+    Global values of a long call are cut finer, down to one tree a block, while each block is
+    estimated at ``tuning.block_seconds`` or more: their results are ``(p,)``, and workers that
+    draw blocks as they free up balance out estimates that are off by 3x (four blocks of depth-12
+    XGBoost on 10,000 rows gave one worker 57% of the estimated work).
     """
     parallel_work = n_rows * sum(unit.parallel_work for unit in units)
     jobs = max(1, effective_n_jobs(n_jobs)) if parallel_work >= tuning.parallel_work else 1
@@ -246,11 +255,21 @@ def _unit_blocks(
     if local and 8 * n_rows * n_features * per_job * jobs > tuning.memory_budget // 8:
         per_job = 1
     n_blocks = min(len(units), per_job * jobs if jobs > 1 else 1)
-    work = np.array([unit.work if unit.compiled_work is None else unit.compiled_work for unit in units])
+    if jobs > 1 and not local:
+        finer = int(estimated_seconds(units, n_rows, tuning) / tuning.block_seconds)
+        n_blocks = max(n_blocks, min(len(units), finer))
+    work = np.array([_block_work(units, [u]) for u in range(len(units))])
     if n_blocks <= 1 or work.sum() == 0:
         return [np.arange(len(units))]
+    if n_blocks == len(units):  # equal cuts of the work would merge the cheap trees around a costly one
+        return list(np.arange(len(units))[:, None])
     edges = np.searchsorted(np.cumsum(work), work.sum() * np.arange(1, n_blocks) / n_blocks)
     return [b for b in np.split(np.arange(len(units)), edges) if len(b)]
+
+
+def _block_work(units: Sequence, block: np.ndarray) -> float:
+    """A block's work: its units' compiled counts where they have plans, else their estimates."""
+    return float(sum(units[u].work if units[u].compiled_work is None else units[u].compiled_work for u in block))
 
 
 def _block_start_predictions(forest, units, X, mean_prediction, blocks) -> list[np.ndarray]:
