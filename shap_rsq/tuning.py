@@ -192,6 +192,7 @@ class Tuning:
         ... per (leaf, depth) entry of the whole tree, which every piece of a tree compiled in
         pieces holds (arrays over its paths): 330 measured while compiling the pieces of a deep
         tree with 434 leaves and 11,284 entries (3,000-4,000 items each), a quarter of it kept.
+    lca_seconds : float
         Seconds per unit of LCA work (``lca_work``) and row on one core, for the time estimate
         shown with ``progress=True`` (1.7-2.0 ns measured on XGBoost of depth 12 and forests of
         depth 10 on 2,000-10,000 rows, 0.9 on LightGBM with 255 leaves).

@@ -74,7 +74,7 @@ def unit_bytes(unit, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING, 
     each piece also holds arrays over the whole tree's paths (``Tuning.lca_path_bytes``).  The
     plan does not shrink with ``split`` (pieces are chosen once per explainer, whatever the
     call's workers).  Measured with ``tracemalloc``: the largest tree of XGBoost depth 12 on
-    10,000 rows (two pieces) peaked at 665 MiB at the default budget, estimated 768.
+    10,000 rows (two pieces) peaked at 665 MiB at the default budget, estimated 901.
     """
     if not isinstance(unit, LcaUnit):
         return _batch_bytes(unit, n_rows, local, tuning)

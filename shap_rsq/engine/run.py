@@ -165,7 +165,7 @@ def _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning) -
         ]
         # the costliest blocks first, so that no worker starts a long block as the others finish;
         # results are summed in the order of the trees whatever the order they ran in
-        order = np.argsort([-_block_work(units, block) for block in blocks], kind="stable")
+        order = np.argsort([-sum(_unit_work(units[u]) for u in block) for block in blocks], kind="stable")
         ran = _run_parallel([tasks[i] for i in order], [blocks[i] for i in order], units, n_jobs, label)
         results = [ran[i] for i in np.argsort(order)]
     values = sum(r[0] for r in results)
@@ -258,7 +258,7 @@ def _unit_blocks(
     if jobs > 1 and not local:
         finer = int(estimated_seconds(units, n_rows, tuning) / tuning.block_seconds)
         n_blocks = max(n_blocks, min(len(units), finer))
-    work = np.array([_block_work(units, [u]) for u in range(len(units))])
+    work = np.array([_unit_work(unit) for unit in units])
     if n_blocks <= 1 or work.sum() == 0:
         return [np.arange(len(units))]
     if n_blocks == len(units):  # equal cuts of the work would merge the cheap trees around a costly one
@@ -267,9 +267,9 @@ def _unit_blocks(
     return [b for b in np.split(np.arange(len(units)), edges) if len(b)]
 
 
-def _block_work(units: Sequence, block: np.ndarray) -> float:
-    """A block's work: its units' compiled counts where they have plans, else their estimates."""
-    return float(sum(units[u].work if units[u].compiled_work is None else units[u].compiled_work for u in block))
+def _unit_work(unit) -> float:
+    """A unit's work: its compiled plan's count once it has one, else its estimate."""
+    return float(unit.work if unit.compiled_work is None else unit.compiled_work)
 
 
 def _block_start_predictions(forest, units, X, mean_prediction, blocks) -> list[np.ndarray]:
