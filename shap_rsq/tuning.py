@@ -283,6 +283,24 @@ class Tuning:
         return max(1, min(self.block_elements, self.memory_budget // 512))
 
     @property
+    def interaction_bits_within(self) -> int:
+        """``chunk_elements`` (rows x leaves x features) for the pass bits of the interaction
+        kernel, within an eighth of the budget: a chunk and its routing temporaries peak at about
+        1.5 bytes an element (5.8 MiB at the default on a depth-10 tree; binds below 32 MiB).  The
+        kernel walks all its entries once per chunk, so smaller chunks cost time."""
+        return max(1, min(self.chunk_elements, self.memory_budget // 8))
+
+    @property
+    def interaction_block_within(self) -> int:
+        """``block_elements`` for the interaction kernel's blocks of entries and of codes, within a
+        64th of the budget (binds below 32 MiB): its products hold three float arrays of a block at
+        once (5.6 MiB at the default).  The kernel loops in Python per block: a 128th made per-row
+        interactions of a depth-9 tree 1.8x slower at 16 MiB, and the LCA kernel's 512th
+        (:attr:`block_elements_within`) made blocks of one entry.
+        """
+        return max(1, min(self.block_elements, self.memory_budget // 64))
+
+    @property
     def dense_slots_within(self) -> int:
         """``dense_slots``, within a sixteenth of the budget at 9 bytes a slot (binds below 576 MiB)."""
         return max(1, min(self.dense_slots, self.memory_budget // (16 * 9)))

@@ -264,3 +264,21 @@ def test_per_row_interactions_are_charged_for_the_widest_tree_not_every_feature(
         tracemalloc.stop()
     assert peak < budget
     np.testing.assert_allclose(values.sum(axis=(0, 2)), RSquaredExplainer(model).rsq(X, y), atol=1e-10)
+
+
+def test_interactions_of_a_deep_tree_stay_within_the_smallest_budget():
+    # routing held every row's (splits) floats and (leaves x depth) path booleans at once, and the
+    # kernel's row chunks and blocks were fixed in size: 18.2 MiB traced at a 16 MiB budget
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 6))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + X[:, 2] * X[:, 3] + rng.normal(scale=0.3, size=1500)
+    model = DecisionTreeRegressor(max_depth=9, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model, memory_budget=1 / 64)
+    tracemalloc.start()
+    try:
+        values = explainer(X, y, interactions=True).values
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < (1 << 30) / 64
+    np.testing.assert_allclose(values.sum(axis=(0, 2)), RSquaredExplainer(model).rsq(X, y), atol=1e-10)

@@ -13,8 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels.interactions import InteractionPlan, compile_interactions, pattern_interactions
-from ..kernels.lca import reached_leaf, split_decisions
-from ..kernels.lca_tree import distinct_rows
+from ..kernels.lca_tree import routed_patterns
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import check_interaction_rows
@@ -78,9 +77,8 @@ def interaction_indices(
         plan = plans[t]
         if plan is None:
             continue
-        left = split_decisions(plan.pairs, X, forest.input_dtype)
-        first, inverse = distinct_rows(left[:, :-1])
-        prediction = plan.pairs.value[reached_leaf(plan.pairs, left[first])][inverse]
+        step = max(1, tuning.interaction_bits_within // max(1, plan.pairs.path_split.size))
+        first, inverse, prediction = routed_patterns(plan.pairs, plan.pairs.value, X, forest.input_dtype, step)
         w_quad = -w
         w_lin = 2.0 * w * (y - f + mean)
         f += prediction - mean
@@ -89,7 +87,8 @@ def interaction_indices(
         # the distinct rows are read in place: a copy of them is n x p per tree on continuous data
         if local:
             on_m2, on_m = pattern_interactions(plan, X, None, None, tuning, forest.input_dtype, first)
-            _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, max(1, tuning.block_elements // (n_k * n_k)))
+            step = max(1, tuning.block_elements_within // (n_k * n_k))
+            _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, step)
         else:
             per_quad = np.bincount(inverse, weights=w_quad, minlength=len(first))
             per_lin = np.bincount(inverse, weights=w_lin, minlength=len(first))

@@ -121,7 +121,8 @@ def pattern_interactions(
     ``w_quad[i] m_S^2 + w_lin[i] m_S`` at tree-local players ``j < k`` (the upper triangle; the
     last row and column pad).  Without (``None``), the indices of ``m_S^2`` and of ``m_S`` for
     each row, two ``(n, K + 1, K + 1)`` arrays.  Pass bits are read in chunks of
-    ``tuning.chunk_elements`` and temporaries hold about ``tuning.block_elements`` floats.
+    ``tuning.interaction_bits_within`` and temporaries hold about ``tuning.interaction_block_within``
+    floats.
     """
     index = np.arange(X.shape[0]) if rows is None else rows
     n = len(index)
@@ -129,7 +130,7 @@ def pattern_interactions(
     size = (n_k + 1) ** 2
     local = w_quad is None
     out = np.zeros((n, 2 * size)) if local else np.zeros(size)
-    step = max(1, tuning.chunk_elements // ((plan.pairs.cover.shape[0] + 1) * (n_k + 1)))
+    step = max(1, tuning.interaction_bits_within // ((plan.pairs.cover.shape[0] + 1) * (n_k + 1)))
     for start in range(0, n, step):
         chunk = slice(start, min(n, start + step))
         bits = _extended_bits(plan, X, dtype, index[chunk])
@@ -156,7 +157,7 @@ def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, tun
     XGBoost trees), so only those present are evaluated; they are found in a table of all codes
     when it is no longer than the rows, otherwise by sorting.  Codes wider than
     ``tuning.interaction_code_bits`` keep one per row.  A block of entries holds about
-    ``tuning.block_elements`` pass bits (and, with ``local``, values per row and column pair:
+    ``tuning.interaction_block_within`` pass bits (and, with ``local``, values per row and column pair:
     the rows' values are gathered before they are summed).
     """
     n, width = bits.shape[0], entries.width
@@ -164,7 +165,7 @@ def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, tun
     j, k = np.triu_indices(width, 1)
     by_code = width <= tuning.interaction_code_bits
     per_entry = width * n * (_nodes(width) if local else 1)
-    e_step = max(1, tuning.block_elements // per_entry)
+    e_step = max(1, tuning.interaction_block_within // per_entry)
     for lo in range(entries.rows.start, entries.rows.stop, e_step):
         e = slice(lo, min(entries.rows.stop, lo + e_step))
         cols = plan.columns[e, :width]
@@ -175,10 +176,19 @@ def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, tun
             inverse = np.arange(n * n_e).reshape(n, n_e)
             yield keys, np.tile(np.arange(n_e), n), both.reshape(n * n_e, width), inverse, e
             continue
-        code_keys = (both.astype(np.int64) @ (1 << np.arange(width))) * n_e + np.arange(n_e)  # (n, E)
+        code_keys = _codes(both) * n_e + np.arange(n_e)  # (n, E)
         distinct, inverse = _distinct(code_keys, n_e << width if (1 << width) <= n else None)
         codes = distinct // n_e
         yield keys, distinct % n_e, (codes[:, None] >> np.arange(width)) & 1 == 1, inverse, e
+
+
+def _codes(bits: np.ndarray) -> np.ndarray:
+    """The integer whose bit ``w`` is ``bits[..., w]`` (at most 63 bits), through packed bytes: an
+    ``int64`` copy of the bits to multiply took 8 bytes a bit."""
+    packed = np.packbits(bits, axis=-1, bitorder="little")
+    words = np.zeros((*bits.shape[:-1], 8), dtype=np.uint8)
+    words[..., : packed.shape[-1]] = packed
+    return words.view("<i8")[..., 0].astype(np.int64)
 
 
 def _distinct(keys: np.ndarray, table: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -200,7 +210,7 @@ def _add_summed(plan, entries, bits, w_quad, w_lin, out, tuning) -> None:
         weight = np.bincount(inverse.ravel(), weights=weight.ravel(), minlength=len(entry))
         by_entry = sp.csr_matrix((weight, (np.arange(len(entry)), entry)), shape=(len(entry), keys.shape[0]))
         per_entry = np.zeros(keys.T.shape)  # (P, E)
-        step = max(1, tuning.block_elements // (entries.width * _nodes(entries.width)))
+        step = max(1, tuning.interaction_block_within // (entries.width * _nodes(entries.width)))
         for lo in range(0, len(entry), step):
             codes = slice(lo, lo + step)
             values = _mixed_slopes(plan, e, entry[codes], both[codes])  # (P, M)
@@ -229,11 +239,7 @@ def _add_local(plan, entries, bits, out, tuning) -> None:
 def _extended_bits(plan: InteractionPlan, X: np.ndarray, dtype, rows: np.ndarray) -> np.ndarray:
     """``(n, L + 1, K + 1)`` pass bits of the rows ``rows`` of ``X``, with the phantom leaf and the
     pad column (all passed)."""
-    bits = passes(plan.pairs, X, dtype, rows)
-    n, n_leaves, n_k = bits.shape
-    extended = np.ones((n, n_leaves + 1, n_k + 1), dtype=bool)
-    extended[:, :n_leaves, :n_k] = bits
-    return extended
+    return passes(plan.pairs, X, dtype, rows, extended=True)
 
 
 def _mixed_slopes(plan: InteractionPlan, e: slice, entry: np.ndarray, both: np.ndarray) -> np.ndarray:

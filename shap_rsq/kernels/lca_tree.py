@@ -31,7 +31,7 @@ from .conditioned_passes import gradient_on_patterns
 from .lca_local import pattern_gradients
 from .lca_plan import TreePlan, compile_tree
 
-__all__ = ["LcaUnit", "adopt_plans", "compiled_plans", "distinct_rows", "lca_work", "plans_present"]
+__all__ = ["LcaUnit", "adopt_plans", "compiled_plans", "distinct_rows", "lca_work", "plans_present", "routed_patterns"]
 
 
 @dataclass
@@ -86,13 +86,8 @@ class LcaUnit:
             prediction = self.tree.value[self.tree.leaf_of(X, dtype)]
             return (X, dtype, first, inverse), prediction[:, None]
         step = max(256, self.tuning.chunk_elements // max(1, self.plan.path_split.size))
-        keys, prediction = [], []
-        for start in range(0, X.shape[0], step):
-            left = lca.split_decisions(self.plan, X[start : start + step], dtype)
-            keys.append(_pattern_keys(left[:, :-1]))
-            prediction.append(self.plan.leaf_value[lca.reached_leaf(self.plan, left)])
-        _, first, inverse = np.unique(np.concatenate(keys), return_index=True, return_inverse=True)
-        return (X, dtype, first, inverse.ravel()), np.concatenate(prediction)[:, None]
+        first, inverse, prediction = routed_patterns(self.plan, self.plan.leaf_value, X, dtype, step)
+        return (X, dtype, first, inverse), prediction[:, None]
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
         X, dtype, first, inverse = state
@@ -212,6 +207,24 @@ def adopt_plans(units, plans) -> None:
             unit._plan = plan
         if junction_plan is not None and unit._junction_plan is None:
             unit._junction_plan = junction_plan
+
+
+def routed_patterns(
+    plan, leaf_value: np.ndarray, X: np.ndarray, dtype, step: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct split patterns of the rows of ``X`` (first row of each, and each row's
+    pattern) and every row's prediction ``leaf_value[leaf]``, routed ``step`` rows at a time:
+    a block holds ``(step, L, D)`` path booleans, so ``step`` bounds the memory whatever the rows.
+
+    ``plan`` is any plan with the routing fields of :class:`~.lca_plan.TreePlan`.
+    """
+    keys, prediction = [], []
+    for start in range(0, X.shape[0], step):
+        left = lca.split_decisions(plan, X[start : start + step], dtype)
+        keys.append(_pattern_keys(left[:, :-1]))
+        prediction.append(leaf_value[lca.reached_leaf(plan, left)])
+    _, first, inverse = np.unique(np.concatenate(keys), return_index=True, return_inverse=True)
+    return first, inverse.ravel(), np.concatenate(prediction)
 
 
 def distinct_rows(decisions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

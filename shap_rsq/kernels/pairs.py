@@ -171,15 +171,24 @@ def compile_pairs(tree: TreeTable, chosen: np.ndarray) -> PairPlan:
     )
 
 
-def passes(plan: PairPlan, X: np.ndarray, dtype=None, rows: np.ndarray | None = None) -> np.ndarray:
+def passes(
+    plan: PairPlan, X: np.ndarray, dtype=None, rows: np.ndarray | None = None, extended: bool = False
+) -> np.ndarray:
     """``(n, L, K)`` booleans: the row passes every split on feature ``k`` of leaf ``l``'s path (of
-    the rows ``rows`` of ``X``, when given: only their split columns are read)."""
+    the rows ``rows`` of ``X``, when given: only their split columns are read).
+
+    With ``extended``, ``(n, L + 1, K + 1)``: a phantom leaf and a pad column that every row
+    passes, written in place (no ``(n, L, D)`` array and no copy to extend).
+    """
     left = split_decisions(plan, X, dtype, rows)  # the plan has the split fields the LCA kernel routes by
-    fails = left[:, plan.path_split] != plan.path_left  # (n, L, D)
-    failed = np.zeros((len(left), plan.path_kid.shape[0], plan.n_features + 1), dtype=bool)
-    leaves = np.arange(plan.path_kid.shape[0])
+    n_leaves = plan.path_kid.shape[0]
+    failed = np.zeros((len(left), n_leaves + extended, plan.n_features + 1), dtype=bool)
+    leaves = np.arange(n_leaves)
     for d in range(plan.path_kid.shape[1]):
-        failed[:, leaves, plan.path_kid[:, d]] |= fails[:, :, d]
+        failed[:, leaves, plan.path_kid[:, d]] |= left[:, plan.path_split[:, d]] != plan.path_left[:, d]
+    if extended:
+        failed[:, :, -1] = False  # the pad column (``K`` pads the paths)
+        return np.logical_not(failed, out=failed)
     return ~failed[:, :, :-1]
 
 
