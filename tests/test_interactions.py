@@ -255,13 +255,7 @@ def test_per_row_interactions_are_charged_for_the_widest_tree_not_every_feature(
     model = RandomForestRegressor(5, max_depth=3, random_state=0).fit(X, y)
     result = 8 * 400 * 80 * 80
     budget = 2.5 * result  # the result, a copy, and the trees' small tables: under the old 6 results
-    explainer = RSquaredExplainer(model, memory_budget=budget / (1 << 30))
-    tracemalloc.start()
-    try:
-        values = explainer(X, y, interactions=True).values
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    values, peak = _per_row_interactions_traced(model, X, y, budget / (1 << 30))
     assert peak < budget
     np.testing.assert_allclose(values.sum(axis=(0, 2)), RSquaredExplainer(model).rsq(X, y), atol=1e-10)
 
@@ -273,12 +267,17 @@ def test_interactions_of_a_deep_tree_stay_within_the_smallest_budget():
     X = rng.normal(size=(1500, 6))
     y = X[:, 0] + np.sin(2 * X[:, 1]) + X[:, 2] * X[:, 3] + rng.normal(scale=0.3, size=1500)
     model = DecisionTreeRegressor(max_depth=9, random_state=0).fit(X, y)
-    explainer = RSquaredExplainer(model, memory_budget=1 / 64)
+    values, peak = _per_row_interactions_traced(model, X, y, 1 / 64)
+    assert peak < (1 << 30) / 64
+    np.testing.assert_allclose(values.sum(axis=(0, 2)), RSquaredExplainer(model).rsq(X, y), atol=1e-10)
+
+
+def _per_row_interactions_traced(model, X, y, budget: float) -> tuple[np.ndarray, int]:
+    """Per-row interaction shares under ``budget`` GiB, and the peak of their traced allocations."""
+    explainer = RSquaredExplainer(model, memory_budget=budget)
     tracemalloc.start()
     try:
         values = explainer(X, y, interactions=True).values
-        peak = tracemalloc.get_traced_memory()[1]
+        return values, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < (1 << 30) / 64
-    np.testing.assert_allclose(values.sum(axis=(0, 2)), RSquaredExplainer(model).rsq(X, y), atol=1e-10)
