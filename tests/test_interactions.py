@@ -14,7 +14,8 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import RSquaredExplainer
-from shap_rsq.engine.budget import MemoryBudgetError
+from shap_rsq.engine.budget import MemoryBudgetError, check_interaction_plans
+from shap_rsq.kernels.interactions import compile_interactions
 from shap_rsq.tuning import DEFAULT_TUNING
 
 MEMBERS = [[0, 2], [1, 4, 5], [3]]
@@ -281,3 +282,30 @@ def _per_row_interactions_traced(model, X, y, budget: float) -> tuple[np.ndarray
         return values, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_a_tree_whose_interaction_plan_cannot_fit_is_refused_before_any_work():
+    # one entry per pair of leaves: a fully grown tree on 2,000 rows took 848 MiB to compile its
+    # plan whatever the budget, and at 1/64 GiB this depth-10 tree's took 18.8 MiB
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 8))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + X[:, 2] * X[:, 3] + rng.normal(scale=0.3, size=2000)
+    model = DecisionTreeRegressor(max_depth=10, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model, memory_budget=1 / 64)
+    leaves = model.get_n_leaves()
+    entries = leaves * (leaves - 1) // 2 + 2 * leaves
+    message = rf"tree 0 has {leaves:,} leaves \({entries:,} entries\), whose plan takes about \d+ MiB to compile"
+    for call in (explainer.rsq_interactions, lambda X, y: explainer(X, y, interactions=True)):
+        with pytest.raises(MemoryBudgetError, match=message + r".*max_leaf_nodes"):
+            call(X, y)
+    # the estimate bounds what compiling takes
+    tree = explainer.forest.trees[0]
+    tracemalloc.start()
+    try:
+        compile_interactions(tree)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    with pytest.raises(MemoryBudgetError):
+        check_interaction_plans(explainer.forest.nodes, None, replace(DEFAULT_TUNING, memory_budget=2 * peak))
+    check_interaction_plans(explainer.forest.nodes, None, replace(DEFAULT_TUNING, memory_budget=4 * peak))

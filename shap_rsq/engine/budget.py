@@ -30,6 +30,7 @@ from ..tuning import DEFAULT_TUNING, Tuning
 
 __all__ = [
     "MemoryBudgetError",
+    "check_interaction_plans",
     "check_interaction_rows",
     "check_matrix_budget",
     "check_output_rows",
@@ -310,6 +311,33 @@ def check_interaction_rows(n_rows: int, n_players: int, budget: int, widest: int
             f"Per-row interaction shares of {n_rows:,} rows and {n_players:,} players need about {_size(need)}, "
             f"over the memory budget of {_size(budget)}.  {rows} RSquaredExplainer(memory_budget=...), or use "
             "rsq_interactions(X, y) (summed over rows; top_k= for many features)."
+        )
+
+
+def check_interaction_plans(nodes, players: np.ndarray | None, tuning: Tuning = DEFAULT_TUNING) -> None:
+    """Refuse interaction shares when a tree's interaction plan cannot compile in half the budget.
+
+    The plan has an entry per pair of leaves and two per leaf, ``L (L - 1) / 2 + 2 L`` (each pair
+    meets at one node), so a fully grown tree on 2,000 rows takes 2 million entries, 848 MiB to
+    compile.  Nothing else of the call is that large: it is checked before any work.
+
+    Raises
+    ------
+    MemoryBudgetError
+        Naming the largest tree, its leaves, the estimate and what to change.
+    """
+    leaves = np.sum(nodes.is_leaf & (nodes.depth >= 0), axis=1)
+    entries = leaves * (leaves - 1) // 2 + 2 * leaves
+    per_entry = tuning.interaction_entry_bytes + tuning.interaction_player_bytes * (nodes.split_players(players) + 1)
+    need = entries * per_entry
+    t = int(np.argmax(need))
+    if need[t] > tuning.memory_budget // 2:
+        raise MemoryBudgetError(
+            f"Interaction shares pair every two leaves of a tree: tree {t} has {leaves[t]:,} leaves "
+            f"({entries[t]:,} entries), whose plan takes about {_size(need[t])} to compile, over half the memory "
+            f"budget of {_size(tuning.memory_budget)}.  Raise RSquaredExplainer(memory_budget=...), or fit trees "
+            "with fewer leaves (max_leaf_nodes, max_depth, min_samples_leaf); rsq() and explainer(X, y) "
+            "without interactions stay within the budget."
         )
 
 

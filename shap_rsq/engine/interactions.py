@@ -16,7 +16,7 @@ from ..kernels.interactions import InteractionPlan, compile_interactions, patter
 from ..kernels.lca_tree import routed_patterns
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
-from .budget import check_interaction_rows
+from .budget import check_interaction_plans, check_interaction_rows
 from .worker_plans import plan_bytes
 
 __all__ = ["InteractionPlans", "interaction_indices"]
@@ -68,6 +68,7 @@ def interaction_indices(
     """
     forest = plans.forest
     n, n_players = X.shape[0], forest.n_players
+    check_interaction_plans(forest.nodes, forest.players, tuning)
     if local:
         widest = int(forest.nodes.split_players(forest.players).max(initial=0))  # its tables are (patterns, K, K)
         check_interaction_rows(n, n_players, tuning.memory_budget, widest)
