@@ -13,7 +13,7 @@ from conftest import FAMILIES, NO_NAN, make_data
 from oracle import rsq_oracle
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.metrics import r2_score
-from sklearn.tree import DecisionTreeRegressor
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
 from shap_rsq.engine import run
@@ -302,6 +302,29 @@ def test_a_deep_tree_stays_within_a_small_budget(n, p, budget):
     np.testing.assert_allclose(shares.sum(), r2_score(y, model.predict(X)) - _constant_r2(explainer, y), atol=1e-9)
     if budget < 1 / 16:
         np.testing.assert_allclose(shares, RSquaredExplainer(model).rsq(X, y), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("call", ["grouped per-row shares", "class shares", "estimated shares"])
+def test_grouped_class_and_estimated_shares_stay_within_the_smallest_budget(call):
+    # rsq and per-row shares are traced above; these paths run the same units through other
+    # layers (grouped players, one game per class, a sample of rows), each on a depth-10 tree
+    X, y, _ = _deep_data(n=800, p=8)
+    labels = (y > np.median(y)).astype(int)
+    target = labels if call == "class shares" else y
+    model = (DecisionTreeClassifier if call == "class shares" else DecisionTreeRegressor)(max_depth=10, random_state=0)
+    explainer = RSquaredExplainer(model.fit(X, target), memory_budget=1 / 64)
+    tracemalloc.start()
+    try:
+        if call == "grouped per-row shares":
+            explainer(X, y, groups={"a": [0, 1], "b": [2, 3]})
+        elif call == "class shares":
+            explainer.rsq(X, labels)
+        else:
+            estimate_rsq(explainer, X, y, n_sample=200, random_state=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < (1 << 30) / 64
 
 
 def _constant_r2(explainer, y) -> float:
