@@ -312,19 +312,24 @@ def test_grouped_class_and_estimated_shares_stay_within_the_smallest_budget(call
     labels = (y > np.median(y)).astype(int)
     target = labels if call == "class shares" else y
     model = (DecisionTreeClassifier if call == "class shares" else DecisionTreeRegressor)(max_depth=10, random_state=0)
-    explainer = RSquaredExplainer(model.fit(X, target), memory_budget=1 / 64)
+    model.fit(X, target)
+
+    def shares(budget: float) -> np.ndarray:
+        explainer = RSquaredExplainer(model, memory_budget=budget)
+        if call == "grouped per-row shares":
+            return explainer(X, y, groups={"a": [0, 1], "b": [2, 3]}).values
+        if call == "class shares":
+            return np.asarray(explainer.rsq(X, labels))
+        return np.asarray(estimate_rsq(explainer, X, y, n_sample=200, random_state=0).values)
+
     tracemalloc.start()
     try:
-        if call == "grouped per-row shares":
-            explainer(X, y, groups={"a": [0, 1], "b": [2, 3]})
-        elif call == "class shares":
-            explainer.rsq(X, labels)
-        else:
-            estimate_rsq(explainer, X, y, n_sample=200, random_state=0)
+        small = shares(1 / 64)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert peak < (1 << 30) / 64
+    np.testing.assert_allclose(small, shares(2.0), rtol=0, atol=1e-12)  # the budget changes blocks, not values
 
 
 def _constant_r2(explainer, y) -> float:
