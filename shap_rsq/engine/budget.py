@@ -26,6 +26,7 @@ from ..kernels.hybrid_tree import HybridUnit
 from ..kernels.lca_tree import LcaUnit
 from ..kernels.leaf_paths import node_depth
 from ..kernels.small_trees import ObliviousUnit
+from ..models.node_arrays import NodeArrays
 from ..tuning import DEFAULT_TUNING, Tuning
 
 __all__ = [
@@ -314,7 +315,7 @@ def check_interaction_rows(n_rows: int, n_players: int, budget: int, widest: int
         )
 
 
-def check_interaction_plans(nodes, players: np.ndarray | None, tuning: Tuning = DEFAULT_TUNING) -> None:
+def check_interaction_plans(nodes: NodeArrays, players: np.ndarray | None, tuning: Tuning = DEFAULT_TUNING) -> None:
     """Refuse interaction shares when a tree's interaction plan cannot compile in half the budget.
 
     The plan has an entry per pair of leaves and two per leaf, ``L (L - 1) / 2 + 2 L`` (each pair
