@@ -290,6 +290,13 @@ class Tuning:
         return max(1, min(self.block_elements, self.memory_budget // 512))
 
     @property
+    def routing_elements_within(self) -> int:
+        """``chunk_elements`` (rows x path entries) for routing a tree's rows to their split
+        patterns, within a sixteenth of the budget: about 2 bytes an element (binds below 64 MiB; a
+        fully grown tree on 2,000 rows took 31 MiB for a floor of 256 rows, whatever the budget)."""
+        return max(1, min(self.chunk_elements, self.memory_budget // 16))
+
+    @property
     def interaction_bits_within(self) -> int:
         """``chunk_elements`` (rows x leaves x features) for the pass bits of the interaction
         kernel, within an eighth of the budget: a chunk and its routing temporaries peak at about

@@ -22,7 +22,8 @@ from shap_rsq.engine.run import decompose
 from shap_rsq.engine.worker_plans import shipped
 from shap_rsq.kernels import pairs
 from shap_rsq.kernels.hybrid_tree import HybridUnit, plan_pieces
-from shap_rsq.kernels.lca_tree import LcaUnit
+from shap_rsq.kernels.lca import split_decisions
+from shap_rsq.kernels.lca_tree import LcaUnit, distinct_rows
 from shap_rsq.kernels.pairs import choose_pair_nodes, node_costs
 from shap_rsq.tuning import DEFAULT_TUNING
 
@@ -330,6 +331,27 @@ def test_grouped_class_and_estimated_shares_stay_within_the_smallest_budget(call
         tracemalloc.stop()
     assert peak < (1 << 30) / 64
     np.testing.assert_allclose(small, shares(2.0), rtol=0, atol=1e-12)  # the budget changes blocks, not values
+
+
+def test_routing_a_fully_grown_tree_stays_within_a_small_budget():
+    # rows were routed at least 256 at a time, (rows, leaves x depth) path booleans: 31 MiB for a
+    # fully grown tree on 2,000 rows whatever the budget, 12 MiB here; the patterns are the same
+    X, y, _ = _deep_data(n=1000, p=20)
+    tree = RSquaredExplainer(DecisionTreeRegressor(random_state=0).fit(X, y)).forest.trees[0]
+    budget = 1 << 24
+    unit = LcaUnit(np.array([0]), np.array([0.0]), tree, 1.0, tuning=replace(DEFAULT_TUNING, memory_budget=budget))
+    plan = unit.plan  # compiled before tracing: routing alone is measured
+    tracemalloc.start()
+    try:
+        (_, _, first, inverse), prediction = unit.prepare(X, None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < budget / 4
+    expected_first, expected_inverse = distinct_rows(split_decisions(plan, X)[:, :-1])
+    np.testing.assert_array_equal(first, expected_first)
+    np.testing.assert_array_equal(inverse, expected_inverse)
+    np.testing.assert_array_equal(prediction[:, 0], tree.value[tree.leaf_of(X)])
 
 
 def _constant_r2(explainer, y) -> float:

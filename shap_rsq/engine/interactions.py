@@ -78,8 +78,8 @@ def interaction_indices(
         plan = plans[t]
         if plan is None:
             continue
-        step = max(1, tuning.interaction_bits_within // max(1, plan.pairs.path_split.size))
-        first, inverse, prediction = routed_patterns(plan.pairs, plan.pairs.value, X, forest.input_dtype, step)
+        step = max(1, tuning.routing_elements_within // max(1, plan.pairs.path_split.size))
+        first, inverse, prediction = routed_patterns(plan.pairs, X, forest.input_dtype, step, plan.pairs.value)
         w_quad = -w
         w_lin = 2.0 * w * (y - f + mean)
         f += prediction - mean

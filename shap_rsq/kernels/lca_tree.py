@@ -80,13 +80,14 @@ class LcaUnit:
         return None  # all rows at once: routing is blocked inside
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
+        routing = self.tuning.routing_elements_within
         if self.junction != "never":  # route with the recursion's plan: the LCA plan may never be needed
-            left = lca.split_decisions(self.junction_plan, X, dtype)
-            first, inverse = distinct_rows(left[:, :-1])
+            plan = self.junction_plan
+            first, inverse, _ = routed_patterns(plan, X, dtype, max(1, routing // (len(plan.split_feature) + 1)))
             prediction = self.tree.value[self.tree.leaf_of(X, dtype)]
             return (X, dtype, first, inverse), prediction[:, None]
-        step = max(256, self.tuning.chunk_elements // max(1, self.plan.path_split.size))
-        first, inverse, prediction = routed_patterns(self.plan, self.plan.leaf_value, X, dtype, step)
+        step = max(1, routing // max(1, self.plan.path_split.size))
+        first, inverse, prediction = routed_patterns(self.plan, X, dtype, step, self.plan.leaf_value)
         return (X, dtype, first, inverse), prediction[:, None]
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
@@ -210,21 +211,24 @@ def adopt_plans(units, plans) -> None:
 
 
 def routed_patterns(
-    plan, leaf_value: np.ndarray, X: np.ndarray, dtype, step: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    plan, X: np.ndarray, dtype, step: int, leaf_value: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The distinct split patterns of the rows of ``X`` (first row of each, and each row's
-    pattern) and every row's prediction ``leaf_value[leaf]``, routed ``step`` rows at a time:
-    a block holds ``(step, L, D)`` path booleans, so ``step`` bounds the memory whatever the rows.
+    pattern), routed ``step`` rows at a time, and with ``leaf_value`` every row's prediction
+    ``leaf_value[leaf]`` (else ``None``).  A block holds its rows' split decisions and, for the
+    predictions, ``(step, L, D)`` path booleans: ``step`` bounds the memory whatever the rows.
 
-    ``plan`` is any plan with the routing fields of :class:`~.lca_plan.TreePlan`.
+    ``plan`` is any plan with the split fields of :class:`~.lca_plan.TreePlan` (and its path
+    fields for the predictions).
     """
     keys, prediction = [], []
     for start in range(0, X.shape[0], step):
         left = lca.split_decisions(plan, X[start : start + step], dtype)
         keys.append(_pattern_keys(left[:, :-1]))
-        prediction.append(leaf_value[lca.reached_leaf(plan, left)])
+        if leaf_value is not None:
+            prediction.append(leaf_value[lca.reached_leaf(plan, left)])
     _, first, inverse = np.unique(np.concatenate(keys), return_index=True, return_inverse=True)
-    return first, inverse.ravel(), np.concatenate(prediction)
+    return first, inverse.ravel(), np.concatenate(prediction) if prediction else None
 
 
 def distinct_rows(decisions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
