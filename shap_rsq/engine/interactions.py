@@ -78,8 +78,8 @@ def interaction_indices(
         plan = plans[t]
         if plan is None:
             continue
-        step = max(1, tuning.routing_elements_within // max(1, plan.pairs.path_split.size))
-        first, inverse, prediction = routed_patterns(plan.pairs, X, forest.input_dtype, step, plan.pairs.value)
+        routing = tuning.routing_elements_within
+        first, inverse, prediction = routed_patterns(plan.pairs, X, forest.input_dtype, routing, plan.pairs.value)
         w_quad = -w
         w_lin = 2.0 * w * (y - f + mean)
         f += prediction - mean
@@ -88,8 +88,8 @@ def interaction_indices(
         # the distinct rows are read in place: a copy of them is n x p per tree on continuous data
         if local:
             on_m2, on_m = pattern_interactions(plan, X, None, None, tuning, forest.input_dtype, first)
-            step = max(1, tuning.block_elements_within // (n_k * n_k))
-            _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, step)
+            rows_step = max(1, tuning.block_elements_within // (n_k * n_k))
+            _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, rows_step)
         else:
             per_quad = np.bincount(inverse, weights=w_quad, minlength=len(first))
             per_lin = np.bincount(inverse, weights=w_lin, minlength=len(first))

@@ -133,7 +133,7 @@ def pattern_interactions(
     step = max(1, tuning.interaction_bits_within // ((plan.pairs.cover.shape[0] + 1) * (n_k + 1)))
     for start in range(0, n, step):
         chunk = slice(start, min(n, start + step))
-        bits = _extended_bits(plan, X, dtype, index[chunk])
+        bits = passes(plan.pairs, X, dtype, index[chunk], extended=True)  # with the phantom leaf, all passed
         for entries in plan.widths:
             if local:
                 _add_local(plan, entries, bits, out[chunk], tuning)
@@ -234,12 +234,6 @@ def _add_local(plan, entries, bits, out, tuning) -> None:
         onehot = sp.csr_matrix((weight, (np.arange(weight.size), slot.ravel())), shape=(weight.size, len(columns)))
         gathered = values.T[inverse].reshape(inverse.shape[0], -1)  # (n, E P)
         out[:, columns] += (onehot.T @ gathered.T).T
-
-
-def _extended_bits(plan: InteractionPlan, X: np.ndarray, dtype, rows: np.ndarray) -> np.ndarray:
-    """``(n, L + 1, K + 1)`` pass bits of the rows ``rows`` of ``X``, with the phantom leaf and the
-    pad column (all passed)."""
-    return passes(plan.pairs, X, dtype, rows, extended=True)
 
 
 def _mixed_slopes(plan: InteractionPlan, e: slice, entry: np.ndarray, both: np.ndarray) -> np.ndarray:

@@ -80,14 +80,12 @@ class LcaUnit:
         return None  # all rows at once: routing is blocked inside
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
-        routing = self.tuning.routing_elements_within
+        elements = self.tuning.routing_elements_within
         if self.junction != "never":  # route with the recursion's plan: the LCA plan may never be needed
-            plan = self.junction_plan
-            first, inverse, _ = routed_patterns(plan, X, dtype, max(1, routing // (len(plan.split_feature) + 1)))
+            first, inverse, _ = routed_patterns(self.junction_plan, X, dtype, elements)
             prediction = self.tree.value[self.tree.leaf_of(X, dtype)]
             return (X, dtype, first, inverse), prediction[:, None]
-        step = max(1, routing // max(1, self.plan.path_split.size))
-        first, inverse, prediction = routed_patterns(self.plan, X, dtype, step, self.plan.leaf_value)
+        first, inverse, prediction = routed_patterns(self.plan, X, dtype, elements, self.plan.leaf_value)
         return (X, dtype, first, inverse), prediction[:, None]
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
@@ -211,16 +209,18 @@ def adopt_plans(units, plans) -> None:
 
 
 def routed_patterns(
-    plan, X: np.ndarray, dtype, step: int, leaf_value: np.ndarray | None = None
+    plan, X: np.ndarray, dtype, elements: int, leaf_value: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The distinct split patterns of the rows of ``X`` (first row of each, and each row's
-    pattern), routed ``step`` rows at a time, and with ``leaf_value`` every row's prediction
-    ``leaf_value[leaf]`` (else ``None``).  A block holds its rows' split decisions and, for the
-    predictions, ``(step, L, D)`` path booleans: ``step`` bounds the memory whatever the rows.
+    pattern), and with ``leaf_value`` every row's prediction ``leaf_value[leaf]`` (else ``None``).
 
-    ``plan`` is any plan with the split fields of :class:`~.lca_plan.TreePlan` (and its path
-    fields for the predictions).
+    Rows are routed in blocks of about ``elements`` booleans: a row holds its split decisions
+    and, for the predictions, its ``(L, D)`` path booleans, so the memory is bounded whatever the
+    rows.  ``plan`` is any plan with the split fields of :class:`~.lca_plan.TreePlan` (and its
+    path fields for the predictions).
     """
+    per_row = plan.path_split.size if leaf_value is not None else len(plan.split_feature) + 1
+    step = max(1, elements // max(1, per_row))
     keys, prediction = [], []
     for start in range(0, X.shape[0], step):
         left = lca.split_decisions(plan, X[start : start + step], dtype)
@@ -228,7 +228,7 @@ def routed_patterns(
         if leaf_value is not None:
             prediction.append(leaf_value[lca.reached_leaf(plan, left)])
     _, first, inverse = np.unique(np.concatenate(keys), return_index=True, return_inverse=True)
-    return first, inverse.ravel(), np.concatenate(prediction) if prediction else None
+    return first, inverse.ravel(), None if leaf_value is None else np.concatenate(prediction)
 
 
 def distinct_rows(decisions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

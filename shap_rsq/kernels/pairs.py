@@ -182,7 +182,7 @@ def passes(
     """
     left = split_decisions(plan, X, dtype, rows)  # the plan has the split fields the LCA kernel routes by
     n_leaves = plan.path_kid.shape[0]
-    failed = np.zeros((len(left), n_leaves + extended, plan.n_features + 1), dtype=bool)
+    failed = np.zeros((len(left), n_leaves + int(extended), plan.n_features + 1), dtype=bool)
     leaves = np.arange(n_leaves)
     for d in range(plan.path_kid.shape[1]):
         failed[:, leaves, plan.path_kid[:, d]] |= left[:, plan.path_split[:, d]] != plan.path_left[:, d]
