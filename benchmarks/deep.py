@@ -179,7 +179,7 @@ class _TreePeak:
 def estimate(name: str) -> str:
     """The progress bar's time estimate for ``rsq`` on a workload, without running it."""
     from shap_rsq import RSquaredExplainer
-    from shap_rsq.engine.budget import estimated_seconds
+    from shap_rsq.engine.estimates import estimated_seconds
 
     n, factory = WORKLOADS[name]
     X, y = _data(n)

@@ -6,6 +6,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 __all__ = [
+    "LongCallWarning",
     "MemoryBudgetError",
     "RSquaredExplainer",
     "RSquaredSelector",
@@ -19,6 +20,7 @@ __version__ = "0.1.0.dev0"
 # The public names are imported on first use: the engine's worker processes import only the
 # kernel modules (NumPy, SciPy), not shap and scikit-learn, which take seconds to load.
 _PUBLIC = {
+    "LongCallWarning": "engine.estimates",
     "MemoryBudgetError": "engine.budget",
     "RSquaredExplainer": "explainer",
     "RSquaredSelector": "selector",
@@ -29,6 +31,7 @@ _PUBLIC = {
 
 if TYPE_CHECKING:
     from .engine.budget import MemoryBudgetError
+    from .engine.estimates import LongCallWarning
     from .estimate import RsqEstimate, estimate_rsq
     from .explainer import RSquaredExplainer
     from .models.info import UnsupportedModelError

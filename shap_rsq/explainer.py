@@ -79,7 +79,11 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         (depth 3 or less) or symmetric trees, run in this process whatever ``n_jobs``
         says: they take less time than handing their rows to another process.
     progress : bool, default=False
-        Show a progress bar over trees.
+        Show a progress bar over trees, labelled with the call's estimated time when that is
+        10 s or more.  Without it, a call estimated at two minutes or more (deep trees: fully
+        grown forests take hours) first warns with
+        :class:`~shap_rsq.engine.estimates.LongCallWarning`, which gives the estimate and what
+        shortens the call.
     memory_budget : float, default=2.0
         Working memory, in GiB, that one call may use (besides ``X`` itself).  Deep trees are
         evaluated in blocks sized to it, worker processes share it (with smaller blocks, or

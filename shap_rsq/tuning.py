@@ -108,7 +108,7 @@ class Tuning:
         block costs 10-20 ms of hand-over.  Per-row values keep one block per worker when the
         blocks' ``(n, p)`` results would pass an eighth of the memory budget.
     block_seconds : float
-        Global values of a call estimated (``engine.budget.estimated_seconds``) at many times
+        Global values of a call estimated (``engine.estimates.estimated_seconds``) at many times
         this go to the workers in blocks of about this long, down to one tree a block, the
         costliest first: a block's hand-over costs 10-20 ms, and with two blocks a worker one
         worker of two drew 57% of the estimated work of XGBoost of depth 12 on 10,000 rows.
@@ -203,6 +203,12 @@ class Tuning:
     pair_seconds : float
         ... per pair x feature x quadrature node and row of the per-pair kernel (about 0.6 ns on a
         fully grown tree since a pair's product comes from logarithms; 2.3 ns before).
+    long_call_seconds : float
+        A call estimated at this many seconds or more on one core warns first when no progress
+        bar was asked for (``engine.estimates``): a forest of 100 fully grown trees on 3,000 rows
+        is estimated at an hour and ran silently.  Two minutes, because the estimate is within
+        about 3x on deep trees and over-counts trees whose rows share split patterns (shallow
+        boosters on many rows), which take seconds.
     interaction_code_bits : int
         Widest entry of the interaction kernel (``kernels.interactions``) whose rows are merged by
         their pass bits (an ``int64`` key of code x entry): wider entries, which only trees deeper
@@ -258,6 +264,7 @@ class Tuning:
     lca_seconds: float = 2.0e-9
     lca_dense_seconds: float = 3.6e-9
     pair_seconds: float = 0.6e-9
+    long_call_seconds: float = 120.0
     interaction_code_bits: int = 40
     interaction_entry_bytes: int = 112
     interaction_player_bytes: int = 14

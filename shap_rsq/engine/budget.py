@@ -22,7 +22,6 @@ import numpy as np
 from joblib import effective_n_jobs
 
 from ..kernels import pattern_recursion
-from ..kernels.hybrid_tree import HybridUnit
 from ..kernels.lca_tree import LcaUnit
 from ..kernels.leaf_paths import node_depth
 from ..kernels.small_trees import ObliviousUnit
@@ -36,10 +35,8 @@ __all__ = [
     "check_matrix_budget",
     "check_output_rows",
     "check_shap_output",
-    "estimated_seconds",
     "fit_jobs",
     "out_of_memory",
-    "progress_label",
     "row_bytes",
     "unit_bytes",
     "worker_tuning",
@@ -202,28 +199,6 @@ def worker_tuning(tuning: Tuning, split: int) -> Tuning:
     ``1 / split`` of it, which only the LCA kernel's blocks of patterns read at run time (plans
     and pieces are chosen when the units are built)."""
     return tuning if split == 1 else replace(tuning, memory_budget=tuning.memory_budget // split)
-
-
-def estimated_seconds(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> float:
-    """Rough time of a call on one core, from the units' work estimates (within about 3x on the
-    deep trees of ``benchmarks/deep.py``; shallow trees, whose rows share split patterns, take less)."""
-    lca = dense = pairs = 0.0
-    for unit in units:
-        if isinstance(unit, HybridUnit) and unit.dense:
-            dense += unit.work
-            pairs += unit.pair_work
-        elif isinstance(unit, LcaUnit):
-            lca += unit.work
-    return n_rows * (tuning.lca_seconds * lca + tuning.lca_dense_seconds * dense + tuning.pair_seconds * pairs)
-
-
-def progress_label(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> str:
-    """The progress bar's label: the trees, and the estimated time when it is worth saying."""
-    seconds = estimated_seconds(units, n_rows, tuning)
-    if seconds < 10:
-        return "trees"
-    amount = f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.0f} s"
-    return f"trees (estimated {amount} on one core)"
 
 
 def check_shap_output(n_rows: int, n_features: int, n_outputs: int, interactions: bool, budget: int) -> None:

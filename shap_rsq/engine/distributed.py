@@ -171,5 +171,5 @@ def _block_values(forest, units, X, block):
     y, w = block
     # the units carry the explainer's tuning, and with it its memory budget
     tuning = units[0].tuning if units else DEFAULT_TUNING
-    result = decompose(forest, units, rows, y, w, tuning=tuning)
+    result = decompose(forest, units, rows, y, w, tuning=tuning, warn_long=False)  # dask shows its own progress
     return result.values, result.prediction

@@ -27,7 +27,8 @@ from ..kernels.lca_plan import TreePlan
 from ..kernels.lca_tree import adopt_plans, compiled_plans, distinct_rows, plans_present
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
-from .budget import MemoryBudgetError, estimated_seconds, fit_jobs, out_of_memory, progress_label
+from .budget import MemoryBudgetError, fit_jobs, out_of_memory
+from .estimates import estimated_seconds, progress_label, warn_if_long
 from .interactions import InteractionPlans
 from .routing import Kernel, build_units
 from .worker_plans import held_bytes, keep_within, remember, restore, return_freed_memory, shipped
@@ -126,16 +127,21 @@ def decompose(
     n_jobs: int | None = None,
     progress: bool | str = False,
     tuning: Tuning = DEFAULT_TUNING,
+    warn_long: bool = True,
 ) -> Decomposition:
     """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing).
 
     ``progress`` draws a progress bar; a text names what the bar is of (one output of several).
+    Without one, a call estimated to run for minutes warns first (``warn_long``; blocks of a
+    larger call do not).
 
     ``tuning`` decides when blocks of trees go to worker processes (never what they compute) and
     holds the memory budget (:mod:`~shap_rsq.engine.budget`: fewer workers, or a refusal).
     """
     # refuses before any work when the rows' arrays cannot fit the memory budget
     n_jobs, split = fit_jobs(units, X.shape[0], forest.n_features, forest.n_trees, local, n_jobs, tuning)
+    if warn_long and not progress:
+        warn_if_long(units, forest.nodes, X.shape[0], local, tuning)
     try:
         return _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning)
     except MemoryError as error:  # an estimate fell short: say so and what to change, never crash

@@ -1,0 +1,85 @@
+"""Time of one call, estimated before it starts: the progress bar's label, and a warning before a
+long call that would otherwise run silently.
+
+The estimate comes from the work the units count up front (``LcaUnit.work``: items times
+quadrature nodes per row; ``HybridUnit.pair_work``: leaf pairs times features), times the seconds
+per unit of work measured on one core (``Tuning.lca_seconds`` and its siblings).  It is within
+about 3x on deep trees.  Trees whose rows share split patterns (shallow boosters, symmetric trees)
+take less than their work says, so a warning is only given far above the time such models take.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..kernels.hybrid_tree import HybridUnit
+from ..kernels.lca_tree import LcaUnit
+from ..models.node_arrays import NodeArrays
+from ..tuning import DEFAULT_TUNING, Tuning
+from .rows import user_stacklevel
+
+__all__ = ["LongCallWarning", "estimated_seconds", "progress_label", "warn_if_long"]
+
+
+class LongCallWarning(UserWarning):
+    """A call is estimated to run for minutes, and no progress bar was asked for."""
+
+
+def estimated_seconds(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> float:
+    """Rough time of a call on one core, from the units' work estimates (within about 3x on the
+    deep trees of ``benchmarks/deep.py``; shallow trees, whose rows share split patterns, take less)."""
+    lca = dense = pairs = 0.0
+    for unit in units:
+        if isinstance(unit, HybridUnit) and unit.dense:
+            dense += unit.work
+            pairs += unit.pair_work
+        elif isinstance(unit, LcaUnit):
+            lca += unit.work
+    return n_rows * (tuning.lca_seconds * lca + tuning.lca_dense_seconds * dense + tuning.pair_seconds * pairs)
+
+
+def _duration(seconds: float) -> str:
+    """``45 s``, ``12.5 min`` or ``3.1 h``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def progress_label(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> str:
+    """The progress bar's label: the trees, and the estimated time when it is worth saying."""
+    seconds = estimated_seconds(units, n_rows, tuning)
+    if seconds < 10:
+        return "trees"
+    return f"trees (estimated {_duration(seconds)} on one core)"
+
+
+def long_call_message(
+    units: Sequence, nodes: NodeArrays, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING
+) -> str | None:
+    """What to tell the caller before a call estimated at ``tuning.long_call_seconds`` or more
+    (``None`` below): the estimate, the trees that make it, and what shortens it."""
+    seconds = estimated_seconds(units, n_rows, tuning)
+    if seconds < tuning.long_call_seconds:
+        return None
+    real = nodes.depth >= 0
+    leaves = np.sum(nodes.is_leaf & real, axis=1)
+    what = "R² shares" if not local else "per-row R² shares (R² shares alone; per-row shares take up to about 2x that)"
+    return (
+        f"The exact {what} of these {len(leaves):,} trees (up to {int(leaves.max()):,} leaves and depth "
+        f"{int(nodes.tree_depth.max())}) on {n_rows:,} rows are estimated to take about {_duration(seconds)} on "
+        "one core (a rough estimate, within about 3x): their cost grows with leaves, depth and the features a path "
+        "uses more than once.  RSquaredExplainer(progress=True), or --progress on the command line, shows a "
+        "progress bar.  To take less time: n_jobs=-1 uses every core; smaller trees (max_depth, min_samples_leaf, "
+        "max_leaf_nodes) cost far less; shap_rsq.estimate_rsq estimates the shares, with standard errors, from a "
+        "sample of rows (n_sample: fewer rows, less time)."
+    )
+
+
+def warn_if_long(units: Sequence, nodes: NodeArrays, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING) -> None:
+    """Warn (:class:`LongCallWarning`) before a call estimated at ``tuning.long_call_seconds`` or more."""
+    message = long_call_message(units, nodes, n_rows, local, tuning)
+    if message is not None:
+        warnings.warn(message, LongCallWarning, stacklevel=user_stacklevel())
