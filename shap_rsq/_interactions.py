@@ -173,7 +173,7 @@ class InteractionShares:
         _, caches = self._game_sets.get(players)
         cache = caches[0]
         indices, prediction = interaction_indices(
-            cache.interaction_plans(), rows, target, weights, local=local, tuning=cache.tuning
+            cache.interaction_plans(), rows, target, weights, local=local, progress=self.progress, tuning=cache.tuning
         )
         self._prediction_check(rows, prediction)
         return indices

@@ -83,7 +83,8 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         10 s or more.  Without it, a call estimated at two minutes or more (deep trees: fully
         grown forests take hours) first warns with
         :class:`~shap_rsq.engine.estimates.LongCallWarning`, which gives the estimate and what
-        shortens the call.
+        shortens the call; interaction shares, which have no estimate up front, warn as soon
+        as the trees done, 10 s or more into the call, project its total past two minutes.
     memory_budget : float, default=2.0
         Working memory, in GiB, that one call may use (besides ``X`` itself).  Deep trees are
         evaluated in blocks sized to it, worker processes share it (with smaller blocks, or

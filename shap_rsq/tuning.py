@@ -209,6 +209,10 @@ class Tuning:
         is estimated at an hour and ran silently.  Two minutes, because the estimate is within
         about 3x on deep trees and over-counts trees whose rows share split patterns (shallow
         boosters on many rows), which take seconds.
+    projection_seconds : float
+        Interaction shares, which have no up-front estimate, project their total from the trees
+        done once they have run this long (``engine.estimates.Projection``): long enough for a
+        few trees to count, short beside the hours a forest of fully grown trees takes.
     interaction_code_bits : int
         Widest entry of the interaction kernel (``kernels.interactions``) whose rows are merged by
         their pass bits (an ``int64`` key of code x entry): wider entries, which only trees deeper
@@ -265,6 +269,7 @@ class Tuning:
     lca_dense_seconds: float = 3.6e-9
     pair_seconds: float = 0.6e-9
     long_call_seconds: float = 120.0
+    projection_seconds: float = 10.0
     interaction_code_bits: int = 40
     interaction_entry_bytes: int = 112
     interaction_player_bytes: int = 14

@@ -14,8 +14,8 @@ from shap_rsq import RSquaredExplainer
 from shap_rsq.engine.estimates import LongCallWarning, estimated_seconds, long_call_message
 from shap_rsq.tuning import DEFAULT_TUNING
 
-# every call counts as long: the warning's path without a long call
-ALWAYS = replace(DEFAULT_TUNING, long_call_seconds=0.0)
+# every call counts as long, and interaction calls project at once: the warnings' paths without a long call
+ALWAYS = replace(DEFAULT_TUNING, long_call_seconds=0.0, projection_seconds=0.0)
 
 
 def _data(n: int, p: int, seed: int = 0):
@@ -90,3 +90,39 @@ def test_shallow_boosters_on_many_rows_are_not_announced():
     for local, n_rows in ((False, 1_000_000), (True, 100_000)):
         units = explainer._units.units(local)
         assert long_call_message(units, explainer.forest.nodes, n_rows, local, DEFAULT_TUNING) is None
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_interaction_shares_warn_once_when_their_projection_is_long(local):
+    X, y = _data(80, 4)
+    model = RandomForestRegressor(3, max_depth=4, random_state=0).fit(X, y)
+    quiet = RSquaredExplainer(model)
+    warned = RSquaredExplainer(model)._set_engine(tuning=ALWAYS)
+
+    def run(explainer):
+        return explainer(X, y, interactions=True).values if local else explainer.rsq_interactions(X, y)
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        expected = run(quiet)
+        assert not _long_call_warnings(record)
+        values = run(warned)
+    np.testing.assert_array_equal(values, expected)
+    # one projection warning for the interactions (per-row: also the up-front one of the shares)
+    texts = [str(w.message) for w in _long_call_warnings(record)]
+    projected = [text for text in texts if "projected to take" in text]
+    what = "per-row interaction shares" if local else "The interaction shares"
+    assert len(projected) == 1 and what in projected[0] and "of these 3 trees" in projected[0]
+    assert "progress=True" in projected[0] and "max_depth" in projected[0]
+    assert {w.filename for w in _long_call_warnings(record)} == {__file__}
+
+
+def test_interaction_shares_show_a_bar_instead(capsys):
+    X, y = _data(80, 4)
+    model = RandomForestRegressor(3, max_depth=4, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model, progress=True)._set_engine(tuning=ALWAYS)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        explainer.rsq_interactions(X, y)
+    assert not _long_call_warnings(record)
+    assert "trees (interaction shares)" in capsys.readouterr().err

@@ -1,17 +1,26 @@
-"""Time of one call, estimated before it starts: the progress bar's label, and a warning before a
-long call that would otherwise run silently.
+"""Time of one call: estimated before it starts (the progress bar's label, and a warning before a
+long call that would otherwise run silently), or projected from its first trees where no estimate
+exists (interaction shares), and the progress bar itself.
 
 The estimate comes from the work the units count up front (``LcaUnit.work``: items times
 quadrature nodes per row; ``HybridUnit.pair_work``: leaf pairs times features), times the seconds
 per unit of work measured on one core (``Tuning.lca_seconds`` and its siblings).  It is within
 about 3x on deep trees.  Trees whose rows share split patterns (shallow boosters, symmetric trees)
 take less than their work says, so a warning is only given far above the time such models take.
+
+Interaction shares have no such estimate (their cost depends on the pass-bit codes the rows take
+at each leaf pair).  A call without a bar is timed instead: once it has run for
+``Tuning.projection_seconds``, the trees' leaf pairs give its projected total, and the same warning
+follows if that passes ``Tuning.long_call_seconds``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +30,7 @@ from ..models.node_arrays import NodeArrays
 from ..tuning import DEFAULT_TUNING, Tuning
 from .rows import user_stacklevel
 
-__all__ = ["LongCallWarning", "estimated_seconds", "progress_label", "warn_if_long"]
+__all__ = ["LongCallWarning", "Projection", "estimated_seconds", "progress_bar", "progress_label", "warn_if_long"]
 
 
 class LongCallWarning(UserWarning):
@@ -83,3 +92,47 @@ def warn_if_long(units: Sequence, nodes: NodeArrays, n_rows: int, local: bool, t
     message = long_call_message(units, nodes, n_rows, local, tuning)
     if message is not None:
         warnings.warn(message, LongCallWarning, stacklevel=user_stacklevel())
+
+
+class Projection:
+    """Warn once, part-way through a call of many trees without a progress bar, when the time its
+    first trees took projects past ``tuning.long_call_seconds`` (trees weighed by ``weights``)."""
+
+    def __init__(self, weights: np.ndarray, what: str, advice: str, tuning: Tuning = DEFAULT_TUNING):
+        self.total = float(np.sum(weights))
+        self.done = 0.0
+        self.what, self.advice, self.tuning = what, advice, tuning
+        self.start = time.perf_counter()
+        self.warned = False
+
+    def add(self, weight: float) -> None:
+        """One more tree of ``weight`` is done: warn now if the projection passes the threshold."""
+        self.done += weight
+        elapsed = time.perf_counter() - self.start
+        if self.warned or elapsed < self.tuning.projection_seconds or self.done <= 0:
+            return
+        projected = elapsed * self.total / self.done
+        if projected >= self.tuning.long_call_seconds:
+            self.warned = True
+            warnings.warn(
+                f"The {self.what} are projected to take about {_duration(projected)} in all (from the "
+                f"{_duration(elapsed)} their first {self.done / self.total:.0%} took).  {self.advice}",
+                LongCallWarning,
+                stacklevel=user_stacklevel(),
+            )
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, label: str | bool) -> Iterator[Any]:
+    """A tqdm bar over ``total`` trees (``None`` without ``label``), closed however the run ends: a
+    bar left open by an error was drawn again under the next call's and at exit."""
+    if not label:
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc=label, unit="tree")
+    try:
+        yield bar
+    finally:
+        bar.close()

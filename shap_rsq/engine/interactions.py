@@ -17,6 +17,7 @@ from ..kernels.lca_tree import routed_patterns
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import check_interaction_plans, check_interaction_rows
+from .estimates import Projection, progress_bar
 from .worker_plans import plan_bytes
 
 __all__ = ["InteractionPlans", "interaction_indices"]
@@ -58,6 +59,7 @@ def interaction_indices(
     w: np.ndarray,
     *,
     local: bool = False,
+    progress: bool = False,
     tuning: Tuning = DEFAULT_TUNING,
 ) -> tuple[sp.csr_matrix | np.ndarray, np.ndarray]:
     """Interaction indices ``I_jk`` of ``sum_t v_t`` (not yet divided by SST) and ``f(x)``.
@@ -65,6 +67,8 @@ def interaction_indices(
     Returns the upper triangle (``j < k``) summed over rows as a sparse ``(P, P)`` matrix, or with
     ``local`` every row's symmetric ``(n, P, P)`` indices (zero diagonal), refused with
     :class:`~shap_rsq.engine.budget.MemoryBudgetError` when that array cannot fit the budget.
+    ``progress`` draws a bar over trees; without it a call projected to run for minutes warns
+    (:class:`~shap_rsq.engine.estimates.Projection`).
     """
     forest = plans.forest
     n, n_players = X.shape[0], forest.n_players
@@ -74,28 +78,56 @@ def interaction_indices(
         check_interaction_rows(n, n_players, tuning.memory_budget, widest)
     f = np.full(n, forest.base_offset + float(forest.nodes.tree_mean.sum()))
     out = np.zeros((n, n_players, n_players)) if local else _SparseSum(n_players)
-    for t, mean in enumerate(forest.nodes.tree_mean):
-        plan = plans[t]
-        if plan is None:
-            continue
-        routing = tuning.routing_elements_within
-        first, inverse, prediction = routed_patterns(plan.pairs, X, forest.input_dtype, routing, plan.pairs.value)
-        w_quad = -w
-        w_lin = 2.0 * w * (y - f + mean)
-        f += prediction - mean
-        ids = plan.features
-        n_k = len(ids)
-        # the distinct rows are read in place: a copy of them is n x p per tree on continuous data
-        if local:
-            on_m2, on_m = pattern_interactions(plan, X, None, None, tuning, forest.input_dtype, first)
-            rows_step = max(1, tuning.block_elements_within // (n_k * n_k))
-            _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, rows_step)
-        else:
-            per_quad = np.bincount(inverse, weights=w_quad, minlength=len(first))
-            per_lin = np.bincount(inverse, weights=w_lin, minlength=len(first))
-            table = pattern_interactions(plan, X, per_quad, per_lin, tuning, forest.input_dtype, first)
-            out.add(ids, table[:n_k, :n_k])
+    with progress_bar(forest.n_trees, "trees (interaction shares)" if progress else False) as bar:
+        pairs = _leaf_pairs(forest)
+        projection = None if bar else _projection(forest, pairs, local, tuning)
+        for t, mean in enumerate(forest.nodes.tree_mean):
+            f = _add_tree(out, plans[t], X, y, w, f, mean, local, tuning, forest.input_dtype)
+            if bar is not None:
+                bar.update()
+            else:
+                projection.add(pairs[t])
     return (out if local else out.total()), f
+
+
+def _leaf_pairs(forest: Forest) -> np.ndarray:
+    """``(T,)`` each tree's leaf pairs, which its interaction work grows with."""
+    leaves = np.sum(forest.nodes.is_leaf & (forest.nodes.depth >= 0), axis=1)
+    return leaves * (leaves + 1) / 2.0
+
+
+def _projection(forest: Forest, pairs: np.ndarray, local: bool, tuning: Tuning) -> Projection:
+    what = "per-row interaction shares" if local else "interaction shares"
+    advice = (
+        "RSquaredExplainer(progress=True) shows a progress bar.  Their cost grows with the square of the "
+        "leaves of each tree: smaller trees (max_depth, min_samples_leaf, max_leaf_nodes), or fewer rows, "
+        "take far less; rsq() and per-row shares cost much less than interactions on deep trees."
+    )
+    return Projection(pairs, f"{what} of these {forest.n_trees:,} trees", advice, tuning)
+
+
+def _add_tree(out, plan: InteractionPlan | None, X, y, w, f: np.ndarray, mean: float, local: bool, tuning, dtype):
+    """Add one tree's indices into ``out`` (rows' weights from the residuals ``y - f`` the trees
+    before it left); returns ``f`` with the tree added."""
+    if plan is None:
+        return f
+    first, inverse, prediction = routed_patterns(plan.pairs, X, dtype, tuning.routing_elements_within, plan.pairs.value)
+    w_quad = -w
+    w_lin = 2.0 * w * (y - f + mean)
+    f += prediction - mean
+    ids = plan.features
+    n_k = len(ids)
+    # the distinct rows are read in place: a copy of them is n x p per tree on continuous data
+    if local:
+        on_m2, on_m = pattern_interactions(plan, X, None, None, tuning, dtype, first)
+        rows_step = max(1, tuning.block_elements_within // (n_k * n_k))
+        _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, rows_step)
+    else:
+        per_quad = np.bincount(inverse, weights=w_quad, minlength=len(first))
+        per_lin = np.bincount(inverse, weights=w_lin, minlength=len(first))
+        table = pattern_interactions(plan, X, per_quad, per_lin, tuning, dtype, first)
+        out.add(ids, table[:n_k, :n_k])
+    return f
 
 
 def _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, step: int) -> None:

@@ -11,11 +11,9 @@ and ``f_t = f_{t-1} + m_t - c_t``, the game of tree ``t`` on a row with weight
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
@@ -28,7 +26,7 @@ from ..kernels.lca_tree import adopt_plans, compiled_plans, distinct_rows, plans
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import MemoryBudgetError, fit_jobs, out_of_memory
-from .estimates import estimated_seconds, progress_label, warn_if_long
+from .estimates import estimated_seconds, progress_bar, progress_label, warn_if_long
 from .interactions import InteractionPlans
 from .routing import Kernel, build_units
 from .worker_plans import held_bytes, keep_within, remember, restore, return_freed_memory, shipped
@@ -187,7 +185,7 @@ def _run_parallel(tasks: list, blocks: list[np.ndarray], units: Sequence, n_jobs
     back with its results, so that a reused explainer compiles each tree once.
     """
     results = []
-    with _progress_bar(sum(len(units[u].trees) for block in blocks for u in block), progress) as bar:
+    with progress_bar(sum(len(units[u].trees) for block in blocks for u in block), progress) as bar:
         try:
             for block, result in zip(blocks, _parallel(n_jobs)(tasks), strict=True):
                 adopt_plans([units[u] for u in block], result[2])
@@ -211,22 +209,6 @@ def _parallel(n_jobs: int | None) -> Parallel:
         if "return_as" not in str(error):
             raise
         return Parallel(n_jobs=n_jobs, prefer="processes")
-
-
-@contextlib.contextmanager
-def _progress_bar(total: int, label: str | bool) -> Iterator[Any]:
-    """A tqdm bar over ``total`` trees (``None`` without ``label``), closed however the run ends: a
-    bar left open by an error was drawn again under the next call's and at exit."""
-    if not label:
-        yield None
-        return
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=total, desc=label, unit="tree")
-    try:
-        yield bar
-    finally:
-        bar.close()
 
 
 def _unit_blocks(
@@ -322,7 +304,7 @@ def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None =
     present = plans_present(units) if worker is None else worker["present"]
     out = np.zeros((X.shape[0], forest.n_players) if local else forest.n_players)
     # the units' trees: a tree that is one leaf adds a constant and reaches no unit
-    with _progress_bar(sum(len(unit.trees) for unit in units), progress) as bar:
+    with progress_bar(sum(len(unit.trees) for unit in units), progress) as bar:
         for index, unit in enumerate(units):
             _play_unit(unit, X, y, w, f, out, forest, local)
             if room is not None:
