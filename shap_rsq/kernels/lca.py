@@ -147,9 +147,10 @@ def weighted_gradient(
         for groups, start, stop, seg_starts in parts:
             coef, dcoef = _group_coefficients(plan, q, groups)
             weight = coef * gl  # the quadrature weights ride on the coefficients: one pass less per table
-            entry = cells.row_entries(plan, plan.item_view[chunk.items[start:stop]], chunk.base[start:stop])
+            entries = cells.entry_reader(plan, plan.item_view[chunk.items[start:stop]], chunk.base[start:stop])
             both = np.zeros_like(coef)  # sum_u w_u A_g B_g
-            for rows, gather, sums in _side_sums(chunk, entry, seg_starts, groups, len(q), 1, tuning):
+            shape = (len(codes), stop - start)
+            for rows, gather, sums in _side_sums(chunk, entries, shape, seg_starts, groups, len(q), 1, tuning):
                 weighted = sums * w_quad[rows, None, None, None]
                 both += np.einsum("ugq,ugq->gq", sums[:, 0], weighted[:, 1])
                 gather.add_transposed((weighted[:, ::-1] * weight).reshape(-1, len(q)), hist)
@@ -161,17 +162,22 @@ def weighted_gradient(
 
 
 def _side_sums(
-    chunk: Chunk, entry: np.ndarray, seg_starts: np.ndarray, groups: slice, n_q: int, per_q: int, tuning: Tuning
+    chunk: Chunk, entries, shape: tuple[int, int], seg_starts: np.ndarray, groups: slice, n_q: int, per_q: int, tuning
 ):
     """Each group's side sums for each row of the chunk, block by block of rows: ``(rows, gather,
     sums)`` with ``gather`` the rows' one-hot segment matrix over the chunk's table and ``sums``
-    ``(rows, 2, groups, Q)``.  ``per_q`` scales the row blocks for callers with wider temporaries."""
+    ``(rows, 2, groups, Q)``.  ``entries(rows)`` gives the block's ``(rows, items)`` entries
+    (``Cells.entry_reader``) of ``shape`` in all.  ``per_q`` scales the row blocks for callers
+    with wider temporaries."""
     n_groups = groups.stop - groups.start
-    n_rows, n_items = entry.shape
+    n_rows, n_items = shape
     blocks = list(_blocks(n_rows, n_items * n_q * per_q, tuning.block_elements_within))
-    indptr = _segment_indptr(blocks[0].stop, n_items, seg_starts, entry.dtype)
+    indptr = None
     for rows in blocks:
-        gather = _segment_matrix(entry[rows], indptr, len(seg_starts), chunk.n_entries)
+        entry = entries(rows)
+        if indptr is None:
+            indptr = _segment_indptr(blocks[0].stop, n_items, seg_starts, entry.dtype)
+        gather = _segment_matrix(entry, indptr, len(seg_starts), chunk.n_entries)
         yield rows, gather, gather.sums(chunk.values).reshape(-1, 2, n_groups, n_q)
 
 

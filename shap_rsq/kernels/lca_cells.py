@@ -124,12 +124,23 @@ class Cells:
 
     def row_entries(self, plan: TreePlan, views: np.ndarray, base: np.ndarray) -> np.ndarray:
         """``(n, len(views))`` the entry every row reads in each of ``views``, plus ``base``."""
+        return self.entry_reader(plan, views, base)(slice(None))
+
+    def entry_reader(self, plan: TreePlan, views: np.ndarray, base: np.ndarray):
+        """:meth:`row_entries` of a block of rows at a time: ``reader(rows)`` is ``(rows, len(views))``,
+        row-major.  A block's entries stay in cache for the two sparse products that read them;
+        all rows' entries at once, column-major from ``a[:, index]``, were copied again per block."""
         column, leaf, shift = self._distinct_views(plan, views)
-        entry = self.row_leaf_cell[:, leaf]
-        entry += shift
-        entry = self.pair_index[entry][:, column]
-        entry += base.astype(self.index)
-        return entry
+        base = base.astype(self.index)
+
+        def reader(rows: slice) -> np.ndarray:
+            entry = np.take(self.row_leaf_cell[rows], leaf, axis=1)
+            entry += shift
+            entry = np.take(self.pair_index[entry], column, axis=1)
+            entry += base
+            return entry
+
+        return reader
 
     def item_entries(self, plan: TreePlan, views: np.ndarray, base: np.ndarray) -> np.ndarray:
         """:meth:`row_entries` transposed, ``(len(views), n)``: per-row kernels gather a block of rows
