@@ -70,7 +70,7 @@ class Cells:
     def __init__(self, plan: TreePlan, codes: np.ndarray, tuning: Tuning = DEFAULT_TUNING):
         offset = np.concatenate([[0], np.cumsum(np.int64(1) << plan.code_size)])
         leaf_cells, self.row_leaf_cell = _dedupe(codes + offset[:-1], int(offset[-1]), tuning.dense_slots_within)
-        self._leaf_cell_rows = None  # row_leaf_cell leaf-major, made by the first item_entries call
+        self._leaf_cell_rows = None  # row_leaf_cell leaf-major, made by the first item_entry_reader call
         cell_leaf = np.searchsorted(offset, leaf_cells, side="right") - 1
         cell_code = leaf_cells - offset[cell_leaf]
         leaf_count = np.bincount(cell_leaf, minlength=len(plan.code_size))
@@ -142,17 +142,25 @@ class Cells:
 
         return reader
 
-    def item_entries(self, plan: TreePlan, views: np.ndarray, base: np.ndarray) -> np.ndarray:
-        """:meth:`row_entries` transposed, ``(len(views), n)``: per-row kernels gather a block of rows
-        item by item, and contiguous index runs gather a third faster than a transposed view."""
+    def item_entry_reader(self, plan: TreePlan, views: np.ndarray, base: np.ndarray):
+        """:meth:`entry_reader` transposed: ``reader(rows)`` is ``(len(views), rows)``, for per-row
+        kernels that gather a block of rows item by item (contiguous index runs gather a third faster
+        than a transposed view)."""
         if self._leaf_cell_rows is None:
             self._leaf_cell_rows = np.ascontiguousarray(self.row_leaf_cell.T)  # (L, n)
         column, leaf, shift = self._distinct_views(plan, views)
-        entry = self._leaf_cell_rows[leaf]
-        entry += shift[:, None]
-        entry = self.pair_index[entry][column]
-        entry += base.astype(self.index)[:, None]
-        return entry
+        base = base.astype(self.index)[:, None]
+        shift = shift[:, None]
+
+        def reader(rows: slice) -> np.ndarray:
+            entry = np.take(self._leaf_cell_rows[:, rows], leaf, axis=0)
+            entry += shift
+            entry = np.take(self.pair_index, entry)
+            entry = np.take(entry, column, axis=0)
+            entry += base
+            return entry
+
+        return reader
 
     def _distinct_views(self, plan: TreePlan, views: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each view's position among the distinct ``views``, and per distinct view its leaf and the

@@ -50,10 +50,10 @@ def pattern_gradients(
     chunk_blocks = ChunkBlocks(plan, blocks, chunk, q)
     linear = plan.item_kind[chunk.items[chunk.order[chunk_blocks.first]]] == LIN  # per block
     row_slopes = _RowSlopes(chunk_blocks, chunk, plan.n_features, bits, np.where(linear, plan.n_features + 1, 0))
-    entry = cells.item_entries(plan, plan.item_view[single], chunk.base)
+    entries = cells.item_entry_reader(plan, plan.item_view[single], chunk.base)
     values = np.ascontiguousarray(chunk.values.T) * gl[:, None]  # (Q, entries), quadrature weights in
     for rows in _blocks(n, 3 * len(single) * len(q), tuning.block_elements_within):
-        z = np.take(values, entry[:, rows], axis=1)  # (Q, items, rows)
+        z = np.take(values, entries(rows), axis=1)  # (Q, items, rows)
         row_slopes.add(z, rows, both[:, rows])
     if len(plan.item_leaf) > plan.n_single:
         _cross(plan, cells, blocks, bits, n, g_quad, tuning)
@@ -71,7 +71,7 @@ def _cross(plan, cells, blocks, bits: _PassBits, n: int, g_quad: np.ndarray, tun
             part = chunk.part_of(start, stop)
             chunk_blocks = ChunkBlocks(plan, blocks, part, q)
             row_slopes = _RowSlopes(chunk_blocks, part, plan.n_features, bits)
-            entry = cells.item_entries(plan, plan.item_view[part.items], chunk.base[start:stop])
+            entries = cells.item_entry_reader(plan, plan.item_view[part.items], chunk.base[start:stop])
             n_groups = groups.stop - groups.start
             n_items = stop - start
             segment = np.repeat(np.arange(len(seg_starts)), np.diff(np.append(seg_starts, n_items)))
@@ -86,7 +86,7 @@ def _cross(plan, cells, blocks, bits: _PassBits, n: int, g_quad: np.ndarray, tun
             expanded = OneHot.picks(plan.group_T[groups][active_g, active_t], plan.n_features + 1)
             d_active = (dcoef[active_g, active_t] * gl)[:, None, :]  # (pairs, 1, Q)
             for rows in _blocks(n, 4 * n_items * len(q), tuning.block_elements_within):
-                value = np.take(values, entry[:, rows], axis=1)  # (Q, items, rows)
+                value = np.take(values, entries(rows), axis=1)  # (Q, items, rows)
                 n_rows = value.shape[2]
                 sums = sides.sums(value.reshape(-1, n_rows)).reshape(len(q), -1, n_rows)  # (Q, 2 groups, rows)
                 both = sums[:, :n_groups] * sums[:, n_groups:]  # (Q, groups, rows)
