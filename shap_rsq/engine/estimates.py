@@ -30,7 +30,15 @@ from ..models.node_arrays import NodeArrays
 from ..tuning import DEFAULT_TUNING, Tuning
 from .rows import user_stacklevel
 
-__all__ = ["LongCallWarning", "Projection", "estimated_seconds", "progress_bar", "progress_label", "warn_if_long"]
+__all__ = [
+    "LongCallWarning",
+    "Projection",
+    "estimated_seconds",
+    "progress_bar",
+    "progress_label",
+    "trees_named",
+    "warn_if_long",
+]
 
 
 class LongCallWarning(UserWarning):
@@ -57,6 +65,11 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
+def trees_named(n_trees: int) -> str:
+    """``this tree`` or ``these 1,000 trees``."""
+    return "this tree" if n_trees == 1 else f"these {n_trees:,} trees"
+
+
 def progress_label(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> str:
     """The progress bar's label: the trees, and the estimated time when it is worth saying."""
     seconds = estimated_seconds(units, n_rows, tuning)
@@ -75,12 +88,16 @@ def long_call_message(
         return None
     real = nodes.depth >= 0
     leaves = np.sum(nodes.is_leaf & real, axis=1)
-    what = "R² shares" if not local else "per-row R² shares (R² shares alone; per-row shares take up to about 2x that)"
+    what, of = (
+        ("per-row R² shares", "; that of R² shares alone: per-row shares take up to 2x as long")
+        if local
+        else ("R² shares", "")
+    )
     return (
-        f"The exact {what} of these {len(leaves):,} trees (up to {int(leaves.max()):,} leaves and depth "
+        f"The exact {what} of {trees_named(len(leaves))} (up to {int(leaves.max()):,} leaves and depth "
         f"{int(nodes.tree_depth.max())}) on {n_rows:,} rows are estimated to take about {_duration(seconds)} on "
-        "one core (a rough estimate, within about 3x): their cost grows with leaves, depth and the features a path "
-        "uses more than once.  RSquaredExplainer(progress=True), or --progress on the command line, shows a "
+        f"one core (a rough estimate, within about 3x{of}): their cost grows with leaves, depth and the features "
+        "a path uses more than once.  RSquaredExplainer(progress=True), or --progress on the command line, shows a "
         "progress bar.  To take less time: n_jobs=-1 uses every core; smaller trees (max_depth, min_samples_leaf, "
         "max_leaf_nodes) cost far less; shap_rsq.estimate_rsq estimates the shares, with standard errors, from a "
         "sample of rows (n_sample: fewer rows, less time)."

@@ -17,7 +17,7 @@ from ..kernels.lca_tree import routed_patterns
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import check_interaction_plans, check_interaction_rows
-from .estimates import Projection, progress_bar
+from .estimates import Projection, progress_bar, trees_named
 from .worker_plans import plan_bytes
 
 __all__ = ["InteractionPlans", "interaction_indices"]
@@ -103,7 +103,7 @@ def _projection(forest: Forest, pairs: np.ndarray, local: bool, tuning: Tuning) 
         "leaves of each tree: smaller trees (max_depth, min_samples_leaf, max_leaf_nodes), or fewer rows, "
         "take far less; rsq() and per-row shares cost much less than interactions on deep trees."
     )
-    return Projection(pairs, f"{what} of these {forest.n_trees:,} trees", advice, tuning)
+    return Projection(pairs, f"{what} of {trees_named(forest.n_trees)}", advice, tuning)
 
 
 def _add_tree(out, plan: InteractionPlan | None, X, y, w, f: np.ndarray, mean: float, local: bool, tuning, dtype):
