@@ -157,6 +157,28 @@ def test_each_model_format_gives_the_explainers_shares(kind, files, table, tmp_p
     assert "'row_id'" in err and "'w'" in err  # columns the model does not read are named, not silently used
 
 
+def test_a_long_call_is_announced_in_the_commands_words(files, tmp_path, capsys, monkeypatch):
+    from dataclasses import replace
+
+    import shap_rsq.explainer
+
+    # every call counts as long: the warning's path without a long call
+    monkeypatch.setattr(
+        shap_rsq.explainer, "DEFAULT_TUNING", replace(shap_rsq.explainer.DEFAULT_TUNING, long_call_seconds=0.0)
+    )
+    path, _ = files("sklearn.joblib")
+    argv = ["explain", "--model", path, "--data", files.folder / "data.csv", "--target", "y", "--trust-pickle"]
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if "estimated to take about" in line]
+    assert len(warning) == 1 and warning[0].startswith("shap-rsq: warning: The exact R² shares of")
+    assert "--progress shows a progress bar" in warning[0] and "--n-jobs -1 uses every core" in warning[0]
+    assert "RSquaredExplainer(" not in warning[0] and "n_jobs=" not in warning[0]
+    assert "LongCallWarning" not in err  # not Python's format, with the console script's path
+    code, _, err = run([*argv, "--progress"], capsys)
+    assert code == 0 and "estimated to take about" not in err
+
+
 def test_json_output_local_shares_and_plot(files, table, tmp_path, capsys):
     path, model = files("xgboost.json")
     pytest.importorskip("pyarrow")

@@ -12,6 +12,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 
 from .. import __version__
@@ -36,7 +37,32 @@ _OPTION_WORDS = {
     "RSquaredExplainer(memory_budget=...)": "--memory-budget",
     "compute global shares with rsq() (memory O(n + p))": "leave out --local (global shares take memory O(n + p))",
     "memory_budget=": "--memory-budget ",  # the budget a refusal quotes, after the advice above
+    "RSquaredExplainer(progress=True), or --progress on the command line, shows": "--progress shows",
+    "RSquaredExplainer(progress=True) shows": "--progress shows",
+    "n_jobs=-1 uses": "--n-jobs -1 uses",
 }
+
+
+def _in_option_words(text: str) -> str:
+    """The library's advice with its Python calls spelled as the command's options."""
+    for python, option in _OPTION_WORDS.items():
+        text = text.replace(python, option)
+    return text
+
+
+def _show_warning(original):
+    """``warnings.showwarning`` for a run: the library's long-call warning as one line in the
+    command's words (not the path of the console script it points at); others as Python shows them."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        from ..engine.estimates import LongCallWarning  # imported once a warning comes, not for --help
+
+        if issubclass(category, LongCallWarning):
+            print(f"shap-rsq: warning: {_in_option_words(str(message))}", file=sys.stderr)
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    return show
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -59,15 +85,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     matplotlib.use("Agg")  # the command writes image files and never opens a window
     stdout, sys.stdout = sys.stdout, _PipeSafe(sys.stdout)
     try:
-        # imported only now: --version and --help must not wait for pandas, scikit-learn and shap
-        actions = importlib.import_module(".actions", __package__)
-        return getattr(actions, args.run)(args)
+        with warnings.catch_warnings():  # restores showwarning when the run ends
+            warnings.showwarning = _show_warning(warnings.showwarning)
+            # imported only now: --version and --help must not wait for pandas, scikit-learn and shap
+            actions = importlib.import_module(".actions", __package__)
+            return getattr(actions, args.run)(args)
     except (InputError, ValueError) as error:  # UnsupportedModelError and input checks are ValueErrors
         # the library's advice names its Python calls; here they are options
-        text = first_line(error)
-        for python, option in _OPTION_WORDS.items():
-            text = text.replace(python, option)
-        print(f"shap-rsq: error: {text}", file=sys.stderr)
+        print(f"shap-rsq: error: {_in_option_words(first_line(error))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("shap-rsq: interrupted", file=sys.stderr)
