@@ -151,9 +151,10 @@ class InteractionShares:
     def _local_interactions(self, X, y, sample_weight, check_additivity: bool, groups):
         """Per-row interaction shares ``(n, p, p)``, their base values, rows and player names."""
         rows, target, weights, sst, players = self._interaction_inputs(X, y, sample_weight, groups)
+        # the shares first: a long call's warning about them comes before the interactions' hours
+        result = self._decompose(rows.array, target, weights, local=True, players=players)
         indices = self._indices(rows.array, target, weights, players, local=True)
         indices /= sst
-        result = self._decompose(rows.array, target, weights, local=True, players=players)
         values = shares_matrix(indices, result.values / sst)
         mean = weighted_mean(target, weights)
         base = weights * ((target - mean) ** 2 - (target - result.mean_prediction) ** 2) / sst

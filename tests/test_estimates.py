@@ -115,6 +115,8 @@ def test_interaction_shares_warn_once_when_their_projection_is_long(local):
     assert len(projected) == 1 and what in projected[0] and "of these 3 trees" in projected[0]
     assert "progress=True" in projected[0] and "max_depth" in projected[0]
     assert {w.filename for w in _long_call_warnings(record)} == {__file__}
+    if local:  # the per-row shares are announced first, before the interactions' long part
+        assert "estimated to take about" in texts[0] and "projected to take" in texts[1]
 
 
 def test_interaction_shares_show_a_bar_instead(capsys):
