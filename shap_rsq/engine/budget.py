@@ -302,7 +302,7 @@ def check_interaction_plans(nodes: NodeArrays, players: np.ndarray | None, tunin
     MemoryBudgetError
         Naming the largest tree, its leaves, the estimate and what to change.
     """
-    leaves = np.sum(nodes.is_leaf & (nodes.depth >= 0), axis=1)
+    leaves = nodes.tree_leaves
     entries = leaves * (leaves - 1) // 2 + 2 * leaves
     per_entry = tuning.interaction_entry_bytes + tuning.interaction_player_bytes * (nodes.split_players(players) + 1)
     need = entries * per_entry

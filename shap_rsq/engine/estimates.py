@@ -86,8 +86,7 @@ def long_call_message(
     seconds = estimated_seconds(units, n_rows, tuning)
     if seconds < tuning.long_call_seconds:
         return None
-    real = nodes.depth >= 0
-    leaves = np.sum(nodes.is_leaf & real, axis=1)
+    leaves = nodes.tree_leaves
     what, of = (
         ("per-row R² shares", "; that of R² shares alone: per-row shares take up to 2x as long")
         if local

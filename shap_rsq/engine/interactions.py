@@ -92,7 +92,7 @@ def interaction_indices(
 
 def _leaf_pairs(forest: Forest) -> np.ndarray:
     """``(T,)`` each tree's leaf pairs, which its interaction work grows with."""
-    leaves = np.sum(forest.nodes.is_leaf & (forest.nodes.depth >= 0), axis=1)
+    leaves = forest.nodes.tree_leaves
     return leaves * (leaves + 1) / 2.0
 
 

@@ -152,7 +152,7 @@ def _junction_modes(nodes: NodeArrays, kernel: str, tuning: Tuning) -> np.ndarra
     """
     if kernel == "junction":
         return np.full(len(nodes.tree_depth), "always")
-    leaves = np.sum(nodes.is_leaf & (nodes.depth >= 0), axis=1)
+    leaves = nodes.tree_leaves
     leaf_wise = leaves < 2.0 ** (nodes.tree_depth - 2)
     few_repeated = _repeated_features(nodes) <= tuning.junction_repeated
     return np.where(leaf_wise & few_repeated & (kernel == "auto"), "cheaper", "never")

@@ -121,6 +121,11 @@ class NodeArrays:
         return self.depth.max(axis=1)
 
     @property
+    def tree_leaves(self) -> np.ndarray:
+        """Each tree's leaves (padding nodes are not counted)."""
+        return np.sum(self.is_leaf & (self.depth >= 0), axis=1)
+
+    @property
     def tree_mean(self) -> np.ndarray:
         """Cover-weighted mean of each tree's leaves, ``c_t = m_{t, empty}``."""
         return np.sum(np.where(self.is_leaf & (self.depth >= 0), self.mass * self.value, 0.0), axis=1)
