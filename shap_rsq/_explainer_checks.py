@@ -18,6 +18,7 @@ __all__ = [
     "check_model_predictions",
     "check_n_jobs",
     "check_names",
+    "check_rounding_against_target",
     "refuse_background",
     "refuse_without_target",
     "rows_with_nan",
@@ -155,7 +156,7 @@ def _refuse_moved_names(names: list[str], info: ModelInfo) -> None:
 _SPREAD_TOLERANCE = 0.01  # of the checked rows' prediction range; float32 rounding of y ~ 1e5 with spread 1 is 0.3%
 
 
-def check_model_predictions(info: ModelInfo, sample: np.ndarray, prediction: np.ndarray) -> None:
+def check_model_predictions(info: ModelInfo, sample: np.ndarray, prediction: np.ndarray) -> float:
     """The trees as read must reproduce the model's own predictions (up to float32 rounding).
 
     Parameters
@@ -166,6 +167,11 @@ def check_model_predictions(info: ModelInfo, sample: np.ndarray, prediction: np.
         A few rows.
     prediction : ndarray
         The trees' prediction of those rows as read.
+
+    Returns
+    -------
+    float
+        The largest difference between the model's predictions and the trees'.
     """
     with warnings.catch_warnings(), _one_openmp_thread():
         # the rows were already matched to the model's features by name or position; the model's
@@ -181,8 +187,10 @@ def check_model_predictions(info: ModelInfo, sample: np.ndarray, prediction: np.
         )
     # measured against the predictions' size alone, float32 rounding passes: XGBoost adds its trees
     # in float32, and on y = signal + 1e7 (spread 1) its predictions step by 1 while the trees' exact
-    # sum is another model (R² -7.9 against the model's 0.38, the main feature dropped by a selector)
-    spread = float(np.ptp(expected)) if expected.size > 1 else 0.0
+    # sum is another model (R² -7.9 against the model's 0.38, the main feature dropped by a selector).
+    # The trees' own spread counts too: on y + 1e8 the model's predictions are all equal while its
+    # trees' sum varies, and a spread of the model's alone (zero) let it through
+    spread = max(float(np.ptp(expected)), float(np.ptp(prediction))) if expected.size > 1 else 0.0
     if spread > 0 and gap > _SPREAD_TOLERANCE * spread:
         raise UnsupportedModelError(
             f"The trees read from this {info.family} model reproduce its predictions only to {gap:.3g}, "
@@ -190,6 +198,24 @@ def check_model_predictions(info: ModelInfo, sample: np.ndarray, prediction: np.
             f"{np.max(np.abs(expected)):.3g}) are rounded in float32 more coarsely than they vary, so its R² is "
             "not that of its trees.  Fit the model on y minus its mean (R² and its shares do not change), or "
             "in another unit."
+        )
+    return gap
+
+
+def check_rounding_against_target(info: ModelInfo, gap: float, target: np.ndarray) -> None:
+    """Refuse a target that varies less than the model's float32 rounding (``gap``, from
+    :func:`check_model_predictions`): its R² would be that of the trees' exact sum, not the model's.
+
+    On ``y + 1e12`` XGBoost's trees learn nothing and the model predicts one rounded constant, 4,000
+    away from the trees' exact base: the shares summed to R² -0.0016 against the model's -4e6.
+    """
+    spread = float(np.ptp(target)) if target.size > 1 else 0.0
+    if gap > _SPREAD_TOLERANCE * spread:
+        raise UnsupportedModelError(
+            f"The trees read from this {info.family} model reproduce its predictions only to {gap:.3g}, "
+            f"more than 1% of the range of y ({spread:.3g}): its predictions are rounded in float32 more "
+            "coarsely than they vary, so its R² is not that of its trees.  Fit the model on y minus its mean "
+            "(R² and its shares do not change), or in another unit."
         )
 
 
@@ -205,22 +231,25 @@ class PredictionCheck:
     def __init__(self, info: ModelInfo) -> None:
         self.info = info
         self.verified = self.verified_missing = False
+        self.gap = 0.0  # the largest difference seen between the model's predictions and the trees'
 
-    def __call__(self, rows: np.ndarray, prediction: np.ndarray) -> None:
-        if self.verified_missing:
-            return
-        missing = rows_with_nan(rows, limit=16)
-        if self.verified and missing.size == 0:
-            return
-        spread = np.linspace(0, len(prediction) - 1, num=min(16, len(prediction))).astype(int)
-        index = np.unique(np.concatenate([missing, spread]))
-        self.sample(rows[index], prediction[index])
-        self.verified = True
-        self.verified_missing = missing.size > 0
+    def __call__(self, rows: np.ndarray, prediction: np.ndarray, target: np.ndarray | None = None) -> None:
+        """Check the model on a few of ``rows`` (once, and again for the first missing values),
+        then ``target`` (each output's in its columns) against the model's rounding."""
+        missing = np.zeros(0, dtype=np.int64) if self.verified_missing else rows_with_nan(rows, limit=16)
+        if not self.verified or missing.size:
+            spread = np.linspace(0, len(prediction) - 1, num=min(16, len(prediction))).astype(int)
+            index = np.unique(np.concatenate([missing, spread]))
+            self.sample(rows[index], prediction[index])
+            self.verified = True
+            self.verified_missing = missing.size > 0
+        if target is not None and self.gap > 0:
+            for column in np.reshape(target, (len(target), -1)).T:
+                check_rounding_against_target(self.info, self.gap, column)
 
     def sample(self, sample: np.ndarray, prediction: np.ndarray) -> None:
         """Compare the model's predictions on ``sample`` with the trees' (``prediction``)."""
-        check_model_predictions(self.info, sample, prediction)
+        self.gap = max(self.gap, check_model_predictions(self.info, sample, prediction))
 
 
 def rows_with_nan(rows: np.ndarray, limit: int) -> np.ndarray:

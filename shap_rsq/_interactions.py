@@ -176,7 +176,7 @@ class InteractionShares:
         indices, prediction = interaction_indices(
             cache.interaction_plans(), rows, target, weights, local=local, progress=self.progress, tuning=cache.tuning
         )
-        self._prediction_check(rows, prediction)
+        self._prediction_check(rows, prediction, target)
         return indices
 
 

@@ -62,7 +62,7 @@ class SeveralOutputs:
             for k, (game, units) in enumerate(zip(forests, caches, strict=True))
         ]
         predictions = np.column_stack([result.prediction for result in results])
-        self._prediction_check(rows.array, predictions)
+        self._prediction_check(rows.array, predictions, Y)
         values = np.stack([result.values for result in results], axis=-1)
         means = np.array([result.mean_prediction for result in results])
         names = player_index(rows.labels, players)

@@ -409,5 +409,5 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
     def _decompose(self, rows: np.ndarray, target, weights, *, local: bool, players=None) -> Decomposition:
         forests, caches = self._game_sets.get(players)
         result = decompose(forests[0], caches[0].units(local), rows, target, weights, **self._run_options(local))
-        self._prediction_check(rows, result.prediction)
+        self._prediction_check(rows, result.prediction, target)
         return result

@@ -286,6 +286,30 @@ def test_xgboost_predictions_rounded_more_coarsely_than_they_vary_are_refused():
     far = xgboost.XGBRegressor(n_estimators=20, max_depth=3, n_jobs=1).fit(X, signal + 1e7)
     with pytest.raises(UnsupportedModelError, match=r"rounded in float32 more coarsely than they vary.*minus its mean"):
         RSquaredExplainer(far).rsq(X, signal + 1e7)
+
+    # Further out the model predicts one constant.  Every offset either gives the model's own R² or
+    # is refused: once the model's spread alone (zero) was the yardstick, trees whose exact sum still
+    # varied were accepted (shares -0.68 in all against an R² of -0.0016), and so was a constant 4,000
+    # away from the trees' exact base (an R² of -0.0016 against the model's -4e6).
+    refused = []
+    for offset in (1e8, 3e8, 1e9, 1e10, 1e12):
+        flat = xgboost.XGBRegressor(n_estimators=8, max_depth=3, n_jobs=1).fit(X, signal + offset)
+        try:
+            explanation = RSquaredExplainer(flat)(X, signal + offset)
+        except UnsupportedModelError as error:
+            assert "rounded in float32 more coarsely than they vary" in str(error)
+            refused.append(offset)
+            continue
+        total = explanation.values.sum() + explanation.base_values.sum()
+        assert total == pytest.approx(r2_score(signal + offset, flat.predict(X)), abs=1e-6)
+    assert 1e12 in refused
+    # here the model predicts a constant while its trees' exact sum varies (by about 2)
+    other = np.random.default_rng(0).normal(size=(200, 5))
+    varied = 2 * other[:, 0] + other[:, 1] * other[:, 2] + np.random.default_rng(1).normal(scale=0.5, size=200) + 1e8
+    flat = xgboost.XGBRegressor(n_estimators=8, max_depth=3, random_state=0).fit(other, varied)
+    assert np.ptp(flat.predict(other)) == 0
+    with pytest.raises(UnsupportedModelError, match="rounded in float32 more coarsely than they vary"):
+        RSquaredExplainer(flat)(other, varied)
     near = xgboost.XGBRegressor(n_estimators=20, max_depth=3, n_jobs=1).fit(X, signal + 1e3)
     shares = RSquaredExplainer(near).rsq(X, signal + 1e3)
     assert abs(shares.sum() - r2_score(signal + 1e3, near.predict(X))) < 1e-3
