@@ -210,7 +210,9 @@ def check_rounding_against_target(info: ModelInfo, gap: float, target: np.ndarra
     away from the trees' exact base: the shares summed to R² -0.0016 against the model's -4e6.
     """
     spread = float(np.ptp(target)) if target.size > 1 else 0.0
-    if gap > _SPREAD_TOLERANCE * spread:
+    # a constant column has no R² to misstate: a class absent from the rows (its one-hot column all
+    # 0) was refused over the probabilities' 1e-16 of rounding
+    if spread > 0 and gap > _SPREAD_TOLERANCE * spread:
         raise UnsupportedModelError(
             f"The trees read from this {info.family} model reproduce its predictions only to {gap:.3g}, "
             f"more than 1% of the range of y ({spread:.3g}): its predictions are rounded in float32 more "

@@ -144,6 +144,22 @@ def test_an_output_constant_on_the_rows_weighs_nothing_but_an_absent_class_count
     np.testing.assert_allclose(total, brier, atol=1e-9)
 
 
+def test_a_class_absent_from_the_rows_is_not_mistaken_for_float32_rounding():
+    # the check of the model's rounding against y's range read the absent class's one-hot column
+    # (range 0) and refused the probabilities' 1e-16 of rounding as "rounded in float32"
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    y = np.array(["a"] * 15 + ["b"] * 14 + ["c"])
+    train, test = np.r_[5:15, 20:30], np.r_[0:5, 15:20]
+    model = RandomForestClassifier(3, random_state=0).fit(X[train], y[train])
+    explainer = RSquaredExplainer(model)
+    explanation = explainer(X[test], y[test])
+    assert explainer._prediction_check.gap > 0  # the rounding this test is about
+    total = explanation.values.sum() + explanation.base_values.sum()
+    brier = _brier_skill(_one_hot(y[test], model.classes_), model.predict_proba(X[test]), np.ones(len(test)))
+    np.testing.assert_allclose(total, brier, atol=1e-9)
+
+
 def test_bad_targets_are_refused_by_name():
     X, code, _ = _data(3, nan=False)
     y = LABELS["four strings"][:3][code]
