@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from ._explainer_checks import refuse_without_target
 from ._groups import player_index, position_labels
 from .engine.budget import check_matrix_budget
+from .engine.columns import in_input_order
 from .engine.distributed import is_dask_array
 from .engine.interactions import interaction_indices
 from .engine.run import check_row_totals
@@ -135,18 +136,20 @@ class InteractionShares:
         Returns
         -------
         ndarray of shape (n_samples, n_features, n_features)
+            Both feature axes in ``X``'s column order.
         """
         if y is None:
             refuse_without_target(sample_weight=sample_weight)
             tree_limit = self._shap_tree_limit(tree_limit)
-            if self.model_info.shap_interactions_wrong:
-                return self._fixed_shap().shap_interaction_values(self._aligned(X, True), None, tree_limit)
-            return super().shap_interaction_values(self._aligned(X, True), None, tree_limit)
+            frame, order = self._aligned(X, True)
+            shap_explainer = self._fixed_shap() if self.model_info.shap_interactions_wrong else super()
+            return in_input_order(shap_explainer.shap_interaction_values(frame, None, tree_limit), order, (1, 2))
         if tree_limit is not None:
             raise ValueError(
                 "R² interaction shares use every tree the model predicts with: tree_limit applies without y."
             )
-        return self._local_interactions(X, y, sample_weight, True, None)[0]
+        values, _, rows, _ = self._local_interactions(X, y, sample_weight, True, None)
+        return in_input_order(values, rows.order, (1, 2))
 
     def _local_interactions(self, X, y, sample_weight, check_additivity: bool, groups):
         """Per-row interaction shares ``(n, p, p)``, their base values, rows and player names."""

@@ -1,9 +1,10 @@
 """shap's own calls (no ``y``) on an :class:`~shap_rsq.RSquaredExplainer`: what they are given.
 
-Without ``y`` the explainer is shap's ``TreeExplainer``.  Two gaps of shap are filled here: a
-DataFrame whose columns come in another order than the model's is read by position (its columns
-are put back in the model's order, by name), and for some models shap's reading misses a fix made
-when the trees are read (:mod:`~shap_rsq.models.shap_trees`): those calls explain the fixed trees.
+Without ``y`` the explainer is shap's ``TreeExplainer``.  Two gaps of shap are filled here: shap
+reads a DataFrame whose columns come in another order than the model's by position (here its
+columns are matched to the model's features by name, and the values come back in the DataFrame's
+own column order), and for some models shap's reading misses a fix made when the trees are read
+(:mod:`~shap_rsq.models.shap_trees`): those calls explain the fixed trees.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import numpy as np
 import shap
 
 from .engine.budget import check_shap_output
-from .engine.columns import aligned_frame
+from .engine.columns import aligned_frame, in_input_order
 from .models.shap_trees import forest_model
 
-__all__ = ["PredictionShap"]
+__all__ = ["PredictionShap", "explanation_in_input_order"]
 
 
 class PredictionShap:
@@ -64,11 +65,28 @@ class PredictionShap:
             )
         return self._fixed_trees_explainer
 
-    def _aligned(self, X: Any, interactions: bool = False) -> Any:
-        """``X`` for shap's prediction SHAP values: a DataFrame's columns in the model's order, once
-        shap's result for it is known to fit the memory budget (shap forms it in one piece)."""
+    def _aligned(self, X: Any, interactions: bool = False) -> tuple[Any, list[int] | None]:
+        """``X`` for shap's prediction SHAP values, a DataFrame's columns in the model's order, and
+        that order (:func:`~shap_rsq.engine.columns.in_model_order`), once shap's result for it is
+        known to fit the memory budget (shap forms it in one piece)."""
         shape = np.shape(X)
         n_rows = shape[0] if len(shape) > 1 else 1
         info = self.model_info
         check_shap_output(n_rows, info.n_features, info.n_outputs, interactions, self._tuning.memory_budget)
         return aligned_frame(X, self._names_for_matching(), info.family)
+
+
+def explanation_in_input_order(
+    explanation: shap.Explanation, order: list[int] | None, interactions: bool = False
+) -> shap.Explanation:
+    """``explanation`` (values, data and feature names in the model's order) with its features in the
+    order of the columns it was computed from, as its values are in :meth:`shap_values`'s array."""
+    if order is None:
+        return explanation
+    back = np.argsort(order)
+    explanation.values = in_input_order(explanation.values, order, (1, 2) if interactions else (1,))
+    if explanation.data is not None:
+        explanation.data = in_input_order(explanation.data, order)
+    if explanation.feature_names is not None:
+        explanation.feature_names = [explanation.feature_names[j] for j in back]
+    return explanation

@@ -21,9 +21,10 @@ from ._explainer_checks import (
 from ._explainer_names import ExplainerNames
 from ._groups import GroupedGames, player_index
 from ._interactions import InteractionShares
-from ._prediction_shap import PredictionShap
+from ._prediction_shap import PredictionShap, explanation_in_input_order
 from ._several_outputs import SeveralOutputs
 from ._share_label import share_label
+from .engine.columns import in_input_order
 from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import checked_multioutput, combine, labelled, local_output_shares
 from .engine.routing import Kernel
@@ -222,7 +223,8 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         -------
         ndarray or pandas.Series
             ``(n_features,)`` (a Series indexed by feature name for a DataFrame), or
-            ``(n_samples, n_features)`` with ``local=True``; a classifier or multi-output
+            ``(n_samples, n_features)`` with ``local=True`` (columns in the model's feature order, as
+            the Series lists them); a classifier or multi-output
             regressor adds a last axis over its outputs (a DataFrame with one column each).
         """
         if self.model_info.by_output:
@@ -281,17 +283,17 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
             ``values.sum(0)`` equals :meth:`rsq`; ``base_values[i]`` is the part of the
             constant ``E f``, so that ``values[i].sum() + base_values[i]`` equals
             ``w_i [(y_i - ybar)^2 - (y_i - f(x_i))^2] / SST`` and the grand total is the
-            model's (weighted) R².
+            model's (weighted) R².  Features come in ``X``'s column order (a DataFrame is matched
+            to the model by name, and its columns may come in another order).
         """
         refuse_non_flag(interactions)
         if y is None:
             refuse_without_target(sample_weight=sample_weight, groups=groups, multioutput=multioutput)
-            return super().__call__(
-                self._aligned(X, interactions),
-                interactions=interactions,
-                check_additivity=check_additivity,
-                approximate=approximate,
+            frame, order = self._aligned(X, interactions)
+            explanation = super().__call__(
+                frame, interactions=interactions, check_additivity=check_additivity, approximate=approximate
             )
+            return explanation_in_input_order(explanation, order, interactions)
         if interactions:
             checked_multioutput(multioutput, self.model_info)
             values, base, rows, names = self._local_interactions(X, y, sample_weight, check_additivity, groups)
@@ -300,7 +302,7 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
             values, base, rows, names, output_names = self._local_shares(
                 X, y, sample_weight, check_additivity, multioutput, groups
             )
-        return shap.Explanation(
+        explanation = shap.Explanation(
             values=values,
             base_values=base,
             # a grouped game's players are not the columns: its rows are not shown beside them, even
@@ -309,6 +311,7 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
             feature_names=self._explanation_names(names, groups, values.shape[1]),
             output_names=share_label(output_names, values, base, interactions),
         )
+        return explanation_in_input_order(explanation, rows.order if groups is None else None, interactions)
 
     def shap_values(  # type: ignore[override]
         self,
@@ -339,17 +342,22 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         Returns
         -------
         ndarray of shape (n_samples, n_features)
+            Columns in ``X``'s order, so that ``shap.summary_plot(values, X)`` labels them right
+            whatever order a DataFrame's columns come in.
         """
         if y is None:
             refuse_without_target(sample_weight=sample_weight)
             tree_limit = self._shap_tree_limit(tree_limit)
-            return super().shap_values(self._aligned(X), None, tree_limit, approximate, check_additivity, from_call)
+            frame, order = self._aligned(X)
+            values = super().shap_values(frame, None, tree_limit, approximate, check_additivity, from_call)
+            return in_input_order(values, order)
         if tree_limit is not None or approximate:
             raise ValueError(
                 "R² shares use every tree the model predicts with, exactly: tree_limit and approximate "
                 "apply only to SHAP values of predictions (call without y)."
             )
-        return self._local_shares(X, y, sample_weight, check_additivity, None, None)[0]
+        values, _, rows, _, _ = self._local_shares(X, y, sample_weight, check_additivity, None, None)
+        return in_input_order(values, rows.order)
 
     def _local_shares(self, X, y, sample_weight, check_additivity: bool, multioutput: str | None, groups):
         if self.model_info.by_output:

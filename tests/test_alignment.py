@@ -64,10 +64,15 @@ def test_reordered_columns_give_each_feature_its_own_share(rows, kind, names):
         shares = explainer.rsq(shuffled, y)
         assert list(shares.index) == list(frame.columns)  # integer names stay integers: shares[3] works
         np.testing.assert_allclose(shares.to_numpy(), expected.to_numpy(), atol=1e-12)
+        # per-row results follow X's columns, as an array must for shap.summary_plot(values, X): in
+        # the model's order, the share of the first column shown was another feature's
         explanation = explainer(shuffled, y)
-        assert explanation.feature_names == [str(c) for c in frame.columns]  # shap's plots write them as text
-        np.testing.assert_allclose(explanation.values.sum(0), expected.to_numpy(), atol=1e-12)
-        np.testing.assert_array_equal(explanation.data, frame.to_numpy())
+        assert explanation.feature_names == [str(c) for c in shuffled.columns]  # shap's plots write them as text
+        np.testing.assert_allclose(explanation.values.sum(0), expected[shuffled.columns].to_numpy(), atol=1e-12)
+        np.testing.assert_array_equal(explanation.data, shuffled.to_numpy())
+        np.testing.assert_array_equal(explainer.shap_values(shuffled, y), explanation.values)
+        interactions = explainer.shap_interaction_values(shuffled, y)
+        np.testing.assert_allclose(interactions.sum(axis=2), explanation.values, atol=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["sklearn", "xgboost", "lightgbm"])
@@ -79,15 +84,21 @@ def test_prediction_shap_values_follow_reordered_columns(rows, kind):
     model = _fit(kind, frame, y)
     explainer = RSquaredExplainer(model)
     shuffled = frame[["b", "e", "a", "g", "c"]]
+    moved = [list(frame.columns).index(c) for c in shuffled.columns]
     expected = explainer(frame)
     explanation = explainer(shuffled)
-    assert explanation.feature_names == list(frame.columns)
-    np.testing.assert_allclose(explanation.values, expected.values, atol=1e-12)
+    # computed in the model's order, returned in X's: an array lines up with the X it came from
+    assert explanation.feature_names == list(shuffled.columns)
+    np.testing.assert_allclose(explanation.values, expected.values[:, moved], atol=1e-12)
+    np.testing.assert_array_equal(explanation.data, shuffled.to_numpy())
     additivity = explanation.values.sum(axis=1) + explanation.base_values - model.predict(frame)
     assert np.abs(additivity).max() < 1e-5  # XGBoost adds up in float32
-    np.testing.assert_allclose(explainer.shap_values(shuffled), expected.values, atol=1e-12)
+    np.testing.assert_allclose(explainer.shap_values(shuffled), expected.values[:, moved], atol=1e-12)
     interactions = explainer.shap_interaction_values(shuffled)
-    np.testing.assert_allclose(interactions.sum(axis=2), expected.values, atol=1e-5)
+    np.testing.assert_allclose(interactions.sum(axis=2), expected.values[:, moved], atol=1e-5)
+    pairs = explainer(shuffled, interactions=True)
+    np.testing.assert_allclose(pairs.values, interactions, atol=1e-12)
+    assert pairs.feature_names == list(shuffled.columns)
     with pytest.raises(ValueError, match=r"missing 'b'; unexpected 'B'"):
         explainer(shuffled.rename(columns={"b": "B"}))
 
@@ -169,10 +180,12 @@ def test_other_dataframe_libraries_are_read_by_name(rows, library, kind):
     pd.testing.assert_series_equal(shares, expected, atol=1e-12)
     # shap's own calls: shap reads pandas only (scikit-learn models failed inside shap on 'dtype')
     explanation = explainer(other)
-    assert explanation.feature_names == list(frame.columns)
-    np.testing.assert_allclose(explanation.values, expected_values.values, atol=1e-12)
-    np.testing.assert_allclose(explainer.shap_values(other), expected_values.values, atol=1e-12)
-    np.testing.assert_allclose(explainer.shap_interaction_values(other).sum(2), expected_values.values, atol=1e-9)
+    moved = [list(frame.columns).index(c) for c in shuffled.columns]
+    assert explanation.feature_names == list(shuffled.columns)
+    np.testing.assert_allclose(explanation.values, expected_values.values[:, moved], atol=1e-12)
+    np.testing.assert_allclose(explainer.shap_values(other), expected_values.values[:, moved], atol=1e-12)
+    interactions = explainer.shap_interaction_values(other)
+    np.testing.assert_allclose(interactions.sum(2), expected_values.values[:, moved], atol=1e-9)
     polars_text = pytest.importorskip("polars").DataFrame({"g": ["1"] * 3}) if library == "polars" else None
     if polars_text is not None:
         with pytest.raises(ValueError, match="non-numeric columns 'g'"):

@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any
 
 import narwhals.stable.v2 as nw
+import numpy as np
 import pandas as pd
 
 __all__ = [
@@ -18,16 +19,17 @@ __all__ = [
     "as_frame",
     "column_mismatch",
     "generic_names",
+    "in_input_order",
     "in_model_order",
     "listed",
     "read_by_position",
 ]
 
 
-def aligned_frame(X: Any, model_names: list[str] | None, family: str = "") -> Any:
+def aligned_frame(X: Any, model_names: list[str] | None, family: str = "") -> tuple[Any, list[int] | None]:
     """``X`` as shap's prediction SHAP values can read it: a DataFrame as a pandas one with its columns
     in the model's order (matched by name, as :func:`~shap_rsq.engine.rows.check_rows`
-    matches it), arrays as they are.
+    matches it), arrays as they are; and that order (:func:`in_model_order`).
 
     shap reads a DataFrame by position, and only pandas: for scikit-learn models a polars frame
     or a pyarrow table failed inside shap (no ``dtype``).  Its Explanation takes the names from
@@ -35,11 +37,29 @@ def aligned_frame(X: Any, model_names: list[str] | None, family: str = "") -> An
     """
     frame = as_frame(X)
     if not isinstance(frame, nw.DataFrame):
-        return X
+        return X, None
     ordered, order = in_model_order(frame, model_names, family)
     if not frame.implementation.is_pandas():
-        return pd.DataFrame(ordered.to_numpy(), columns=ordered.columns)
-    return X if order is None else nw.to_native(ordered)
+        return pd.DataFrame(ordered.to_numpy(), columns=ordered.columns), order
+    return (X if order is None else nw.to_native(ordered)), order
+
+
+def in_input_order(values: Any, order: list[int] | None, axes: tuple[int, ...] = (1,)) -> Any:
+    """Per-row results computed in the model's feature order, with their feature ``axes`` put in
+    the order of the columns they were computed from (``order`` from :func:`in_model_order`).
+
+    An array carries no names: ``shap.summary_plot(explainer.shap_values(X), X)`` pairs its
+    columns with ``X``'s by position, so they follow ``X`` even where ``X``'s columns came in
+    another order than the model's.  A list (one array per output) is reordered array by array.
+    """
+    if order is None:
+        return values
+    if isinstance(values, list):
+        return [in_input_order(each, order, axes) for each in values]
+    back = np.argsort(order)
+    for axis in axes:
+        values = np.take(values, back, axis=axis)
+    return values
 
 
 def column_mismatch(columns: list[str], expected: list[str]) -> str:
