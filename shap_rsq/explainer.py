@@ -130,8 +130,9 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         self.forest = self.forests[0]
         if info.adjust is not None:
             # shap's expected value comes from its own reading, which missed the fix (CatBoost's
-            # bias); shap puts it right only once shap_values has run
-            self.expected_value = self.forest.expected_value
+            # bias, XGBoost's base of each target); shap puts it right only once shap_values has run
+            values = [forest.expected_value for forest in self.forests]
+            self.expected_value = values[0] if len(values) == 1 else np.array(values)
         # the games square tree values: centred on each tree's mean they stay on the scale of y's
         # spread, not of y itself, so a target in the millions keeps its digits
         self._games = [forest.centred() for forest in self.forests]

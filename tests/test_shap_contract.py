@@ -267,3 +267,18 @@ def test_trees_handed_to_shap_keep_nodes_no_training_row_reached():
     values = shap.TreeExplainer(forest_model(zeroed)).shap_values(X)
     np.testing.assert_allclose(values, exact, atol=1e-12)
     assert np.abs(exact - sum(tree_shap_oracle(t, forest.cast(X)) for t in forest.trees)).max() > 1e-3
+
+
+def test_the_expected_value_of_a_multi_target_model_has_one_value_per_output_before_any_call():
+    # the constructor set the first output's expected value alone (a number) until shap's first
+    # call replaced it with one per output: expected_value[k] failed or read another baseline
+    xgboost = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    Y = np.c_[X[:, 0] + 3, 3 * X[:, 1] - 0.3, -0.5 * X[:, 0] + 5.6]
+    model = xgboost.XGBRegressor(n_estimators=4, max_depth=3).fit(X, Y)
+    explainer = RSquaredExplainer(model)
+    before = np.asarray(explainer.expected_value, dtype=float)
+    values = explainer.shap_values(X)  # (n, p, outputs)
+    np.testing.assert_allclose(before, np.asarray(explainer.expected_value, dtype=float), rtol=1e-6)
+    np.testing.assert_allclose(values.sum(axis=1) + before, model.predict(X), atol=1e-5)
