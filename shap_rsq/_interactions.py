@@ -142,7 +142,8 @@ class InteractionShares:
             refuse_without_target(sample_weight=sample_weight)
             tree_limit = self._shap_tree_limit(tree_limit)
             frame, order = self._aligned(X, True)
-            shap_explainer = self._fixed_shap() if self.model_info.shap_interactions_wrong else super()
+            fixed = self._model_info is not None and self._model_info.shap_interactions_wrong
+            shap_explainer = self._fixed_shap() if fixed else super()
             return in_input_order(shap_explainer.shap_interaction_values(frame, None, tree_limit), order, (1, 2))
         if tree_limit is not None:
             raise ValueError(

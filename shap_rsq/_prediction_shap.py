@@ -26,13 +26,26 @@ class PredictionShap:
 
     _fixed_trees_explainer: shap.TreeExplainer | None = None
 
+    def _explain_predictions_only(self, model: Any, feature_names: Any, error: Exception) -> None:
+        """Be shap's ``TreeExplainer`` of ``model`` alone, for a model whose R² has no exact
+        decomposition (``error`` says why; every call with ``y`` raises it).  A model shap cannot
+        explain either is refused with ``error``."""
+        try:
+            shap.TreeExplainer.__init__(
+                self, model, feature_perturbation="tree_path_dependent", feature_names=feature_names
+            )
+        except Exception:  # shap's own failure says less than why R² is refused
+            raise error from None
+        self.feature_names = feature_names
+        self._unsupported = str(error)
+
     @property
     def expected_value(self) -> Any:
         """shap's expected value of the model's predictions (set by shap's own calls)."""
         value = self._expected_value
         # shap's generic reading of the fixed trees it is handed keeps one value per output, as an
         # array: a single-output model's is a number, as shap gives for the model itself
-        info = getattr(self, "model_info", None)
+        info = self._model_info
         if info is not None and info.shap_explains_wrong and info.n_outputs == 1 and np.size(value) == 1:
             return np.float64(np.ravel(value)[0])
         return value
@@ -48,6 +61,8 @@ class PredictionShap:
         Refused where shap is handed the trees as read and fixed here: they are one ensemble, and
         the first trees of it are not what the model predicts with fewer iterations.
         """
+        if self._model_info is None:
+            return tree_limit
         if tree_limit is not None and self.model_info.shap_explains_wrong:
             raise ValueError(
                 f"tree_limit is not available for this {self.model_info.family} model: shap's own reading of it "
@@ -71,8 +86,13 @@ class PredictionShap:
         known to fit the memory budget (shap forms it in one piece)."""
         shape = np.shape(X)
         n_rows = shape[0] if len(shape) > 1 else 1
-        info = self.model_info
-        check_shap_output(n_rows, info.n_features, info.n_outputs, interactions, self._tuning.memory_budget)
+        budget = self._tuning.memory_budget
+        info = self._model_info
+        if info is None:  # shap's explainer alone: X as shap reads it
+            n_outputs = getattr(self.model, "num_outputs", 1)
+            check_shap_output(n_rows, shape[-1] if shape else 1, n_outputs, interactions, budget)
+            return X, None
+        check_shap_output(n_rows, info.n_features, info.n_outputs, interactions, budget)
         return aligned_frame(X, self._names_for_matching(), info.family)
 
 

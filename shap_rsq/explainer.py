@@ -18,6 +18,7 @@ from ._explainer_checks import (
     refuse_non_flag,
     refuse_without_target,
 )
+from ._explainer_inputs import ExplainerInputs
 from ._explainer_names import ExplainerNames
 from ._groups import GroupedGames, player_index
 from ._interactions import InteractionShares
@@ -28,16 +29,17 @@ from .engine.columns import in_input_order
 from .engine.distributed import is_dask_array, rsq_over_blocks
 from .engine.outputs import checked_multioutput, combine, labelled, local_output_shares
 from .engine.routing import Kernel
-from .engine.rows import check_rows
 from .engine.run import Decomposition, UnitCache, check_row_totals, decompose
-from .engine.validation import check_target, check_weights, ratio_weights, weighted_mean
-from .models.inspect import ModelInfo, inspect_model, read_forests
+from .engine.validation import weighted_mean
+from .models.inspect import UnsupportedModelError, inspect_model, read_forests
 from .tuning import DEFAULT_TUNING, Tuning
 
 __all__ = ["RSquaredExplainer"]
 
 
-class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, PredictionShap, shap.TreeExplainer):
+class RSquaredExplainer(
+    ExplainerInputs, ExplainerNames, InteractionShares, SeveralOutputs, PredictionShap, shap.TreeExplainer
+):
     """Exact Shapley decomposition of R² for tree models (Q-SHAP).
 
     A :class:`shap.TreeExplainer` (tree-path-dependent) that also splits the
@@ -57,6 +59,9 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         ``XGBRegressor`` / ``xgboost.Booster``; ``LGBMRegressor`` / ``lightgbm.Booster``;
         ``CatBoostRegressor`` (any grow policy).  Also forest classifiers (shares of the Brier
         skill score) and multi-output scikit-learn and XGBoost regressors (docs/classification.md).
+        Any other model ``shap.TreeExplainer`` explains (a boosted classifier, an absolute-error
+        objective) gives an explainer whose calls without ``y`` are shap's; every call that needs
+        R² raises :class:`~shap_rsq.UnsupportedModelError` with the reason.
     data : None
         Background data is refused: the decomposition is tree-path-dependent (its conditional
         expectations come from the trees' training cover), so there is nothing to pass here.
@@ -120,13 +125,21 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         memory_budget: float = 2.0,
     ) -> None:
         refuse_background(data, model_output, feature_perturbation)
-        info = inspect_model(model)
-        super().__init__(info.shap_model, feature_perturbation="tree_path_dependent", feature_names=feature_names)
-        self.model_info: ModelInfo = info
-        self.feature_names = check_names(feature_names, info)
         self.n_jobs = check_n_jobs(n_jobs)
         self.progress = progress
-        self.forests = read_forests(self.model, info, type(model).__name__)
+        self.memory_budget = check_budget(memory_budget)
+        self._tuning = replace(DEFAULT_TUNING, memory_budget=int(self.memory_budget * (1 << 30)))
+        try:
+            info = inspect_model(model)
+            super().__init__(info.shap_model, feature_perturbation="tree_path_dependent", feature_names=feature_names)
+            self.forests = read_forests(self.model, info, type(model).__name__)
+        except UnsupportedModelError as error:
+            # a model shap explains whose R² has no exact decomposition (a boosted classifier, an
+            # absolute-error objective) is shap's explainer alone: every call without y is shap's
+            self._explain_predictions_only(model, feature_names, error)
+            return
+        self._model_info, self._unsupported = info, None
+        self.feature_names = check_names(feature_names, info)
         self.forest = self.forests[0]
         if info.adjust is not None:
             # shap's expected value comes from its own reading, which missed the fix (CatBoost's
@@ -136,8 +149,6 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         # the games square tree values: centred on each tree's mean they stay on the scale of y's
         # spread, not of y itself, so a target in the millions keeps its digits
         self._games = [forest.centred() for forest in self.forests]
-        self.memory_budget = check_budget(memory_budget)
-        self._tuning = replace(DEFAULT_TUNING, memory_budget=int(self.memory_budget * (1 << 30)))
         self._unit_caches = [UnitCache(game, "auto", self._tuning) for game in self._games]
         self._game_forest, self._units = self._games[0], self._unit_caches[0]
         self._prediction_check = PredictionCheck(info)
@@ -376,28 +387,6 @@ class RSquaredExplainer(ExplainerNames, InteractionShares, SeveralOutputs, Predi
         if check_additivity:
             check_row_totals(values, base, target, result.prediction, weights, mean, sst)
         return values, base, rows, player_index(rows.labels, players), "R²"
-
-    def _inputs(self, X, y, sample_weight):
-        rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=True)
-        sst = float(np.sum(weights * (target - weighted_mean(target, weights)) ** 2))
-        return rows, target, weights, sst
-
-    def _rows_target_weights(self, X, y, sample_weight, *, require_variance: bool):
-        rows, weights = self._rows_weights(X, sample_weight, require_variance=require_variance)
-        target = check_target(y, rows.array.shape[0], weights, require_variance=require_variance)
-        return rows, target, weights
-
-    def _rows_weights(self, X, sample_weight, *, require_variance: bool):
-        """The rows in the model's order and their weights, for one output or several."""
-        # R² needs two rows to vary; the loss decomposition is defined for one
-        min_rows = 2 if require_variance else 1
-        info = self.model_info
-        names, precision = self._names_for_matching(), self.forest.input_dtype
-        rows = check_rows(X, info.n_features, names, info.family, min_rows, precision)
-        weights = check_weights(sample_weight, rows.array)
-        if require_variance:  # R², a ratio: the loss decomposition keeps the weights' own scale
-            weights = ratio_weights(weights)
-        return rows, weights
 
     def _set_engine(self, kernel: Kernel = "auto", tuning: Tuning | None = None) -> RSquaredExplainer:
         """Force a kernel or a tuning for the games of every output (tests and benchmarks).

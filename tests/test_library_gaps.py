@@ -63,7 +63,7 @@ def test_a_catboost_model_without_training_parameters_is_refused_by_name():
     X, y, _ = make_data(seed=24)
     summed = catboost.sum_models([_fit(X, y), _fit(X, y, random_seed=1)])
     with pytest.raises(ValueError, match="carries no training parameters"):
-        RSquaredExplainer(summed)
+        RSquaredExplainer(summed).rsq(X, y)
 
 
 def test_catboost_nan_mode_max_routes_missing_values_right():

@@ -6,6 +6,8 @@ calls return shares of R².  Background data is refused with a reason.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -282,3 +284,60 @@ def test_the_expected_value_of_a_multi_target_model_has_one_value_per_output_bef
     values = explainer.shap_values(X)  # (n, p, outputs)
     np.testing.assert_allclose(before, np.asarray(explainer.expected_value, dtype=float), rtol=1e-6)
     np.testing.assert_allclose(values.sum(axis=1) + before, model.predict(X), atol=1e-5)
+
+
+def _shap_only_models():
+    from sklearn.ensemble import GradientBoostingClassifier, HistGradientBoostingClassifier
+
+    lightgbm = pytest.importorskip("lightgbm")
+    return {
+        "XGBClassifier, 2 classes": (lambda: xgboost.XGBClassifier(n_estimators=5, max_depth=3), 2),
+        "XGBClassifier, 3 classes": (lambda: xgboost.XGBClassifier(n_estimators=5, max_depth=3), 3),
+        "LGBMClassifier": (lambda: lightgbm.LGBMClassifier(n_estimators=5, num_leaves=6, verbose=-1), 2),
+        "GradientBoostingClassifier": (lambda: GradientBoostingClassifier(n_estimators=5, max_depth=2), 2),
+        "HistGradientBoostingClassifier": (lambda: HistGradientBoostingClassifier(max_iter=5), 2),
+        "XGBRegressor, absolute error": (
+            lambda: xgboost.XGBRegressor(objective="reg:absoluteerror", n_estimators=5, max_depth=3),
+            0,
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", list(_shap_only_models()))
+def test_a_model_without_an_r2_decomposition_is_still_shaps_explainer(name):
+    # boosted classifiers and other objectives were refused when the explainer was made, so even the
+    # calls without y that shap.TreeExplainer answers failed; now only the calls that need R² do
+    import pickle
+
+    from shap_rsq import UnsupportedModelError, estimate_rsq
+
+    make, n_classes = _shap_only_models()[name]
+    X, y, _ = make_data(seed=6)
+    target = y if n_classes == 0 else np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    model = make().fit(X, target)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # shap's notice that LightGBM's binary output is a list now
+        ours, theirs = RSquaredExplainer(model), shap.TreeExplainer(model)
+        np.testing.assert_array_equal(ours.shap_values(X), theirs.shap_values(X))
+        mine, reference = ours(X), theirs(X)
+    np.testing.assert_array_equal(mine.values, reference.values)
+    np.testing.assert_array_equal(mine.base_values, reference.base_values)
+    np.testing.assert_array_equal(np.asarray(ours.expected_value), np.asarray(theirs.expected_value))
+    if name.startswith("XGB"):
+        np.testing.assert_array_equal(ours.shap_interaction_values(X[:20]), theirs.shap_interaction_values(X[:20]))
+    copy = pickle.loads(pickle.dumps(ours))
+    np.testing.assert_array_equal(copy.shap_values(X[:20]), theirs.shap_values(X[:20]))
+    reason = "boosted classifier" if n_classes else "objective='reg:absoluteerror' is not supported"
+    calls = {
+        "rsq": lambda: ours.rsq(X, target),
+        "explainer(X, y)": lambda: ours(X, target),
+        "shap_values(X, y)": lambda: ours.shap_values(X, target),
+        "shap_interaction_values(X, y)": lambda: ours.shap_interaction_values(X, target),
+        "loss_reduction": lambda: ours.loss_reduction(X, target),
+        "rsq_interactions": lambda: ours.rsq_interactions(X, target),
+        "estimate_rsq": lambda: estimate_rsq(ours, X, target, n_sample=10),
+        "model_info": lambda: ours.model_info,
+    }
+    for call in calls.values():
+        with pytest.raises(UnsupportedModelError, match=reason):
+            call()
