@@ -67,15 +67,15 @@ class RSquaredExplainer(
         expectations come from the trees' training cover), so there is nothing to pass here.
         The parameter exists so that ``RSquaredExplainer(model, X)``, a common
         ``shap.TreeExplainer`` call, fails clearly instead of being misread.
+    model_output : {"raw"}, default="raw"
+        As in ``shap.TreeExplainer``; only the raw output has an R² decomposition.
+    feature_perturbation : {"auto", "tree_path_dependent"}, default="auto"
+        As in ``shap.TreeExplainer``; both mean tree-path-dependent here.
     feature_names : list of str, optional
         Names of the model's features: the feature names of the Explanations of array inputs
         (``rsq`` and ``rsq_interactions`` of an array return arrays, in the model's order), the
         names ``groups=`` may use on arrays, and the names DataFrame columns are matched by when
         the model recorded none of its own (or only names its library made up for an array).
-    model_output : {"raw"}, default="raw"
-        As in ``shap.TreeExplainer``; only the raw output has an R² decomposition.
-    feature_perturbation : {"auto", "tree_path_dependent"}, default="auto"
-        As in ``shap.TreeExplainer``; both mean tree-path-dependent here.
     n_jobs : int, optional
         Number of worker processes over blocks of trees (joblib semantics; ``-1`` = all
         cores; ``None`` follows ``joblib.parallel_config``, whose backend, dask for
@@ -98,6 +98,8 @@ class RSquaredExplainer(
         whose per-row arrays alone cannot fit is refused at once with
         :class:`~shap_rsq.engine.budget.MemoryBudgetError` (a ``ValueError``), which gives the
         estimate and what to change.  Results do not depend on it.  At least 1/64 GiB.
+    link, linearize_link : optional
+        Accepted and handed to ``shap.TreeExplainer``, which ignores them (shap issue #3513).
 
     Examples
     --------
@@ -116,13 +118,15 @@ class RSquaredExplainer(
         self,
         model: Any,
         data: Any = None,
-        *,
-        feature_names: list[str] | None = None,
         model_output: str = "raw",
         feature_perturbation: str = "auto",
+        *,
+        feature_names: list[str] | None = None,
         n_jobs: int | None = None,
         progress: bool = False,
         memory_budget: float = 2.0,
+        link: Any = None,
+        linearize_link: Any = None,
     ) -> None:
         refuse_background(data, model_output, feature_perturbation)
         self.n_jobs = check_n_jobs(n_jobs)
@@ -131,7 +135,13 @@ class RSquaredExplainer(
         self._tuning = replace(DEFAULT_TUNING, memory_budget=int(self.memory_budget * (1 << 30)))
         try:
             info = inspect_model(model)
-            super().__init__(info.shap_model, feature_perturbation="tree_path_dependent", feature_names=feature_names)
+            super().__init__(
+                info.shap_model,
+                feature_perturbation="tree_path_dependent",
+                feature_names=feature_names,
+                link=link,
+                linearize_link=linearize_link,
+            )
             self.forests = read_forests(self.model, info, type(model).__name__)
         except UnsupportedModelError as error:
             # a model shap explains whose R² has no exact decomposition (a boosted classifier, an

@@ -122,6 +122,15 @@ def test_the_positional_parameters_are_shaps(fitted):
     np.testing.assert_allclose(with_y.values.sum(0), ours.rsq_interactions(frame, y).to_numpy(), atol=1e-12)
     with pytest.raises(TypeError, match=r"interactions must be True or False.*sample_weight="):
         ours(frame, y, w)  # weights where shap has interactions are named, not read as "yes"
+    # the constructor's too: shap's TreeExplainer(model, None, "raw") raised TypeError here, and so did
+    # link= and linearize_link=, which shap accepts (and ignores)
+    spelled = RSquaredExplainer(
+        model, None, "raw", "tree_path_dependent", link=shap.links.identity, linearize_link=True
+    )
+    np.testing.assert_array_equal(spelled.shap_values(frame), theirs.shap_values(frame))
+    np.testing.assert_allclose(spelled.rsq(frame, y), ours.rsq(frame, y), atol=1e-15)
+    with pytest.raises(ValueError, match="model_output='probability' is not supported"):
+        RSquaredExplainer(model, None, "probability")
 
 
 @pytest.mark.parametrize("how", ["positional", "keyword"])
