@@ -7,6 +7,7 @@ calls return shares of R².  Background data is refused with a reason.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -65,6 +66,12 @@ def test_shap_calls_whose_result_cannot_fit_the_budget_are_refused_before_shap_r
     )
     with pytest.raises(MemoryBudgetError, match=r"SHAP values of 12,000 rows .*\(about 11,459 fit\).* rsq\(X, y\)"):
         explainer(many)
+    # where not one row fits, fewer rows are no advice: "about 0 fit" was given
+    tiny = RSquaredExplainer(model, memory_budget=1 / 64)
+    tiny._tuning = replace(tiny._tuning, memory_budget=20_000)  # under one row of interaction values
+    with pytest.raises(MemoryBudgetError, match=r"not one row fits: raise RSquaredExplainer") as error:
+        tiny.shap_interaction_values(X.iloc[:2])
+    assert "about 0 fit" not in str(error.value)
 
 
 def test_with_y_the_same_calls_give_shares_of_r2(fitted):

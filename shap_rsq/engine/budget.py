@@ -236,9 +236,16 @@ def check_shap_output(n_rows: int, n_features: int, n_outputs: int, interactions
     raise MemoryBudgetError(
         f"shap's {what} of {n_rows:,} rows x {n_features:,} features form one array of about {_size(need)} "
         f"({shape} floats{f' x {n_outputs} outputs' if n_outputs > 1 else ''}), over "
-        f"memory_budget={_size(budget)}: pass fewer rows (about {budget // per_row:,} fit) or raise "
+        f"memory_budget={_size(budget)}: {_fewer_rows(budget, per_row, 'or')} raise "
         f"RSquaredExplainer(memory_budget=...); {instead}."
     )
+
+
+def _fewer_rows(budget: int, per_row: int, then: str) -> str:
+    """How many rows fit (``then`` leads on to the next advice), or that not one does: "about 0 fit"
+    was advised for shap's interaction values of 30,000 features."""
+    fitting = budget // per_row
+    return f"pass fewer rows (about {fitting:,} fit) {then}" if fitting else "not one row fits:"
 
 
 def check_output_rows(n_rows: int, n_players: int, n_outputs: int, budget: int) -> None:
@@ -258,8 +265,8 @@ def check_output_rows(n_rows: int, n_players: int, n_outputs: int, budget: int) 
     if need > budget:
         raise MemoryBudgetError(
             f"Per-row shares of {n_rows:,} rows x {n_players:,} players x {n_outputs} outputs take about "
-            f"{_size(need)}, over memory_budget={_size(budget)}: pass fewer rows (about {budget // per_row:,} fit), "
-            "compute global shares with rsq() (memory O(n + p)), or raise RSquaredExplainer(memory_budget=...)."
+            f"{_size(need)}, over memory_budget={_size(budget)}: {_fewer_rows(budget, per_row, 'or')} compute global "
+            "shares with rsq() (memory O(n + p)), or raise RSquaredExplainer(memory_budget=...)."
         )
 
 
