@@ -202,3 +202,13 @@ def test_a_reader_that_stops_early_leaves_no_traceback_and_every_file_written(fo
     assert process.returncode == 0, err.decode()
     assert b"Traceback" not in err and b"BrokenPipe" not in err
     assert len(pd.read_csv(out)) == len(NAMES)
+
+
+@pytest.mark.parametrize("twice", [["--model", "other.json"], ["--target=w"], ["--n-jobs", "1", "--n-jobs", "1"]])
+def test_an_option_given_twice_is_an_error_not_its_last_value(folder, capsys, twice):
+    # argparse keeps the last value: "--model a.json --model b.txt" explained b.txt without a word
+    with pytest.raises(SystemExit) as stop:
+        main([str(a) for a in [*explain(folder, "--target", "progression"), *twice]])
+    assert stop.value.code == 2
+    option = twice[0].split("=")[0]
+    assert f"{option} was given twice: give it once" in capsys.readouterr().err

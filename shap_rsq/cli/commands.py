@@ -167,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXPLAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the example's lines as written
     )
+    # an option given twice is an error, not its last value: "--model a.json --model b.txt" explained b
+    explain.register("action", None, _Once)
     explain.add_argument(
         "--model",
         required=True,
@@ -222,6 +224,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.set_defaults(run="run_explain")
     return parser
+
+
+class _Once(argparse._StoreAction):
+    """Store an option's value, refusing a second one (argparse keeps the last silently)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = getattr(namespace, "_given_once", set())
+        if self.dest in given:
+            parser.error(f"{option_string} was given twice: give it once")
+        namespace._given_once = given | {self.dest}
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _n_jobs(text: str) -> int:
