@@ -213,11 +213,12 @@ def check_rounding_against_target(info: ModelInfo, gap: float, target: np.ndarra
     # a constant column has no R² to misstate: a class absent from the rows (its one-hot column all
     # 0) was refused over the probabilities' 1e-16 of rounding
     if spread > 0 and gap > _SPREAD_TOLERANCE * spread:
+        rounded = "rounded in float32" if info.family == "xgboost" else "rounded"  # XGBoost adds in float32
         raise UnsupportedModelError(
             f"The trees read from this {info.family} model reproduce its predictions only to {gap:.3g}, "
-            f"more than 1% of the range of y ({spread:.3g}): its predictions are rounded in float32 more "
-            "coarsely than they vary, so its R² is not that of its trees.  Fit the model on y minus its mean "
-            "(R² and its shares do not change), or in another unit."
+            f"more than 1% of the range of y ({spread:.3g}): its predictions are {rounded} more coarsely "
+            "than they vary, so its R² is not that of its trees.  Fit the model on y minus its mean (R² and "
+            "its shares do not change), or in another unit."
         )
 
 
