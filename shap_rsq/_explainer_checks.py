@@ -246,13 +246,20 @@ class PredictionCheck:
             self.sample(rows[index], prediction[index])
             self.verified = True
             self.verified_missing = missing.size > 0
+        self.against(target)
+
+    def sample(self, sample: np.ndarray, prediction: np.ndarray, target: np.ndarray | None = None) -> None:
+        """Compare the model's predictions on ``sample`` with the trees' (``prediction``), then the
+        largest gap seen with the range of ``target`` (the dask path's check)."""
+        self.gap = max(self.gap, check_model_predictions(self.info, sample, prediction))
+        self.against(target)
+
+    def against(self, target: np.ndarray | None) -> None:
+        """Compare the largest gap seen with the range of ``target`` (values, or each output's in
+        its columns)."""
         if target is not None and self.gap > 0:
             for column in np.reshape(target, (len(target), -1)).T:
                 check_rounding_against_target(self.info, self.gap, column)
-
-    def sample(self, sample: np.ndarray, prediction: np.ndarray) -> None:
-        """Compare the model's predictions on ``sample`` with the trees' (``prediction``)."""
-        self.gap = max(self.gap, check_model_predictions(self.info, sample, prediction))
 
 
 def rows_with_nan(rows: np.ndarray, limit: int) -> np.ndarray:

@@ -61,7 +61,8 @@ def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_s
     n_features : int
         The number of features the model reads.
     check_sample : callable
-        Checks the trees' predictions on a sample of rows against the model's own.
+        ``check_sample(rows, prediction, target)`` checks the trees' predictions on a sample of rows
+        against the model's own, and the model's rounding against the range of ``target``.
 
     Returns
     -------
@@ -81,7 +82,8 @@ def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_s
     total_w = sum(s[0] for s in sums)
     check_weight_total(total_w)
     # a constant is refused by comparing values: its mean can be one rounding off it (engine.validation)
-    if min(s[2] for s in sums) == max(s[3] for s in sums):
+    low, high = min(s[2] for s in sums), max(s[3] for s in sums)
+    if low == high:
         raise ValueError("y is constant (over the rows with positive weight): R² is undefined.")
     mean = sum(s[1] for s in sums) / total_w
     sst = float(sum(dask.compute(*[dask.delayed(_squares_about)(block, mean) for block in checked])))
@@ -94,7 +96,7 @@ def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_s
     ]
     total, first_prediction = dask.compute(sum(p[0] for p in parts), parts[0][1])
     first_rows = X.blocks[0][:32].compute()  # separately: one compute mixing arrays and delayed misorders results
-    check_sample(first_rows, first_prediction[: len(first_rows)])
+    check_sample(first_rows, first_prediction[: len(first_rows)], np.array([low, high]))  # y's range
     return total / sst
 
 
