@@ -26,6 +26,7 @@ from ._selection_rule import check_max_features, threshold_rule
 from ._selector_groups import PlayerMap, resolve_players
 from ._selector_routing import metadata_router, route, rsq_weights
 from ._selector_support import SelectorSupport
+from .engine.validation import check_spread
 from .models.inspect import unfrozen
 
 __all__ = ["RSquaredSelector"]
@@ -237,6 +238,8 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
             check_classification_targets(y)
         y = np.asarray(y) if classifier else np.asarray(y, dtype=np.float64)
         w = _check_sample_weight(rsq_weights(self, sample_weight), array, dtype=np.float64, ensure_non_negative=True)
+        if not classifier:  # the explainer's words for a y whose squares underflow ("constant" before)
+            check_spread(y, w)
         # a DataFrame goes on as is (the estimator keeps its names); the array made from it to validate
         # it is a copy of X when its columns are not one block, so it must not live through the fits.
         # Another library's frame (polars, pyarrow) goes on as that array under its names, which the

@@ -17,6 +17,7 @@ __all__ = [
     "INFINITE_ROWS",
     "NONFINITE_TARGET",
     "check_column_shape",
+    "check_spread",
     "check_squares_finite",
     "check_target",
     "check_weight_total",
@@ -61,20 +62,46 @@ def check_target(y: Any, n_rows: int, w: np.ndarray, *, require_variance: bool =
     """
     check_column_shape("y", np.shape(y), n_rows)
     target = target_values(y)
-    with np.errstate(over="ignore", under="ignore"):
-        sst = np.sum(w * (target - weighted_mean(target, w)) ** 2)
-    check_squares_finite(sst)
+    sst = check_spread(target, w) if require_variance else _squares(target, w)
     if require_variance and sst < _SMALLEST_SQUARES:
-        positive = target[w > 0]
-        if sst <= 0.0 and (positive.size == 0 or positive.min() == positive.max()):
-            raise ValueError("y is constant (over the rows with positive weight): R² is undefined.")
+        raise ValueError("y is constant (over the rows with positive weight): R² is undefined.")
+    return target
+
+
+def check_spread(target: np.ndarray, w: np.ndarray) -> float:
+    """The weighted sum of squares of ``target`` about its mean, refusing one too small for float64
+    to hold a target that varies (a constant target is left to the caller: R² is undefined there).
+
+    Parameters
+    ----------
+    target : ndarray of shape (n_samples,)
+        Finite target values.
+    w : ndarray of shape (n_samples,)
+        Validated row weights.
+
+    Returns
+    -------
+    float
+        The sum of squares.
+    """
+    sst = _squares(target, w)
+    positive = target[w > 0]
+    if sst < _SMALLEST_SQUARES and positive.size and positive.min() != positive.max():
         # squares of a spread of 1e-160 are subnormal: shares drifted by 2e-4, and at 1e-170 the
         # sum of squares was 0 and y was called constant
         raise ValueError(
             f"y varies too little for float64 (its sum of squares about the mean is {sst:.3g}): R² does not "
             "depend on the unit of y, so fit the model on y in a smaller unit (y times a power of ten)."
         )
-    return target
+    return sst
+
+
+def _squares(target: np.ndarray, w: np.ndarray) -> float:
+    """The weighted sum of squares about the mean, refused by name when it overflows."""
+    with np.errstate(over="ignore", under="ignore"):
+        sst = float(np.sum(w * (target - weighted_mean(target, w)) ** 2))
+    check_squares_finite(sst)
+    return sst
 
 
 def weighted_mean(values: np.ndarray, w: np.ndarray) -> np.ndarray | float:
