@@ -145,6 +145,7 @@ class InteractionShares:
             fixed = self._model_info is not None and self._model_info.shap_interactions_wrong
             shap_explainer = self._fixed_shap() if fixed else super()
             return in_input_order(shap_explainer.shap_interaction_values(frame, None, tree_limit), order, (1, 2))
+        _ = self.model_info  # a model without an R² decomposition is refused first, with its reason
         if tree_limit is not None:
             raise ValueError(
                 "R² interaction shares use every tree the model predicts with: tree_limit applies without y."

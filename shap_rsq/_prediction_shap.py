@@ -38,6 +38,7 @@ class PredictionShap:
             raise error from None
         self.feature_names = feature_names
         self._unsupported = str(error)
+        self._recorded = _recorded_names(model)
 
     @property
     def expected_value(self) -> Any:
@@ -88,12 +89,28 @@ class PredictionShap:
         n_rows = shape[0] if len(shape) > 1 else 1
         budget = self._tuning.memory_budget
         info = self._model_info
-        if info is None:  # shap's explainer alone: X as shap reads it
+        if info is None:  # shap's explainer alone: a frame matched by the names the model recorded
             n_outputs = getattr(self.model, "num_outputs", 1)
             check_shap_output(n_rows, shape[-1] if shape else 1, n_outputs, interactions, budget)
-            return X, None
+            names, family = self._recorded
+            return aligned_frame(X, names, family) if names is not None else (X, None)
         check_shap_output(n_rows, info.n_features, info.n_outputs, interactions, budget)
         return aligned_frame(X, self._names_for_matching(), info.family)
+
+
+def _recorded_names(model: Any) -> tuple[list[str] | None, str]:
+    """The feature names a model shap explains recorded (scikit-learn's ``feature_names_in_``, which
+    XGBoost's and LightGBM's estimators set too, or CatBoost's ``feature_names_``), and its library.
+
+    Where the explainer is shap's alone, a DataFrame whose columns came in another order was read by
+    position: an ``XGBClassifier``'s values went to other columns' names (XGBoost's own predict
+    refuses that frame).
+    """
+    family = type(model).__module__.split(".")[0]
+    names = getattr(model, "feature_names_in_", None)
+    if names is None and family == "catboost":
+        names = getattr(model, "feature_names_", None)
+    return (None if names is None else [str(name) for name in names]), family
 
 
 def explanation_in_input_order(

@@ -373,6 +373,7 @@ class RSquaredExplainer(
             frame, order = self._aligned(X)
             values = super().shap_values(frame, None, tree_limit, approximate, check_additivity, from_call)
             return in_input_order(values, order)
+        _ = self.model_info  # a model without an R² decomposition is refused first, with its reason
         if tree_limit is not None or approximate:
             raise ValueError(
                 "R² shares use every tree the model predicts with, exactly: tree_limit and approximate "

@@ -348,6 +348,9 @@ def test_a_model_without_an_r2_decomposition_is_still_shaps_explainer(name):
         "rsq": lambda: ours.rsq(X, target),
         "explainer(X, y)": lambda: ours(X, target),
         "shap_values(X, y)": lambda: ours.shap_values(X, target),
+        # the reason comes before the complaint about an option that applies only without y
+        "shap_values(X, y, tree_limit=2)": lambda: ours.shap_values(X, target, tree_limit=2),
+        "shap_interaction_values(X, y, tree_limit=2)": lambda: ours.shap_interaction_values(X, target, tree_limit=2),
         "shap_interaction_values(X, y)": lambda: ours.shap_interaction_values(X, target),
         "loss_reduction": lambda: ours.loss_reduction(X, target),
         "rsq_interactions": lambda: ours.rsq_interactions(X, target),
@@ -357,3 +360,25 @@ def test_a_model_without_an_r2_decomposition_is_still_shaps_explainer(name):
     for call in calls.values():
         with pytest.raises(UnsupportedModelError, match=reason):
             call()
+
+
+def test_a_model_without_an_r2_decomposition_matches_a_frame_by_name_too():
+    # the explainer is shap's alone here, and shap reads a frame by position: reordered columns gave
+    # an XGBClassifier's values to other columns' names (XGBoost's own predict refuses that frame)
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
+    labels = (5 * X["a"] + 0.3 * X["c"] > 0).astype(int)
+    model = xgboost.XGBClassifier(n_estimators=20, max_depth=3).fit(X, labels)
+    ours, theirs = RSquaredExplainer(model), shap.TreeExplainer(model)
+    reordered = X[["c", "a", "b"]]
+    moved = [2, 0, 1]
+    expected = theirs(X)
+    explanation = ours(reordered)
+    assert explanation.feature_names == ["c", "a", "b"]
+    np.testing.assert_array_equal(explanation.values, expected.values[:, moved])
+    np.testing.assert_array_equal(explanation.data, reordered.to_numpy())
+    np.testing.assert_array_equal(ours.shap_values(reordered), theirs.shap_values(X)[:, moved])
+    interactions = ours.shap_interaction_values(reordered)
+    np.testing.assert_array_equal(interactions, theirs.shap_interaction_values(X)[:, moved][:, :, moved])
+    with pytest.raises(ValueError, match="missing 'b'; unexpected 'B'"):
+        ours(reordered.rename(columns={"b": "B"}))
