@@ -57,9 +57,12 @@ def in_input_order(values: Any, order: list[int] | None, axes: tuple[int, ...] =
     if isinstance(values, list):
         return [in_input_order(each, order, axes) for each in values]
     back = np.argsort(order)
-    for axis in axes:
-        values = np.take(values, back, axis=axis)
-    return values
+    # one gather for every axis: per-row interaction values are the call's largest array, and an
+    # axis at a time would hold two reordered copies of it besides the original
+    index: list[Any] = [slice(None)] * np.ndim(values)
+    for k, axis in enumerate(axes):
+        index[axis] = back.reshape([-1 if j == k else 1 for j in range(len(axes))])
+    return np.asarray(values)[tuple(index)]
 
 
 def column_mismatch(columns: list[str], expected: list[str]) -> str:
