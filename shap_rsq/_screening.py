@@ -82,8 +82,8 @@ def evaluate(
     # numerators, not shares: a held-out fold with a constant target still adds to the pooled shares
     if not np.any(w > 0):  # a fold whose rows all have weight 0 adds nothing
         return Moments(np.zeros(p), sst, n, *((np.zeros(p), np.zeros(p), 0.0) if per_row else ()))
-    order = _in_column_order(explainer, X, groups)
-    if not per_row:
+    if not per_row:  # summed over rows the values come in the model's order, per row in X's
+        order = _in_column_order(explainer, X, groups)
         return Moments(_over_classes(explainer, _loss_reduction(explainer, X, y, w, False, groups))[order], sst, n)
     moments = Moments(np.zeros(p), sst, n, np.zeros(p), np.zeros(p), float(s @ s))
     n_rows = len(y)
@@ -94,11 +94,12 @@ def evaluate(
         moments.a += a.sum(axis=0)
         moments.aa += np.einsum("ij,ij->j", a, a)
         moments.as_ += s[rows] @ a
-    return Moments(moments.a[order], sst, n, moments.aa[order], moments.as_[order], moments.ss)
+    return moments
 
 
 def _in_column_order(explainer: RSquaredExplainer, X: Any, groups: dict | None) -> np.ndarray:
-    """Indices that put the explainer's values (in the model's feature order) in ``X``'s column order.
+    """Indices that put the explainer's values summed over rows (in the model's feature order) in
+    ``X``'s column order (its per-row values come in that order already).
 
     The explainer matches a DataFrame's columns to the model's features by name, so a prefit model
     given its columns in another order returns its shares in its own order; the selector's masks

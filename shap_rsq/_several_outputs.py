@@ -12,6 +12,7 @@ import numpy as np
 
 from ._groups import player_index
 from .engine.budget import check_output_rows
+from .engine.columns import in_input_order
 from .engine.distributed import is_dask_array
 from .engine.outputs import OutputGames, checked_multioutput, target_columns
 from .engine.run import decompose
@@ -32,7 +33,8 @@ class SeveralOutputs:
         games = self._output_games(
             X, Y, sample_weight, None, local=local, require_variance=False, groups=groups, one_hot=True
         )
-        return games.values
+        # per row in X's column order, as loss_reduction's; summed over rows in the model's
+        return in_input_order(games.values, games.rows.order if local and groups is None else None)
 
     def _output_games(
         self,

@@ -245,20 +245,22 @@ class RSquaredExplainer(
         -------
         ndarray or pandas.Series
             ``(n_features,)`` (a Series indexed by feature name for a DataFrame), or
-            ``(n_samples, n_features)`` with ``local=True`` (columns in the model's feature order, as
-            the Series lists them); a classifier or multi-output
+            ``(n_samples, n_features)`` with ``local=True`` (columns in ``X``'s order, as the per-row
+            shares'); a classifier or multi-output
             regressor adds a last axis over its outputs (a DataFrame with one column each).
         """
         if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, None, local=local, require_variance=False, groups=groups)
-            return games.values if local else labelled(games.values, games.names, self.model_info, "loss_reduction")
+            if local:
+                return in_input_order(games.values, games.rows.order if groups is None else None)
+            return labelled(games.values, games.names, self.model_info, "loss_reduction")
         rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=False)
         players = self._players(groups, rows)
         result = self._decompose(rows.array, target, weights, local=local, players=players)
+        if local:  # an array: its columns follow X's, as the per-row shares' do
+            return in_input_order(result.values, rows.order if groups is None else None)
         names = player_index(rows.labels, players)
-        if names is not None and not local:
-            return pd.Series(result.values, index=names, name="loss_reduction")
-        return result.values
+        return result.values if names is None else pd.Series(result.values, index=names, name="loss_reduction")
 
     def __call__(  # type: ignore[override]
         self,

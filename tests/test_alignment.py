@@ -73,6 +73,8 @@ def test_reordered_columns_give_each_feature_its_own_share(rows, kind, names):
         np.testing.assert_array_equal(explainer.shap_values(shuffled, y), explanation.values)
         interactions = explainer.shap_interaction_values(shuffled, y)
         np.testing.assert_allclose(interactions.sum(axis=2), explanation.values, atol=1e-12)
+        per_row = explainer.loss_reduction(shuffled, y, local=True)  # in X's order too, unscaled
+        np.testing.assert_allclose(per_row.sum(0), explainer.loss_reduction(shuffled, y)[shuffled.columns], atol=1e-9)
 
 
 @pytest.mark.parametrize("kind", ["sklearn", "xgboost", "lightgbm"])

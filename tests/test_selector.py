@@ -345,8 +345,18 @@ def test_a_prefit_model_given_its_columns_reordered_selects_by_name(uncertainty)
     selector = RSquaredSelector(model, prefit=True, max_features=1, threshold=-np.inf, uncertainty=uncertainty)
     selector.fit(reordered, y)
     assert list(selector.get_feature_names_out()) == ["a"]
-    in_order = RSquaredSelector(model, prefit=True, uncertainty=uncertainty).fit(X, y).feature_rsq_
-    np.testing.assert_allclose(selector.feature_rsq_, in_order[::-1], atol=1e-12)
+    in_order = RSquaredSelector(model, prefit=True, uncertainty=uncertainty).fit(X, y)
+    np.testing.assert_allclose(selector.feature_rsq_, in_order.feature_rsq_[::-1], atol=1e-12)
+    if uncertainty == "se":  # per-row contributions: a path of their own through the columns' order
+        np.testing.assert_allclose(selector.feature_rsq_se_, in_order.feature_rsq_se_[::-1], atol=1e-12)
+        from sklearn.ensemble import RandomForestClassifier
+
+        labels = (X.a > 0).astype(int) + (X.b > 1)
+        forest = RandomForestClassifier(10, max_depth=4, random_state=0).fit(X, labels)
+        classes = RSquaredSelector(forest, prefit=True, uncertainty="se").fit(reordered, labels)
+        expected = RSquaredSelector(forest, prefit=True, uncertainty="se").fit(X, labels)
+        np.testing.assert_allclose(classes.feature_rsq_, expected.feature_rsq_[::-1], atol=1e-12)
+        np.testing.assert_allclose(classes.feature_rsq_se_, expected.feature_rsq_se_[::-1], atol=1e-12)
 
 
 def test_a_spent_generator_of_splits_is_named_as_the_problem():
