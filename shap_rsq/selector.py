@@ -27,7 +27,7 @@ from ._selector_groups import PlayerMap, resolve_players
 from ._selector_routing import metadata_router, route, rsq_weights
 from ._selector_support import SelectorSupport
 from .engine.validation import check_spread
-from .models.inspect import unfrozen
+from .models.inspect import refuse_boosted_classifier, unfrozen
 
 __all__ = ["RSquaredSelector"]
 
@@ -235,6 +235,7 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
         array, y = self._validate_rows(X, y)
         classifier = is_classifier(self.estimator)
         if classifier:
+            refuse_boosted_classifier(unfrozen(self.estimator))  # before its fit, which may take long
             check_classification_targets(y)
         y = np.asarray(y) if classifier else np.asarray(y, dtype=np.float64)
         w = _check_sample_weight(rsq_weights(self, sample_weight), array, dtype=np.float64, ensure_non_negative=True)

@@ -335,6 +335,17 @@ def test_other_libraries_with_dataframes_and_missing_values(library):
     assert np.all(np.isfinite(selector.feature_rsq_se_)) and np.all(selector.feature_rsq_se_[:3] > 0)
 
 
+def test_a_boosted_classifier_is_refused_before_it_is_fitted(data, monkeypatch):
+    # it was fitted first (minutes on real data, once per fold with cv=) and refused after
+    X, y = data
+    fits = []
+    monkeypatch.setattr(GradientBoostingClassifier, "fit", lambda self, *args, **kwargs: fits.append(1) or self)
+    for cv in (None, 3):
+        with pytest.raises(UnsupportedModelError, match="GradientBoostingClassifier is a boosted classifier"):
+            RSquaredSelector(GradientBoostingClassifier(n_estimators=3), cv=cv).fit(X, (y > 0).astype(int))
+    assert not fits
+
+
 @pytest.mark.parametrize("uncertainty", [None, "se"])
 def test_a_prefit_model_given_its_columns_reordered_selects_by_name(uncertainty):
     rng = np.random.default_rng(0)

@@ -24,7 +24,7 @@ from .shap_trees import forest_model
 from .sklearn_models import sklearn_info
 from .xgboost_models import xgboost_info
 
-__all__ = ["ModelInfo", "UnsupportedModelError", "inspect_model", "read_forests"]
+__all__ = ["ModelInfo", "UnsupportedModelError", "inspect_model", "read_forests", "refuse_boosted_classifier"]
 
 _SUPPORTED = (
     "scikit-learn DecisionTreeRegressor, ExtraTreeRegressor, RandomForestRegressor, ExtraTreesRegressor, "
@@ -99,16 +99,35 @@ def _with_fixed_trees_for_shap(info: ModelInfo) -> ModelInfo:
 
 
 def _refuse_classifier(model: Any) -> None:
-    try:
-        classifier = is_classifier(model)
-    except (AttributeError, TypeError):  # boosters and other non-estimators carry no sklearn tags
-        classifier = getattr(model, "_estimator_type", None) == "classifier"
-    if not classifier:
+    if not _is_classifier(model):
         return
-    if safe_isinstance(model, _BOOSTED_CLASSIFIERS):
-        raise UnsupportedModelError(f"{type(model).__name__} is a boosted classifier: {BOOSTED_CLASSIFIER}")
+    refuse_boosted_classifier(model)
     # a bagging, calibrated or voting ensemble, a Pipeline, a linear model: not a boosted one
     raise UnsupportedModelError(f"{type(model).__name__} is not a supported tree model. Supported: {_SUPPORTED}.")
+
+
+def refuse_boosted_classifier(model: Any) -> None:
+    """Refuse a boosted classifier, fitted or not: its probability is not a sum of trees.
+
+    Parameters
+    ----------
+    model : object
+        A model or an unfitted estimator (the selector asks before it fits one).
+
+    Raises
+    ------
+    UnsupportedModelError
+        For XGBoost, LightGBM, CatBoost and scikit-learn gradient-boosting classifiers.
+    """
+    if _is_classifier(model) and safe_isinstance(model, _BOOSTED_CLASSIFIERS):
+        raise UnsupportedModelError(f"{type(model).__name__} is a boosted classifier: {BOOSTED_CLASSIFIER}")
+
+
+def _is_classifier(model: Any) -> bool:
+    try:
+        return is_classifier(model)
+    except (AttributeError, TypeError):  # boosters and other non-estimators carry no sklearn tags
+        return getattr(model, "_estimator_type", None) == "classifier"
 
 
 # the classifiers whose probabilities are a link function of a sum of trees
