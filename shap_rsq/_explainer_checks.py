@@ -191,14 +191,7 @@ def check_model_predictions(info: ModelInfo, sample: np.ndarray, prediction: np.
     # The trees' own spread counts too: on y + 1e8 the model's predictions are all equal while its
     # trees' sum varies, and a spread of the model's alone (zero) let it through
     spread = max(float(np.ptp(expected)), float(np.ptp(prediction))) if expected.size > 1 else 0.0
-    if spread > 0 and gap > _SPREAD_TOLERANCE * spread:
-        raise UnsupportedModelError(
-            f"The trees read from this {info.family} model reproduce its predictions only to {gap:.3g}, "
-            f"{gap / spread:.0%} of their spread ({spread:.3g}): its predictions (about "
-            f"{np.max(np.abs(expected)):.3g}) are rounded in float32 more coarsely than they vary, so its R² is "
-            "not that of its trees.  Fit the model on y minus its mean (R² and its shares do not change), or "
-            "in another unit."
-        )
+    _refuse_coarse_rounding(info, gap, spread, "their spread")
     return gap
 
 
@@ -209,16 +202,21 @@ def check_rounding_against_target(info: ModelInfo, gap: float, target: np.ndarra
     On ``y + 1e12`` XGBoost's trees learn nothing and the model predicts one rounded constant, 4,000
     away from the trees' exact base: the shares summed to R² -0.0016 against the model's -4e6.
     """
-    spread = float(np.ptp(target)) if target.size > 1 else 0.0
-    # a constant column has no R² to misstate: a class absent from the rows (its one-hot column all
-    # 0) was refused over the probabilities' 1e-16 of rounding
+    # a constant column (spread 0) has no R² to misstate: a class absent from the rows (its one-hot
+    # column all 0) was refused over the probabilities' 1e-16 of rounding
+    _refuse_coarse_rounding(info, gap, float(np.ptp(target)) if target.size > 1 else 0.0, "the range of y")
+
+
+def _refuse_coarse_rounding(info: ModelInfo, gap: float, spread: float, what: str) -> None:
+    """Refuse a model whose predictions differ from its trees' exact sum by ``gap``, more than 1% of
+    a ``spread`` that varies (``what`` names it)."""
     if spread > 0 and gap > _SPREAD_TOLERANCE * spread:
         rounded = "rounded in float32" if info.family == "xgboost" else "rounded"  # XGBoost adds in float32
         raise UnsupportedModelError(
             f"The trees read from this {info.family} model reproduce its predictions only to {gap:.3g}, "
-            f"more than 1% of the range of y ({spread:.3g}): its predictions are {rounded} more coarsely "
-            "than they vary, so its R² is not that of its trees.  Fit the model on y minus its mean (R² and "
-            "its shares do not change), or in another unit."
+            f"{gap / spread:.0%} of {what} ({spread:.3g}): its predictions are {rounded} more coarsely than "
+            "they vary, so its R² is not that of its trees.  Fit the model on y minus its mean (R² and its "
+            "shares do not change), or in another unit."
         )
 
 
