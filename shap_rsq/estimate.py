@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._additive_part import AdditivePart, additive_part
 from ._groups import player_index
 from .engine.budget import MemoryBudgetError, fit_jobs
 
@@ -47,7 +48,14 @@ class RsqEstimate:
 
 
 def estimate_rsq(
-    explainer, X: Any, y: Any, sample_weight: Any = None, *, n_sample: int = 500, random_state=None
+    explainer,
+    X: Any,
+    y: Any,
+    sample_weight: Any = None,
+    *,
+    n_sample: int = 500,
+    random_state=None,
+    control_variate: bool = True,
 ) -> RsqEstimate:
     """Estimate each feature's share of R² from ``n_sample`` rows drawn at random.
 
@@ -64,25 +72,34 @@ def estimate_rsq(
         number (then the values are exact and the standard errors zero).
     random_state : int or numpy Generator, optional
         Seed of the draw.
+    control_variate : bool, default=True
+        Sample only what is not additive: each row's contributions, were each tree's expected
+        predictions additive in the features, follow from its trees' TreeSHAP values
+        (:mod:`shap_rsq._additive_part`); that part is computed for every row, by shap's TreeSHAP
+        one tree at a time (about the time of ``shap.TreeExplainer(model).shap_values(X)``), and
+        only the rest of the sampled rows' exact contributions is scaled up.  Unbiased either
+        way; the standard errors shrink 3x for one fully grown tree, 20x for a fully grown forest
+        of 5 trees and 100x or more for forests of 30 trees and boosted trees, and are 0 for
+        stumps.  ``False``: the sampled contributions alone, without the TreeSHAP pass.
 
     Returns
     -------
     RsqEstimate
-        ``n / m`` times the sampled rows' exact contributions, with the standard error of that
-        total (finite-population corrected).
+        The all-row additive part plus ``n / m`` times the rest of the sampled rows' exact
+        contributions (``n / m`` times those contributions without ``control_variate``), with
+        the standard error of that total (finite-population corrected).
 
     Notes
     -----
     The estimate is unbiased; the standard error is the usual one of a sample mean, and an
-    interval of +-1.96 of them covers the exact share about 95% of the time only when the rows'
-    contributions to it are not heavy-tailed, and they often are: a feature with a small share
-    usually takes it from a few rows.  Per-row contributions with a skewness of 10-20 (a depth-7
-    forest whose rare splits isolate outliers) were covered 44-76% of the time at ``n_sample``
-    60-200; a depth-4 forest of 10 trees and 20 depth-3 XGBoost trees already had skewness 9-27
-    on their small shares, covered 63-88% of the time at ``n_sample=300`` of 2,000 rows and
-    79-91% at 500; a skewness of 2-7 (12 XGBoost trees) was covered 64-89% at ``n_sample=20``.
-    Read the standard errors as a lower bound for small shares, draw as many rows as the budget
-    allows, or compute the shares exactly with ``rsq``.
+    interval of +-1.96 of them covers the exact share about 95% of the time only when what is
+    sampled is not heavy-tailed across rows.  Without ``control_variate`` it often is: a feature
+    with a small share usually takes it from a few rows.  Per-row contributions with a skewness
+    of 10-20 (a depth-7 forest whose rare splits isolate outliers) were covered 44-76% of the time
+    at ``n_sample`` 60-200; a depth-4 forest of 10 trees and 20 depth-3 XGBoost trees already had
+    skewness 9-27 on their small shares, covered 63-88% of the time at ``n_sample=300`` of 2,000
+    rows and 79-91% at 500.  Read the standard errors as a lower bound for small shares, draw as
+    many rows as the budget allows, or compute the shares exactly with ``rsq``.
     """
     if not hasattr(explainer, "model_info") or not hasattr(explainer, "_decompose"):
         raise TypeError(
@@ -98,6 +115,8 @@ def estimate_rsq(
         raise ValueError(f"n_sample must be an integer number of rows; got {n_sample!r}.")
     if int(n_sample) < 2:
         raise ValueError(f"n_sample must be at least 2 (a standard error needs two rows); got {n_sample!r}.")
+    if not isinstance(control_variate, (bool, np.bool_)):
+        raise ValueError(f"control_variate must be True or False; got {control_variate!r}.")
     rng = _generator(random_state)
     rows, target, weights, sst = explainer._inputs(X, y, sample_weight)
     # rows of weight 0 contribute exactly 0: the population is the rows with positive weight (a draw
@@ -107,13 +126,39 @@ def estimate_rsq(
     m = min(int(n_sample), n)
     _check_sample_budget(explainer, m)
     pick = np.sort(rng.choice(population, size=m, replace=False))
-    raw = explainer._decompose(rows.array[pick], target[pick], weights[pick], local=True).values
-    values = raw.mean(axis=0) * n / sst
-    spread = raw.std(axis=0, ddof=1) * n / np.sqrt(m) * np.sqrt(max(0.0, 1.0 - m / n)) if m > 1 else 0 * values
+    values, spread = _sample_total(explainer, rows.array, target, weights, pick, n, control_variate)
+    values, spread = values / sst, spread / sst
     names = player_index(rows.labels, None)
     if names is not None:  # labelled as rsq labels a DataFrame's shares (its columns in the model's order)
         values, spread = pd.Series(values, index=names, name="rsq"), pd.Series(spread, index=names, name="rsq_se")
-    return RsqEstimate(values, spread / sst, m, len(target))
+    return RsqEstimate(values, spread, m, len(target))
+
+
+def _sample_total(explainer, X, y, w, pick: np.ndarray, n: int, control_variate: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The estimated total of the contributions of ``n`` rows (loss units) from the rows ``pick``,
+    and its standard error: unbiased whatever is subtracted, as long as its total over the rows is
+    added back."""
+    sampled = explainer._decompose(X[pick], y[pick], w[pick], local=True).values
+    if not control_variate or len(pick) == n:  # every row drawn: the sample is the total
+        return scaled_sample(np.zeros(sampled.shape[1]), sampled, n)
+    part = _additive_part(explainer, X, y, w, pick)
+    return scaled_sample(part.total, sampled - part.sampled, n)
+
+
+def scaled_sample(known: np.ndarray, sampled: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``known`` plus ``n`` times the mean of ``sampled`` (rows drawn without replacement from
+    ``n``), and the standard error of that total (finite-population corrected)."""
+    m = sampled.shape[0]
+    spread = sampled.std(axis=0, ddof=1) * n / np.sqrt(m) * np.sqrt(max(0.0, 1.0 - m / n))
+    return known + sampled.mean(axis=0) * n, spread
+
+
+def _additive_part(explainer, X: np.ndarray, y: np.ndarray, w: np.ndarray, pick: np.ndarray) -> AdditivePart:
+    """The additive part of every row's contributions, trees in the order the game plays them."""
+    forests, caches = explainer._game_sets.get(None)
+    order = np.concatenate([unit.trees for unit in caches[0].units(True)] or [np.zeros(0, dtype=int)])
+    progress = "additive part (TreeSHAP)" if explainer.progress else False
+    return additive_part(forests[0], order, X, y, w, pick, explainer._tuning.memory_budget, progress)
 
 
 def _generator(random_state: Any) -> np.random.Generator:

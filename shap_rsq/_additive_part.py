@@ -1,0 +1,112 @@
+"""The additive part of each row's R² contributions: the control variate of :func:`estimate_rsq`.
+
+Row ``i``'s game for tree ``t`` is ``v(S) = a m_S + b m_S²``, with ``m_S`` the tree's expected
+prediction knowing the features in ``S`` (path-dependent), ``a = 2 w (r + c_t)``, ``b = -w``,
+``r = y - f`` the residual before the tree and ``c_t = m_∅`` the tree's mean
+(:func:`~shap_rsq.engine.run.decompose`).  Were ``m_S = c_t + sum_{j in S} phi_j`` additive, with
+``phi`` the tree's TreeSHAP values, the Shapley values of ``m_S²`` would be ``phi_j (m + c_t)``, so
+the game's would be ``phi_j w (2 r - (m - c_t))``: this is the additive part.  It is exact for
+stumps and close for trees whose predictions vary little (each tree of a large forest), and it
+costs one TreeSHAP pass a tree, for every row: subtracted from the sampled rows' exact
+contributions and added back summed over all rows, it leaves only the non-additive rest to be
+sampled (a fully grown forest of 5 trees: standard errors 20 times smaller; a depth-7 forest of 30
+trees: 100-400 times).
+
+Each tree's TreeSHAP values come from shap's own TreeSHAP, given the tree as read here
+(:func:`~shap_rsq.models.shap_trees.forest_model`), one tree at a time: the additive part weighs
+each tree's values by the row's own residual before it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import shap
+
+from .engine.estimates import progress_bar
+from .models.forest import Forest
+from .models.shap_trees import forest_model
+
+__all__ = ["AdditivePart", "additive_part"]
+
+
+@dataclass(frozen=True)
+class AdditivePart:
+    """The additive part of the rows' contributions (loss units, not divided by ``SST``).
+
+    Attributes
+    ----------
+    total : ndarray of shape (n_features,)
+        Summed over every row.
+    sampled : ndarray of shape (n_sampled, n_features)
+        Of each sampled row.
+    """
+
+    total: np.ndarray
+    sampled: np.ndarray
+
+
+def additive_part(
+    forest: Forest,
+    order: np.ndarray,
+    X: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    pick: np.ndarray,
+    memory_budget: int,
+    progress: bool | str = False,
+) -> AdditivePart:
+    """The additive part of the contributions of every row of ``X``, and of the rows ``pick``.
+
+    Parameters
+    ----------
+    forest : Forest
+        The game's forest (the explainer's, trees as its units play them).
+    order : ndarray of int
+        The trees in the order the units play them: each tree's residual is ``y`` minus the
+        predictions of the trees before it in this order.
+    X, y, w : ndarray
+        Rows in the model's feature order, the target, the weights.
+    pick : ndarray of int
+        The sampled rows (indices into ``X``).
+    memory_budget : int
+        Bytes: rows go through shap's TreeSHAP in chunks whose ``(rows, features)`` arrays fit an
+        eighth of it.
+    progress : bool or str
+        Draw a bar over the trees.
+
+    Returns
+    -------
+    AdditivePart
+        The sums over all rows and the sampled rows' own parts.
+    """
+    if forest.players is not None:
+        raise ValueError("the additive part is of features, not of groups of them")
+    n, n_features = X.shape
+    step = max(1, memory_budget // (8 * 8 * (n_features + 1)))
+    f = np.full(n, forest.expected_value)
+    total = np.zeros(n_features)
+    sampled = np.zeros((len(pick), n_features))
+    with progress_bar(len(order), progress) as bar:
+        for t in order:
+            tree = forest.trees[t]
+            shift = tree.value[tree.leaf_of(X, forest.input_dtype)] - forest.nodes.tree_mean[t]
+            weight = w * (2.0 * (y - f) - shift)  # the factor of the tree's TreeSHAP values, per row
+            explainer = _tree_explainer(forest, tree)
+            for start in range(0, n, step):
+                rows = slice(start, min(n, start + step))
+                phi = explainer.shap_values(X[rows], check_additivity=False)
+                total += weight[rows] @ phi
+                inside = pick[(pick >= rows.start) & (pick < rows.stop)]
+                sampled[np.searchsorted(pick, inside)] += weight[inside, None] * phi[inside - rows.start]
+            f += shift
+            if bar is not None:
+                bar.update(1)
+    return AdditivePart(total, sampled)
+
+
+def _tree_explainer(forest: Forest, tree) -> shap.TreeExplainer:
+    """shap's TreeExplainer of one tree as read here (path-dependent: no background data)."""
+    single = Forest.from_trees((tree,), 0.0, forest.input_dtype, forest.n_features)
+    return shap.TreeExplainer(forest_model(single), feature_perturbation="tree_path_dependent")

@@ -1,0 +1,145 @@
+"""estimate_rsq's control variate: the additive part of each row's contributions, computed for every row."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+
+from shap_rsq import RSquaredExplainer, estimate_rsq
+from shap_rsq._additive_part import additive_part
+from shap_rsq.estimate import _sample_total
+
+
+def _data(n: int, p: int = 6, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + X[:, 2] * X[:, 3] + 0.5 * X[:, 4] ** 2 + rng.normal(scale=0.5, size=n)
+    return X, y, rng.uniform(0.5, 2.0, size=n)
+
+
+def _inputs(explainer, X, y, w):
+    rows, target, weights, sst = explainer._inputs(X, y, w)
+    forests, caches = explainer._game_sets.get(None)
+    order = np.concatenate([unit.trees for unit in caches[0].units(True)])
+    return forests[0], order, rows.array, target, weights, sst
+
+
+def test_boosted_stumps_are_estimated_exactly_from_three_rows():
+    # a stump's expected prediction is additive in the features, so nothing is left to sample
+    xgboost = pytest.importorskip("xgboost")
+    X, y, w = _data(400)
+    X[np.random.default_rng(1).random(X.shape) < 0.05] = np.nan  # missing values take the default child
+    models = [
+        (xgboost.XGBRegressor(n_estimators=40, max_depth=1, random_state=0).fit(X, y), X),
+        (GradientBoostingRegressor(n_estimators=30, max_depth=1, random_state=0).fit(np.nan_to_num(X), y), None),
+    ]
+    for model, rows in models:
+        rows = np.nan_to_num(X) if rows is None else rows
+        explainer = RSquaredExplainer(model)
+        exact = explainer.rsq(rows, y, sample_weight=w)
+        estimate = estimate_rsq(explainer, rows, y, sample_weight=w, n_sample=3, random_state=0)
+        np.testing.assert_allclose(estimate.values, exact, rtol=0, atol=1e-12)
+        assert np.all(estimate.standard_error < 1e-12)
+        plain = estimate_rsq(explainer, rows, y, sample_weight=w, n_sample=3, random_state=0, control_variate=False)
+        assert np.max(np.abs(plain.values - exact)) > 1e-3  # the plain sample mean is not exact
+
+
+@pytest.mark.parametrize("control_variate", [True, False])
+def test_the_samples_of_all_rows_but_one_average_to_the_exact_shares(control_variate):
+    # unbiasedness, exactly: a sample without replacement of n - 1 of n rows is one of n equally
+    # likely draws, and the estimates of all of them average to the total
+    X, y, w = _data(12)
+    explainer = RSquaredExplainer(RandomForestRegressor(3, max_depth=4, random_state=0).fit(X, y))
+    rows, target, weights, sst = explainer._inputs(X, y, w)
+    exact = explainer.rsq(X, y, sample_weight=w)
+    draws = [np.flatnonzero(np.arange(12) != i) for i in range(12)]
+    totals = [_sample_total(explainer, rows.array, target, weights, pick, 12, control_variate)[0] for pick in draws]
+    np.testing.assert_allclose(np.mean(totals, axis=0) / sst, exact, rtol=0, atol=1e-12)
+    assert np.std(totals, axis=0).max() > 1e-6  # the draws differ: the test is not of a constant
+
+
+def test_the_additive_part_adds_up_and_does_not_depend_on_the_chunks():
+    X, y, w = _data(50)
+    explainer = RSquaredExplainer(RandomForestRegressor(4, max_depth=5, random_state=0).fit(X, y))
+    forest, order, rows, target, weights, _ = _inputs(explainer, X, y, w)
+    every = np.arange(50)
+    whole = additive_part(forest, order, rows, target, weights, every, 2 << 30)
+    np.testing.assert_allclose(whole.total, whole.sampled.sum(axis=0), rtol=0, atol=1e-12)
+    for budget in (8 * 8 * 7, 8 * 8 * 7 * 3):  # chunks of 1 and 3 rows
+        chunked = additive_part(forest, order, rows, target, weights, every[::7], budget)
+        np.testing.assert_allclose(chunked.total, whole.total, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(chunked.sampled, whole.sampled[::7], rtol=0, atol=1e-12)
+
+
+def test_the_additive_part_of_a_tree_is_its_treeshap_values_times_the_residual():
+    # one tree, no rows before it: w (2 (y - E f) - (f - E f)) times shap's own TreeSHAP values
+    shap = pytest.importorskip("shap")
+    X, y, w = _data(80)
+    model = RandomForestRegressor(1, max_depth=4, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)
+    forest, order, rows, target, weights, _ = _inputs(explainer, X, y, w)
+    part = additive_part(forest, order, rows, target, weights, np.arange(80), 2 << 30)
+    base = shap.TreeExplainer(model)
+    shift = model.predict(X) - base.expected_value
+    expected = (w * (2 * (y - base.expected_value) - shift))[:, None] * base.shap_values(X)
+    np.testing.assert_allclose(part.sampled, expected, rtol=0, atol=1e-10)
+
+
+def test_the_control_variate_shrinks_a_forests_standard_errors_and_stays_within_them():
+    X, y, _ = _data(600)
+    explainer = RSquaredExplainer(RandomForestRegressor(20, max_depth=6, random_state=0).fit(X, y))
+    exact = explainer.rsq(X, y)
+    z = []
+    for seed in range(4):
+        estimate = estimate_rsq(explainer, X, y, n_sample=30, random_state=seed)
+        plain = estimate_rsq(explainer, X, y, n_sample=30, random_state=seed, control_variate=False)
+        varies = plain.standard_error > 1e-6
+        assert np.all(estimate.standard_error[varies] < plain.standard_error[varies] / 5)
+        assert estimate.standard_error.max() < plain.standard_error.max() / 50
+        z.append((estimate.values - exact)[varies] / estimate.standard_error[varies])
+    assert np.abs(np.concatenate(z)).max() < 5
+
+
+def test_the_estimate_of_a_reordered_frame_is_labelled_like_rsq():
+    X, y, _ = _data(200)
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(6)])
+    explainer = RSquaredExplainer(RandomForestRegressor(5, max_depth=5, random_state=0).fit(frame, y))
+    reordered = frame[frame.columns[::-1]]
+    estimate = estimate_rsq(explainer, reordered, y, n_sample=50, random_state=0)
+    exact = explainer.rsq(reordered, y)
+    assert list(estimate.values.index) == list(exact.index) == list(estimate.standard_error.index)
+    assert np.all(np.abs(estimate.values - exact) <= 5 * estimate.standard_error + 1e-12)
+
+
+@pytest.mark.parametrize("loose", [1, "yes", None])
+def test_control_variate_must_be_a_bool(loose):
+    X, y, _ = _data(40)
+    explainer = RSquaredExplainer(RandomForestRegressor(2, max_depth=3, random_state=0).fit(X, y))
+    with pytest.raises(ValueError, match="control_variate must be True or False"):
+        estimate_rsq(explainer, X, y, n_sample=5, control_variate=loose)
+
+
+def test_the_additive_part_refuses_grouped_players():
+    X, y, w = _data(30)
+    explainer = RSquaredExplainer(RandomForestRegressor(2, max_depth=3, random_state=0).fit(X, y))
+    forest, order, rows, target, weights, _ = _inputs(explainer, X, y, w)
+    grouped = forest.grouped(np.array([0, 0, 1, 1, 2, 2]))
+    with pytest.raises(ValueError, match="of features, not of groups"):
+        additive_part(grouped, order, rows, target, weights, np.arange(3), 2 << 30)
+
+
+def test_every_draw_of_a_small_population_is_within_rounding_of_exact_for_stumps():
+    # all 3-row samples of 8 rows (56 draws) of boosted stumps: each one exact, not only their mean
+    X, y, w = _data(8)
+    model = GradientBoostingRegressor(n_estimators=10, max_depth=1, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)
+    rows, target, weights, sst = explainer._inputs(X, y, w)
+    exact = explainer.rsq(X, y, sample_weight=w)
+    for pick in itertools.combinations(range(8), 3):
+        total, spread = _sample_total(explainer, rows.array, target, weights, np.array(pick), 8, True)
+        np.testing.assert_allclose(total / sst, exact, rtol=0, atol=1e-12)
+        assert np.all(spread / sst < 1e-12)
