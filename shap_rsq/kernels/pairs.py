@@ -254,21 +254,27 @@ def _block_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
     """
     bits_a, cover_a, value_a = side_a
     bits_b, cover_b, value_b = side_b
-    rr = (cover_a[a][:, None, :] * cover_b[b][None, :, :]).reshape(-1, cover_a.shape[1])  # (pairs, Kc), all > 0
     q, gl = gauss_legendre(n_q)
+    log_a, log_b = np.log(cover_a[a]), np.log(cover_b[b])  # all covers > 0
+    rr = (cover_a[a][:, None, :] * cover_b[b][None, :, :]).reshape(-1, cover_a.shape[1])  # (pairs, Kc)
     n_pairs, n_k = rr.shape
-    f0 = rr[:, :, None] * (1.0 - q)  # (pairs, Kc, Q)
-    f1 = f0 + q
-    log_f0 = np.log(f0)
+    f1 = rr[:, :, None] * (1.0 - q)  # (pairs, Kc, Q)
+    f1 += q
+    # log F1 - log F0 with log F0 = log r_a + log r_b + log(1 - q): one logarithm per entry, not two,
+    # and sum_k log F0 from each leaf's own sum (these row-independent passes set the cost of few rows)
+    gain = np.log(f1)
+    gain -= (log_a[:, None, :] + log_b[None, :, :]).reshape(n_pairs, n_k, 1)
+    gain -= np.log1p(-q)
     both = bits_a[rows, a][:, :, None, :] & bits_b[rows, b][:, None, :, :]  # (n, A, B, Kc)
     n_rows = both.shape[0]
     both = np.ascontiguousarray(both.reshape(n_rows, n_pairs, n_k).transpose(1, 0, 2))  # (pairs, n, Kc)
-    log_product = np.matmul(both.astype(np.float64), np.log(f1) - log_f0)  # (pairs, n, Q)
-    log_product += log_f0.sum(axis=1)[:, None, :]
+    log_product = np.matmul(both.astype(np.float64), gain)  # (pairs, n, Q)
+    log_f0 = (log_a.sum(axis=1)[:, None] + log_b.sum(axis=1)[None, :]).reshape(-1, 1) + n_k * np.log1p(-q)
+    log_product += log_f0[:, None, :]
     product = np.exp(log_product, out=log_product)
     product *= gl
     at_zero = product @ (-1.0 / (1.0 - q))  # (pairs, n): every feature's slope at bit 0
-    at_one = np.matmul(product, ((1.0 - rr)[:, :, None] / f1).transpose(0, 2, 1))  # (pairs, n, Kc)
+    at_one = np.matmul(product, np.divide((1.0 - rr)[:, :, None], f1, out=f1).transpose(0, 2, 1))  # (pairs, n, Kc)
     slopes = np.where(both, at_one, at_zero[:, :, None])
     coef = 2.0 * (value_a[a][:, None] * value_b[b][None, :]).ravel()  # (pairs,)
     if weight is None:
