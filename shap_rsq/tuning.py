@@ -142,6 +142,13 @@ class Tuning:
         came from the log-derivative.  In the mix the optimum is flat: that tree took 4.7-4.8 s at 5,
         4.9-5.0 at 3 and 5.1-5.5 at 10; XGBoost of depth 12 on 2,000 rows 23.3 s at 10, 24-25 s at
         3 and 5 (one core, quiet).
+    local_pair_discount : float
+        ``pair_cost`` is multiplied by this for per-row values: there an LCA item costs more per
+        row (each row takes its own slopes, the per-row section of ``docs/benchmarks.md``), a pair
+        about the same.  Per-row shares of two fully grown forest trees (1,260 leaves) on 100 rows,
+        CPU time: 92-95 s at a ``pair_cost`` of 5, 71-75 s at 3, 59-65 s at 2, 64-72 s all pairs
+        and 334-343 s all LCA items; depth-10 forests and depth-12 XGBoost on 1,000 rows moved
+        within noise between 2, 3 and 5 (7.2-8.8 s and 9.6-11.3 s).
     pair_min_pairs : int
         Nodes with fewer leaf pairs keep their LCA items whatever the costs: near the leaves
         (one or two leaves a side) moving them saves nothing, and a tree with pair nodes sizes
@@ -254,6 +261,7 @@ class Tuning:
     selector_block_entries: int = 1 << 22
     pair_min_work: float = 65536.0
     pair_cost: float = 5.0
+    local_pair_discount: float = 0.4
     pair_min_pairs: int = 16
     max_lca_items: int = 1 << 20
     memory_budget: int = 2 << 30

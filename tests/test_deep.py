@@ -110,6 +110,27 @@ def test_mixed_tuning_splits_trees_between_the_kernels():
     assert np.all(costs.items[unit.pair_nodes & ~cheaper_as_pairs(costs, MIXED)] > MIXED.plan_item_cap)
 
 
+def test_per_row_values_route_more_nodes_to_the_pairs_and_match_the_oracle(oracles):
+    # an LCA item costs more per row for per-row values, a pair about the same: the same tree is
+    # routed apart for the two (and compiled once when routed alike)
+    name, model, X, y, w = DEEP[1]  # the fully grown forest
+    tuning = replace(DEFAULT_TUNING, pair_min_work=0.0)
+    explainer = RSquaredExplainer(model)._set_engine(tuning=tuning)
+    global_units, local_units = explainer._units.units(False), explainer._units.units(True)
+    pair_nodes = [
+        [getattr(u, "pair_nodes", np.zeros(1, bool)).sum() for u in units] for units in (global_units, local_units)
+    ]
+    assert sum(pair_nodes[1]) > sum(pair_nodes[0])
+    for g, loc, n_global, n_local in zip(global_units, local_units, *pair_nodes, strict=True):
+        assert (g is loc) == (n_global == n_local)
+    expected_global, expected_local = oracles[name]
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, rtol=0, atol=1e-9)
+    alike = replace(tuning, local_pair_discount=1.0)
+    explainer._set_engine(tuning=alike)
+    assert all(g is loc for g, loc in zip(explainer._units.units(False), explainer._units.units(True), strict=True))
+
+
 def cheaper_as_pairs(costs, tuning) -> np.ndarray:
     pair_work = tuning.pair_cost * costs.pairs * np.ceil(costs.width / 2)
     return (costs.pairs >= tuning.pair_min_pairs) & (pair_work < costs.items * costs.n_q)

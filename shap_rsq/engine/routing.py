@@ -15,7 +15,8 @@ conditioned recursion     leaf-wise trees with at most ``junction_repeated`` rep
                           (``kernels.lca_tree.LcaUnit``, ``junction="cheaper"``)
 LCA kernel                every other tree (``LcaUnit``); trees at least ``pair_min_depth``
                           deep whose nodes' pairs are cheaper one by one than expanded
-                          (``kernels.pairs.choose_pair_nodes``) keep the LCA items of the
+                          (``kernels.pairs.choose_pair_nodes``, where per-row values count
+                          pairs cheaper by ``local_pair_discount``) keep the LCA items of the
                           other nodes, and trees whose items need more than one plan
                           compile them in pieces (``kernels.hybrid_tree.HybridUnit``)
 ========================  ==============================================================
@@ -59,8 +60,9 @@ def build_units(
     """Group a forest's trees into units, in order; single-leaf trees only shift the mean.
 
     ``kernel`` chooses or forces the kernels (see the module's table); ``local`` units give
-    per-row values.  ``lca_units`` (tree index to unit) shares LCA units, and with them their
-    compiled plans, between calls.
+    per-row values.  ``lca_units`` ((tree index, routing) to unit) shares LCA units, and with them
+    their compiled plans, between calls, and between global and per-row values where a tree is
+    routed alike for both (per-row values give more nodes to the pairs: ``local_pair_discount``).
     """
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}; got {kernel!r}.")
@@ -83,12 +85,8 @@ def build_units(
             start += 1
             continue
         if kind == "lca":
-            if start not in lca_units:
-                tree = forest.trees[start]
-                index = np.array([start])
-                unit = _lca_unit(tree, index, means[[start]], work[start], junction[start], deep_kernel, tuning)
-                lca_units[start] = unit
-            units.append(lca_units[start])
+            args = (forest.trees[start], np.array([start]), means[[start]], work[start], junction[start])
+            units.append(_lca_unit(*args, deep_kernel, tuning, local, lca_units))
             start += 1
             continue
         stop = start + 1
@@ -125,20 +123,35 @@ def _batch_unit(kind: str, nodes: NodeArrays, index: np.ndarray, kernel: str, tu
     return HeapUnit(index, means, batch, method, tuning)
 
 
-def _lca_unit(tree, index, mean, work, junction, kernel: str, tuning: Tuning):
+def _lca_unit(tree, index, mean, work, junction, kernel: str, tuning: Tuning, local: bool, shared: dict):
     """An LCA unit, or a hybrid one when some nodes' pairs are cheaper one by one or the tree's
-    items need more than one plan (deep trees)."""
+    items need more than one plan (deep trees).
+
+    ``shared`` maps (tree, routing) to units already built, for global or per-row values: a tree
+    routed the same way for both is compiled once.
+    """
     small = kernel == "auto" and work < tuning.pair_min_work
     if kernel in ("lca", "junction") or small or tree.left[0] < 0:  # a single leaf has no pairs
-        return LcaUnit(index, mean, tree, work, junction, tuning)
+        return _shared(shared, (index[0], None), lambda: LcaUnit(index, mean, tree, work, junction, tuning))
     costs = node_costs(tree)
-    chosen = tree.left >= 0 if kernel == "pairs" else choose_pair_nodes(costs, tuning)
+    chosen = tree.left >= 0 if kernel == "pairs" else choose_pair_nodes(costs, tuning, local)
     # lca_work misses the expansion over coupled features: the node costs count it
     work = max(work, float(costs.items[~chosen].sum()) * costs.n_q)
     pieces = plan_pieces(costs.items, chosen, tuning.plan_item_cap)
     if not chosen.any() and pieces.max() <= 0:
-        return LcaUnit(index, mean, tree, work, junction, tuning)
-    return HybridUnit(index, mean, tree, work, "never", tuning, pair_nodes=chosen, pieces=pieces)
+        return _shared(shared, (index[0], None), lambda: LcaUnit(index, mean, tree, work, junction, tuning))
+    return _shared(
+        shared,
+        (index[0], chosen.tobytes()),
+        lambda: HybridUnit(index, mean, tree, work, "never", tuning, pair_nodes=chosen, pieces=pieces),
+    )
+
+
+def _shared(units: dict, key: tuple, build):
+    """The unit under ``key``, built (and kept) on first use."""
+    if key not in units:
+        units[key] = build()
+    return units[key]
 
 
 def _junction_modes(nodes: NodeArrays, kernel: str, tuning: Tuning) -> np.ndarray:

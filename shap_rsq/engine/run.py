@@ -63,7 +63,7 @@ class UnitCache:
         """Drop the compiled units (they are compiled again on next use): a model of several outputs
         keeps one output's plans at a time, not one set per class within the memory budget each."""
         self._units: dict[bool, list] = {}
-        self._lca_units: dict = {}  # shared by both lists of units: each tree compiled once
+        self._lca_units: dict = {}  # shared by both lists of units: a tree routed alike is compiled once
         self._interaction_plans: InteractionPlans | None = None
 
     def units(self, local: bool = False) -> list:

@@ -122,16 +122,18 @@ def node_costs(tree: TreeTable) -> NodeCosts:
     return NodeCosts(items, pairs, width, n_q)
 
 
-def choose_pair_nodes(costs: NodeCosts, tuning: Tuning = DEFAULT_TUNING) -> np.ndarray:
+def choose_pair_nodes(costs: NodeCosts, tuning: Tuning = DEFAULT_TUNING, local: bool = False) -> np.ndarray:
     """``(nodes,)`` mask of the nodes whose pairs are cheaper here than as LCA items.
 
     A node with at least ``pair_min_pairs`` pairs takes them when ``pair_cost x pairs x
-    ceil(width / 2)`` is below its items x the tree's quadrature nodes.  A node whose items alone
+    ceil(width / 2)`` is below its items x the tree's quadrature nodes (``pair_cost`` times
+    ``local_pair_discount`` for per-row values, ``local``).  A node whose items alone
     exceed :attr:`~shap_rsq.tuning.Tuning.plan_item_cap` takes them too: no plan could hold it.
     The other nodes' items may add up to more than the cap; the tree is then compiled as several
     plans (``kernels.hybrid_tree.plan_pieces``).
     """
-    pair_work = tuning.pair_cost * costs.pairs * np.ceil(costs.width / 2)
+    cost = tuning.pair_cost * (tuning.local_pair_discount if local else 1.0)
+    pair_work = cost * costs.pairs * np.ceil(costs.width / 2)
     cheaper = (costs.pairs >= tuning.pair_min_pairs) & (pair_work < costs.items * costs.n_q)
     return cheaper | (costs.items > tuning.plan_item_cap)
 
