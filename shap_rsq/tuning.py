@@ -148,7 +148,10 @@ class Tuning:
         about the same.  Per-row shares of two fully grown forest trees (1,260 leaves) on 100 rows,
         CPU time: 92-95 s at a ``pair_cost`` of 5, 71-75 s at 3, 59-65 s at 2, 64-72 s all pairs
         and 334-343 s all LCA items; depth-10 forests and depth-12 XGBoost on 1,000 rows moved
-        within noise between 2, 3 and 5 (7.2-8.8 s and 9.6-11.3 s).
+        within noise between 2, 3 and 5 (7.2-8.8 s and 9.6-11.3 s), as did a fully grown tree of
+        500 leaves on 500 rows (20-23 s at a discount of 1 and of 0.4) and a depth-10 forest of 20
+        trees on 2,000 rows (78 s at 1, 73 s at 0.4): the gain is on large trees and few rows,
+        ``estimate_rsq``'s samples.
     pair_min_pairs : int
         Nodes with fewer leaf pairs keep their LCA items whatever the costs: near the leaves
         (one or two leaves a side) moving them saves nothing, and a tree with pair nodes sizes
