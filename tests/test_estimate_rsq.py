@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import FAMILIES, NO_NAN
 from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
 from shap_rsq import RSquaredExplainer, estimate_rsq
@@ -60,6 +61,21 @@ def test_the_samples_of_all_rows_but_one_average_to_the_exact_shares(control_var
     totals = [_sample_total(explainer, rows.array, target, weights, pick, 12, control_variate)[0] for pick in draws]
     np.testing.assert_allclose(np.mean(totals, axis=0) / sst, exact, rtol=0, atol=1e-12)
     assert np.std(totals, axis=0).max() > 1e-6  # the draws differ: the test is not of a constant
+
+
+@pytest.mark.parametrize(
+    ("family", "nan"), [(f, nan) for f in FAMILIES for nan in (False, True) if f not in NO_NAN or not nan]
+)
+def test_every_family_is_estimated_without_bias(fitted, family, nan):
+    # the leave-one-out identity on 14 rows of each family's model (float32 thresholds, NaN
+    # routing, symmetric trees): the additive part's total matches the parts it subtracts
+    model, X, y, w = fitted(family, nan)
+    X, y, w = X[:14], y[:14], w[:14]
+    explainer = RSquaredExplainer(model)
+    rows, target, weights, sst = explainer._inputs(X, y, w)
+    draws = [np.flatnonzero(np.arange(14) != i) for i in range(14)]
+    totals = [_sample_total(explainer, rows.array, target, weights, pick, 14, True)[0] for pick in draws]
+    np.testing.assert_allclose(np.mean(totals, axis=0) / sst, explainer.rsq(X, y, sample_weight=w), rtol=0, atol=1e-12)
 
 
 def test_the_additive_part_adds_up_and_does_not_depend_on_the_chunks():
