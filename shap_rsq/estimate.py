@@ -11,6 +11,7 @@ is approximated silently: :meth:`RSquaredExplainer.rsq` stays exact, and this is
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,8 @@ import pandas as pd
 from ._additive_part import AdditivePart, additive_part
 from ._groups import player_index
 from .engine.budget import MemoryBudgetError, fit_jobs
+from .engine.estimates import LongCallWarning, long_sample_message
+from .engine.rows import user_stacklevel
 
 __all__ = ["RsqEstimate", "estimate_rsq"]
 
@@ -138,7 +141,9 @@ def _sample_total(explainer, X, y, w, pick: np.ndarray, n: int, control_variate:
     """The estimated total of the contributions of ``n`` rows (loss units) from the rows ``pick``,
     and its standard error: unbiased whatever is subtracted, as long as its total over the rows is
     added back."""
-    sampled = explainer._decompose(X[pick], y[pick], w[pick], local=True).values
+    if not explainer.progress:  # the bars carry the estimate instead
+        _warn_if_long(explainer, len(pick))
+    sampled = explainer._decompose(X[pick], y[pick], w[pick], local=True, warn_long=False).values
     if not control_variate or len(pick) == n:  # every row drawn: the sample is the total
         return scaled_sample(np.zeros(sampled.shape[1]), sampled, n)
     part = _additive_part(explainer, X, y, w, pick)
@@ -159,6 +164,14 @@ def _additive_part(explainer, X: np.ndarray, y: np.ndarray, w: np.ndarray, pick:
     order = np.concatenate([unit.trees for unit in caches[0].units(True)] or [np.zeros(0, dtype=int)])
     progress = "additive part (TreeSHAP)" if explainer.progress else False
     return additive_part(forests[0], order, X, y, w, pick, explainer._tuning.memory_budget, progress)
+
+
+def _warn_if_long(explainer, m: int) -> None:
+    """Warn (:class:`LongCallWarning`) before a sample estimated to take minutes, with the advice
+    that fits a sample: the explainer's own warning would suggest ``estimate_rsq`` itself."""
+    message = long_sample_message(explainer._units.units(True), m, explainer._units.tuning)
+    if message is not None:
+        warnings.warn(message, LongCallWarning, stacklevel=user_stacklevel())
 
 
 def _generator(random_state: Any) -> np.random.Generator:

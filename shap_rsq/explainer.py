@@ -417,8 +417,11 @@ class RSquaredExplainer(
         tuning = self._unit_caches[0].tuning
         return {"local": local, "n_jobs": self.n_jobs, "progress": self.progress, "tuning": tuning}
 
-    def _decompose(self, rows: np.ndarray, target, weights, *, local: bool, players=None) -> Decomposition:
+    def _decompose(
+        self, rows: np.ndarray, target, weights, *, local: bool, players=None, warn_long=True
+    ) -> Decomposition:
         forests, caches = self._game_sets.get(players)
-        result = decompose(forests[0], caches[0].units(local), rows, target, weights, **self._run_options(local))
+        options = {**self._run_options(local), "warn_long": warn_long}
+        result = decompose(forests[0], caches[0].units(local), rows, target, weights, **options)
         self._prediction_check(rows, result.prediction, target)
         return result

@@ -159,3 +159,21 @@ def test_every_draw_of_a_small_population_is_within_rounding_of_exact_for_stumps
         total, spread = _sample_total(explainer, rows.array, target, weights, np.array(pick), 8, True)
         np.testing.assert_allclose(total / sst, exact, rtol=0, atol=1e-12)
         assert np.all(spread / sst < 1e-12)
+
+
+def test_a_long_sample_is_announced_with_advice_for_a_sample():
+    # the explainer's own warning told the caller of estimate_rsq to use estimate_rsq
+    from dataclasses import replace
+
+    from shap_rsq import LongCallWarning
+    from shap_rsq.tuning import DEFAULT_TUNING
+
+    X, y, _ = _data(60)
+    model = RandomForestRegressor(2, max_depth=4, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)._set_engine(tuning=replace(DEFAULT_TUNING, long_call_seconds=0.0))
+    with pytest.warns(LongCallWarning) as record:
+        estimate_rsq(explainer, X, y, n_sample=5, random_state=0)
+    messages = [str(w.message) for w in record if issubclass(w.category, LongCallWarning)]
+    assert len(messages) == 1 and messages[0].startswith("estimate_rsq(n_sample=5): the exact per-row R² shares")
+    assert "Fewer rows (n_sample)" in messages[0] and "shap_rsq.estimate_rsq estimates" not in messages[0]
+    assert [w.filename for w in record] == [__file__]

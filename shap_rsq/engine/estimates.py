@@ -103,6 +103,20 @@ def long_call_message(
     )
 
 
+def long_sample_message(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> str | None:
+    """What to tell the caller of ``estimate_rsq`` before its ``n_rows`` drawn rows' exact per-row
+    shares, estimated at ``tuning.long_call_seconds`` or more (``None`` below)."""
+    seconds = estimated_seconds(units, n_rows, tuning)
+    if seconds < tuning.long_call_seconds:
+        return None
+    return (
+        f"estimate_rsq(n_sample={n_rows}): the exact per-row R² shares of the {n_rows:,} rows drawn are estimated "
+        f"to take about {_duration(seconds)} on one core (a rough estimate, within about 3x), after one TreeSHAP "
+        "pass over every row.  Fewer rows (n_sample) take less time and give larger standard errors; n_jobs=-1 "
+        "uses every core; RSquaredExplainer(progress=True) shows progress bars."
+    )
+
+
 def warn_if_long(units: Sequence, nodes: NodeArrays, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING) -> None:
     """Warn (:class:`LongCallWarning`) before a call estimated at ``tuning.long_call_seconds`` or more."""
     message = long_call_message(units, nodes, n_rows, local, tuning)
