@@ -25,6 +25,7 @@ CASES = {
     "selector_pipeline.py": (["--quick"], [], [], "best max_features"),
     "genomics_screen.py": (["--genes", "1000"], ["xgboost"], [], "planted"),
     "interactions.py": ([], ["xgboost"], ["interactions.txt", "interactions.png"], "the others none: checked"),
+    "fully_grown_forest.py": (["--trees", "5", "--rows", "300", "--exact"], [], [], "stay near 0: checked"),
     "paper_reproduction.py": (
         ["--replicates", "1", "--sage-replicates", "0", "--n", "150", "--p", "6", "--jobs", "1", "--max-trees", "50"],
         ["xgboost"],
