@@ -16,7 +16,7 @@ that the five signal features lead and the noise features stay within a few stan
 0.  ``--exact`` also computes the exact shares (minutes on the small setting) and prints how many
 standard errors each estimate is from them.  Run it from any folder:
 
-    python examples/fully_grown_forest.py                       # 30 trees on 2,000 rows: about 5 minutes
+    python examples/fully_grown_forest.py                       # 30 trees on 2,000 rows: 5-10 minutes
     python examples/fully_grown_forest.py --trees 5 --rows 300 --exact   # a minute, with the exact check
 """
 
