@@ -90,17 +90,16 @@ def additive_part(
     sampled = np.zeros((len(pick), n_features))
     with progress_bar(len(order), progress) as bar:
         for t in order:
-            tree = forest.trees[t]
-            shift = tree.value[tree.leaf_of(X, forest.input_dtype)] - forest.nodes.tree_mean[t]
-            weight = w * (2.0 * (y - f) - shift)  # the factor of the tree's TreeSHAP values, per row
-            explainer = _tree_explainer(forest, tree)
+            explainer = _tree_explainer(forest, forest.trees[t])
             for start in range(0, n, step):
                 rows = slice(start, min(n, start + step))
                 phi = explainer.shap_values(X[rows], check_additivity=False)
-                total += weight[rows] @ phi
+                shift = phi.sum(axis=1)  # TreeSHAP's values add up to the tree's prediction minus its mean
+                weight = w[rows] * (2.0 * (y[rows] - f[rows]) - shift)  # the factor of the tree's values
+                total += weight @ phi
                 inside = pick[(pick >= rows.start) & (pick < rows.stop)]
-                sampled[np.searchsorted(pick, inside)] += weight[inside, None] * phi[inside - rows.start]
-            f += shift
+                sampled[np.searchsorted(pick, inside)] += weight[inside - rows.start, None] * phi[inside - rows.start]
+                f[rows] += shift
             if bar is not None:
                 bar.update(1)
     return AdditivePart(total, sampled)

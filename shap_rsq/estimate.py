@@ -128,6 +128,8 @@ def estimate_rsq(
     n = len(population)
     m = min(int(n_sample), n)
     _check_sample_budget(explainer, m)
+    if not explainer.progress:  # the bars carry the estimate instead
+        _warn_if_long(explainer, m)
     pick = np.sort(rng.choice(population, size=m, replace=False))
     values, spread = _sample_total(explainer, rows.array, target, weights, pick, n, control_variate)
     values, spread = values / sst, spread / sst
@@ -141,8 +143,6 @@ def _sample_total(explainer, X, y, w, pick: np.ndarray, n: int, control_variate:
     """The estimated total of the contributions of ``n`` rows (loss units) from the rows ``pick``,
     and its standard error: unbiased whatever is subtracted, as long as its total over the rows is
     added back."""
-    if not explainer.progress:  # the bars carry the estimate instead
-        _warn_if_long(explainer, len(pick))
     sampled = explainer._decompose(X[pick], y[pick], w[pick], local=True, warn_long=False).values
     if not control_variate or len(pick) == n:  # every row drawn: the sample is the total
         return scaled_sample(np.zeros(sampled.shape[1]), sampled, n)

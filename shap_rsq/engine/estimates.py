@@ -111,7 +111,7 @@ def long_sample_message(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_T
         return None
     return (
         f"estimate_rsq(n_sample={n_rows}): the exact per-row R² shares of the {n_rows:,} rows drawn are estimated "
-        f"to take about {_duration(seconds)} on one core (a rough estimate, within about 3x), after one TreeSHAP "
+        f"to take about {_duration(seconds)} on one core (a rough estimate, within about 3x), plus one TreeSHAP "
         "pass over every row.  Fewer rows (n_sample) take less time and give larger standard errors; n_jobs=-1 "
         "uses every core; RSquaredExplainer(progress=True) shows progress bars."
     )
