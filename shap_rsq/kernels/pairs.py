@@ -237,8 +237,12 @@ def pair_values(plan: PairPlan, bits: np.ndarray, w_quad: np.ndarray | None, blo
 
 
 def _side(plan: PairPlan, bits: np.ndarray, leaves: slice, columns: np.ndarray):
-    """One side of a node: its leaves' pass bits ``(n, A, Kc)``, covers ``(A, Kc)`` and values."""
-    return bits[:, leaves][:, :, columns], plan.cover[leaves][:, columns], plan.value[leaves]
+    """One side of a node: its leaves' pass bits ``(A, n, Kc)``, covers ``(A, Kc)`` and values.
+
+    Leaf-major and contiguous, so that a block's bits are one run per leaf (the gather that picks
+    the columns leaves them feature-major)."""
+    side_bits = np.ascontiguousarray(bits[:, leaves][:, :, columns].transpose(1, 0, 2))
+    return side_bits, plan.cover[leaves][:, columns], plan.value[leaves]
 
 
 def _block_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
@@ -251,8 +255,12 @@ def _block_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
     exponential, where prefix and suffix products took about six passes over every (feature,
     pair, row, node).  The slope along ``k`` is the product times ``b / F_k``: ``-1 / (1 - q)``
     at bit 0 for every feature, ``(1 - rr) / F1`` at bit 1, between ``-1 / (1 - q)`` and ``1 / q``
-    (no digits lost by dividing).  A pair with a zero cover fraction has ``F0 = 0`` and no
-    logarithm: its node takes :func:`_direct_slopes`.
+    (no digits lost by dividing).  Summed over rows (``weight``), every feature's slope is the
+    bit-0 slope, shared by all features, plus its bit times the step to the bit-1 slope: the bits
+    enter through one matrix product per pair, bits by product, and no ``(pairs, rows, features)``
+    array of slopes is formed (per row the slopes are picked by bit: adding the step there cancels
+    digits of the slopes far below the largest).  A pair with a zero cover fraction has
+    ``F0 = 0`` and no logarithm: its node takes :func:`_direct_slopes`.
     """
     bits_a, cover_a, value_a = side_a
     bits_b, cover_b, value_b = side_b
@@ -267,21 +275,29 @@ def _block_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
     gain = np.log(f1)
     gain -= (log_a[:, None, :] + log_b[None, :, :]).reshape(n_pairs, n_k, 1)
     gain -= np.log1p(-q)
-    both = bits_a[rows, a][:, :, None, :] & bits_b[rows, b][:, None, :, :]  # (n, A, B, Kc)
-    n_rows = both.shape[0]
-    both = np.ascontiguousarray(both.reshape(n_rows, n_pairs, n_k).transpose(1, 0, 2))  # (pairs, n, Kc)
-    log_product = np.matmul(both.astype(np.float64), gain)  # (pairs, n, Q)
+    # both sides' bits, pair-major: (A, n, Kc) and (B, n, Kc) -> (pairs, n, Kc)
+    joint = np.logical_and(bits_a[a, rows][:, None], bits_b[b, rows][None])
+    n_rows = joint.shape[2]
+    joint = joint.reshape(n_pairs, n_rows, n_k)
+    both = joint.astype(np.float64)
+    log_product = np.matmul(both, gain)  # (pairs, n, Q)
     log_f0 = (log_a.sum(axis=1)[:, None] + log_b.sum(axis=1)[None, :]).reshape(-1, 1) + n_k * np.log1p(-q)
     log_product += log_f0[:, None, :]
     product = np.exp(log_product, out=log_product)
     product *= gl
-    at_zero = product @ (-1.0 / (1.0 - q))  # (pairs, n): every feature's slope at bit 0
-    at_one = np.matmul(product, np.divide((1.0 - rr)[:, :, None], f1, out=f1).transpose(0, 2, 1))  # (pairs, n, Kc)
-    slopes = np.where(both, at_one, at_zero[:, :, None])
+    at_zero = -1.0 / (1.0 - q)  # every feature's slope at bit 0, over b / F_k
+    at_one = np.divide((1.0 - rr)[:, :, None], f1, out=f1)  # (pairs, Kc, Q): at bit 1
     coef = 2.0 * (value_a[a][:, None] * value_b[b][None, :]).ravel()  # (pairs,)
     if weight is None:
+        slopes = np.where(joint, np.matmul(product, at_one.transpose(0, 2, 1)), (product @ at_zero)[:, :, None])
         return np.einsum("p,pnk->kn", coef, slopes)
-    return np.einsum("p,n,pnk->k", coef, weight, slopes)
+    # summed over rows: the bit-0 slope for every feature, plus each feature's bit times the step
+    # to its bit-1 slope, which takes the bits through one matrix product per pair
+    product *= weight[:, None]
+    shared = coef @ product.sum(axis=1) @ at_zero
+    by_bits = np.matmul(both.transpose(0, 2, 1), product)  # (pairs, Kc, Q): sum_rows bit x product
+    by_bits *= at_one - at_zero
+    return coef @ by_bits.sum(axis=2) + shared
 
 
 def _direct_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
@@ -291,8 +307,8 @@ def _direct_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
     bits_a, cover_a, value_a = side_a
     bits_b, cover_b, value_b = side_b
     rr = cover_a[a][:, None, :] * cover_b[b][None, :, :]  # (A, B, Kc)
-    both = bits_a[rows, a][:, :, None, :] & bits_b[rows, b][:, None, :, :]  # (n, A, B, Kc)
-    n_k = rr.shape[-1]
+    both = bits_a[a, rows].transpose(1, 0, 2)[:, :, None, :] & bits_b[b, rows].transpose(1, 0, 2)[:, None, :, :]
+    n_k = rr.shape[-1]  # both: (n, A, B, Kc)
     # features first, then (row, pair): the running products below are long contiguous passes
     rr_t = np.moveaxis(rr, -1, 0)[:, None]  # (Kc, 1, A, B)
     both_t = np.moveaxis(both, -1, 0)  # (Kc, n, A, B)
