@@ -448,3 +448,19 @@ def test_one_row_is_refused_for_r2_with_the_reason_and_taken_by_loss_reduction(d
     # a row's loss reduction depends on that row alone: one row alone gives its row of the whole
     alone = explainer.loss_reduction(X[:1], y[:1])
     np.testing.assert_allclose(alone, explainer.loss_reduction(X, y, local=True)[0], rtol=0, atol=1e-12)
+
+
+def test_no_rows_and_one_dimensional_rows_are_named_without_printing_them(data, explainer):
+    # scikit-learn's check_array said "a minimum of 1 is required" for no rows, and printed every
+    # value of a 1-D X
+    X, y, _ = data
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    for rows in (X[:0], frame.iloc[:0]):
+        with pytest.raises(ValueError, match=r"X has 0 rows, and R² needs at least 2"):
+            explainer.rsq(rows, y[:0])
+    with pytest.raises(ValueError, match=r"X has 0 rows; the loss decomposition needs at least one\.$"):
+        explainer.loss_reduction(X[:0], y[:0])
+    for column in (X[:, 0], list(X[:, 0]), frame["x0"]):
+        with pytest.raises(ValueError, match=r"X is 1-D \(shape \(\d+,\)\); .*reshape\(-1, 1\)") as error:
+            explainer.rsq(column, y)
+        assert str(round(X[3, 0], 4))[:6] not in str(error.value)

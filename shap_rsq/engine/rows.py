@@ -233,11 +233,26 @@ def _check_not_text(X: Any) -> None:
 
 
 def _array(data: Any, min_rows: int) -> np.ndarray:
-    # float32 is kept as is: a float32 copy of wide X would double its memory
-    array = check_array(data, dtype=(np.float64, np.float32), ensure_all_finite=False, input_name="X")
-    if array.shape[0] < min_rows:  # scikit-learn's "Found array with 1 sample(s)" says not why
+    shape = np.shape(data) if isinstance(data, np.ndarray | list | tuple) or hasattr(data, "__array__") else None
+    if shape is not None and len(shape) == 1:  # scikit-learn's message prints every value of X
         raise ValueError(
-            f"X has {array.shape[0]} row, and R² needs at least {min_rows}: it compares the model's errors with "
-            "the spread of y over the rows (loss_reduction takes a single row)."
+            f"X is 1-D (shape {shape}); pass a 2-D array of rows: X.reshape(-1, 1) if it holds one feature, "
+            "X.reshape(1, -1) if it is one row."
         )
+    # float32 is kept as is: a float32 copy of wide X would double its memory
+    array = check_array(
+        data, dtype=(np.float64, np.float32), ensure_all_finite=False, ensure_min_samples=0, input_name="X"
+    )
+    if array.shape[0] < min_rows:  # scikit-learn's "Found array with 1 sample(s)" says not why
+        raise ValueError(_too_few_rows(array.shape[0], min_rows))
     return array
+
+
+def _too_few_rows(n_rows: int, min_rows: int) -> str:
+    held = f"X has {n_rows} row{'' if n_rows == 1 else 's'}"
+    if min_rows < 2:
+        return f"{held}; the loss decomposition needs at least one."
+    return (
+        f"{held}, and R² needs at least {min_rows}: it compares the model's errors with the spread of y over "
+        "the rows (loss_reduction takes a single row)."
+    )
