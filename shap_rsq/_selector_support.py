@@ -25,6 +25,12 @@ class SelectorSupport:
     """Mixin of :class:`~shap_rsq.RSquaredSelector`: the selection rule applied to the fitted shares."""
 
     def _get_support_mask(self) -> np.ndarray:
+        if getattr(self, "prefit", False):  # unlike SelectFromModel's: the shares need y
+            message = (
+                "This RSquaredSelector(prefit=True) has no shares yet: call fit(X, y) first, which decomposes "
+                "the fitted estimator's R² on (X, y) without refitting it."
+            )
+            check_is_fitted(self, msg=message)
         check_is_fitted(self)
         # a column the screen dropped is not in estimator_: its share 0 is not a reason to keep it,
         # even above the negative out-of-fold shares of columns the screen kept

@@ -231,6 +231,12 @@ def test_models_without_feature_names_match_columns_by_position(table, tmp_path,
     assert code == 0, err
     expected = RSquaredExplainer(model).rsq(X, y)
     np.testing.assert_allclose(pd.read_csv(out).set_index("feature")["rsq"][NAMES], expected, rtol=1e-9, atol=1e-12)
+    # a table in another order than the training array would be read wrong: the note names the order read
+    assert f"read by position from the columns {NAMES!r}" in err
+    named = tmp_path / "named.json"
+    xgboost.XGBRegressor(n_estimators=10, max_depth=3).fit(table[NAMES], y).save_model(named)
+    code, _, err = run(["explain", "--model", named, "--data", data, "--target", "y", "--out", out], capsys)
+    assert code == 0 and "position" not in err, err
 
 
 @pytest.mark.parametrize("kind", FORMATS)

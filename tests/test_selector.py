@@ -198,6 +198,15 @@ def test_prefit_uses_the_fitted_model_as_is(data):
     np.testing.assert_array_equal(model.tree_.value, before)
 
 
+def test_a_prefit_selector_says_it_needs_fit_with_y_before_transform(data):
+    # SelectFromModel(prefit=True) transforms at once from feature_importances_; the shares need y
+    X, y = data
+    selector = RSquaredSelector(tree().fit(X, y), prefit=True)
+    for call in (lambda: selector.transform(X), selector.get_support):
+        with pytest.raises(NotFittedError, match=r"prefit=True\) has no shares yet: call fit\(X, y\) first"):
+            call()
+
+
 def test_prefit_model_names_the_columns_of_an_array(data):
     X, y = data
     names = [f"g{j}" for j in range(X.shape[1])]

@@ -235,6 +235,12 @@ def _read_inputs(args: argparse.Namespace, explainer: RSquaredExplainer) -> Mode
     )
     if inputs.ignored:
         print(f"shap-rsq: ignoring column(s) the model does not use: {preview(inputs.ignored)}", file=sys.stderr)
+    if not inputs.by_name:  # a table in another column order than the model's training array reads wrong
+        print(
+            "shap-rsq: note: the model records no feature names, so its features are read by position from the "
+            f"columns {preview(list(inputs.X.columns))}, in that order; it must be the order the model was fitted on",
+            file=sys.stderr,
+        )
     return inputs
 
 
