@@ -265,39 +265,71 @@ def _block_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
     bits_a, cover_a, value_a = side_a
     bits_b, cover_b, value_b = side_b
     q, gl = gauss_legendre(n_q)
-    log_a, log_b = np.log(cover_a[a]), np.log(cover_b[b])  # all covers > 0
-    rr = (cover_a[a][:, None, :] * cover_b[b][None, :, :]).reshape(-1, cover_a.shape[1])  # (pairs, Kc)
+    coef = 2.0 * (value_a[a][:, None] * value_b[b][None, :]).ravel()  # (pairs,)
+    at_zero = -1.0 / (1.0 - q)  # every feature's slope at bit 0, over b / F_k
+    if weight is None:
+        return _per_row_slopes(bits_a[a, rows], bits_b[b, rows], cover_a[a], cover_b[b], coef, q, gl)
+    gain, f1, rr = _log_gains(cover_a[a], cover_b[b], q, with_f0=True)
+    both = _joint_bits(bits_a[a, rows], bits_b[b, rows])
+    n_pairs, n_rows, n_k = both.shape[0], both.shape[1], both.shape[2] - 1
+    product = np.exp(np.matmul(both, gain), out=np.empty((n_pairs, n_rows, len(q))))  # (pairs, n, Q)
+    # summed over rows: the bit-0 slope for every feature, plus each feature's bit times the step
+    # to its bit-1 slope; the bits (and the ones, for the bit-0 part) enter by one matrix product
+    product *= weight[:, None] * gl
+    by_bits = np.matmul(both.transpose(0, 2, 1), product)  # (pairs, Kc + 1, Q): sum_rows bit x product
+    shared = coef @ (by_bits[:, n_k] @ at_zero)
+    steps = by_bits[:, :n_k]
+    steps *= np.divide((1.0 - rr)[:, :, None], f1, out=f1) - at_zero  # the slope at bit 1 minus at bit 0
+    return coef @ steps.sum(axis=2) + shared
+
+
+def _per_row_slopes(bits_a, bits_b, cover_a, cover_b, coef, q, gl) -> np.ndarray:
+    """:func:`_block_slopes` per row, ``(Kc, rows)``: each row's slopes picked by its bits (adding
+    the step to the bit-1 slope instead, as summed over rows, cancels digits of slopes far below
+    the largest)."""
+    gain, f1, rr = _log_gains(cover_a, cover_b, q, with_f0=False)
+    joint = np.logical_and(bits_a[:, None], bits_b[None])
+    joint = joint.reshape(-1, *joint.shape[2:])  # (pairs, n, Kc)
+    log_f0 = (np.log(cover_a).sum(axis=1)[:, None] + np.log(cover_b).sum(axis=1)[None, :]).reshape(-1, 1)
+    log_product = np.matmul(joint.astype(np.float64), gain)  # (pairs, n, Q)
+    log_product += (log_f0 + rr.shape[1] * np.log1p(-q))[:, None, :]
+    product = np.exp(log_product, out=log_product)
+    product *= gl
+    at_one = np.divide((1.0 - rr)[:, :, None], f1, out=f1)  # (pairs, Kc, Q)
+    slopes = np.where(joint, np.matmul(product, at_one.transpose(0, 2, 1)), (product @ (-1.0 / (1.0 - q)))[:, :, None])
+    return np.einsum("p,pnk->kn", coef, slopes)
+
+
+def _log_gains(cover_a: np.ndarray, cover_b: np.ndarray, q: np.ndarray, with_f0: bool):
+    """``(pairs, Kc [+ 1], Q)`` logarithms that a pair's bits (and a one) multiply, ``F1`` and ``rr``.
+
+    Row ``k < Kc`` is ``log F1_k - log F0_k``, from one logarithm per entry (``log F0 = log r_a +
+    log r_b + log(1 - q)``); ``with_f0``, one more row ``sum_k log F0_k``, from each leaf's own sum.
+    These row-independent passes set the cost of few rows.
+    """
+    log_a, log_b = np.log(cover_a), np.log(cover_b)  # all covers > 0
+    rr = (cover_a[:, None, :] * cover_b[None, :, :]).reshape(-1, cover_a.shape[1])  # (pairs, Kc)
     n_pairs, n_k = rr.shape
     f1 = rr[:, :, None] * (1.0 - q)  # (pairs, Kc, Q)
     f1 += q
-    # log F1 - log F0 with log F0 = log r_a + log r_b + log(1 - q): one logarithm per entry, not two,
-    # and sum_k log F0 from each leaf's own sum (these row-independent passes set the cost of few rows)
-    gain = np.log(f1)
-    gain -= (log_a[:, None, :] + log_b[None, :, :]).reshape(n_pairs, n_k, 1)
-    gain -= np.log1p(-q)
-    # both sides' bits, pair-major: (A, n, Kc) and (B, n, Kc) -> (pairs, n, Kc)
-    joint = np.logical_and(bits_a[a, rows][:, None], bits_b[b, rows][None])
-    n_rows = joint.shape[2]
-    joint = joint.reshape(n_pairs, n_rows, n_k)
-    both = joint.astype(np.float64)
-    log_product = np.matmul(both, gain)  # (pairs, n, Q)
-    log_f0 = (log_a.sum(axis=1)[:, None] + log_b.sum(axis=1)[None, :]).reshape(-1, 1) + n_k * np.log1p(-q)
-    log_product += log_f0[:, None, :]
-    product = np.exp(log_product, out=log_product)
-    product *= gl
-    at_zero = -1.0 / (1.0 - q)  # every feature's slope at bit 0, over b / F_k
-    at_one = np.divide((1.0 - rr)[:, :, None], f1, out=f1)  # (pairs, Kc, Q): at bit 1
-    coef = 2.0 * (value_a[a][:, None] * value_b[b][None, :]).ravel()  # (pairs,)
-    if weight is None:
-        slopes = np.where(joint, np.matmul(product, at_one.transpose(0, 2, 1)), (product @ at_zero)[:, :, None])
-        return np.einsum("p,pnk->kn", coef, slopes)
-    # summed over rows: the bit-0 slope for every feature, plus each feature's bit times the step
-    # to its bit-1 slope, which takes the bits through one matrix product per pair
-    product *= weight[:, None]
-    shared = coef @ product.sum(axis=1) @ at_zero
-    by_bits = np.matmul(both.transpose(0, 2, 1), product)  # (pairs, Kc, Q): sum_rows bit x product
-    by_bits *= at_one - at_zero
-    return coef @ by_bits.sum(axis=2) + shared
+    gain = np.empty((n_pairs, n_k + int(with_f0), len(q)))
+    lower = gain[:, :n_k]
+    np.log(f1, out=lower)
+    lower -= (log_a[:, None, :] + log_b[None, :, :]).reshape(n_pairs, n_k, 1)
+    lower -= np.log1p(-q)
+    if with_f0:
+        gain[:, n_k] = (log_a.sum(axis=1)[:, None] + log_b.sum(axis=1)[None, :]).reshape(-1, 1) + n_k * np.log1p(-q)
+    return gain, f1, rr
+
+
+def _joint_bits(bits_a: np.ndarray, bits_b: np.ndarray) -> np.ndarray:
+    """Both sides' bits ``(A, n, Kc)`` and ``(B, n, Kc)`` as floats ``(pairs, n, Kc + 1)`` for the
+    matrix products, with a last column of ones."""
+    (n_a, n_rows, n_k), n_b = bits_a.shape, bits_b.shape[0]
+    both = np.empty((n_a, n_b, n_rows, n_k + 1))
+    np.logical_and(bits_a[:, None], bits_b[None], out=both[..., :n_k])
+    both[..., n_k] = 1.0
+    return both.reshape(n_a * n_b, n_rows, n_k + 1)
 
 
 def _direct_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
