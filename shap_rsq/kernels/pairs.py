@@ -269,7 +269,7 @@ def _block_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
     at_zero = -1.0 / (1.0 - q)  # every feature's slope at bit 0, over b / F_k
     if weight is None:
         return _per_row_slopes(bits_a[a, rows], bits_b[b, rows], cover_a[a], cover_b[b], coef, q, gl)
-    gain, f1, rr = _log_gains(cover_a[a], cover_b[b], q, with_f0=True)
+    gain, f1, rr = _log_gains(cover_a[a], cover_b[b], q)
     both = _joint_bits(bits_a[a, rows], bits_b[b, rows])
     n_pairs, n_rows, n_k = both.shape[0], both.shape[1], both.shape[2] - 1
     product = np.exp(np.matmul(both, gain), out=np.empty((n_pairs, n_rows, len(q))))  # (pairs, n, Q)
@@ -287,12 +287,12 @@ def _per_row_slopes(bits_a, bits_b, cover_a, cover_b, coef, q, gl) -> np.ndarray
     """:func:`_block_slopes` per row, ``(Kc, rows)``: each row's slopes picked by its bits (adding
     the step to the bit-1 slope instead, as summed over rows, cancels digits of slopes far below
     the largest)."""
-    gain, f1, rr = _log_gains(cover_a, cover_b, q, with_f0=False)
+    gain, f1, rr = _log_gains(cover_a, cover_b, q)
+    n_k = rr.shape[1]
     joint = np.logical_and(bits_a[:, None], bits_b[None])
     joint = joint.reshape(-1, *joint.shape[2:])  # (pairs, n, Kc)
-    log_f0 = (np.log(cover_a).sum(axis=1)[:, None] + np.log(cover_b).sum(axis=1)[None, :]).reshape(-1, 1)
-    log_product = np.matmul(joint.astype(np.float64), gain)  # (pairs, n, Q)
-    log_product += (log_f0 + rr.shape[1] * np.log1p(-q))[:, None, :]
+    log_product = np.matmul(joint.astype(np.float64), gain[:, :n_k])  # (pairs, n, Q)
+    log_product += gain[:, n_k][:, None, :]
     product = np.exp(log_product, out=log_product)
     product *= gl
     at_one = np.divide((1.0 - rr)[:, :, None], f1, out=f1)  # (pairs, Kc, Q)
@@ -300,25 +300,24 @@ def _per_row_slopes(bits_a, bits_b, cover_a, cover_b, coef, q, gl) -> np.ndarray
     return np.einsum("p,pnk->kn", coef, slopes)
 
 
-def _log_gains(cover_a: np.ndarray, cover_b: np.ndarray, q: np.ndarray, with_f0: bool):
-    """``(pairs, Kc [+ 1], Q)`` logarithms that a pair's bits (and a one) multiply, ``F1`` and ``rr``.
+def _log_gains(cover_a: np.ndarray, cover_b: np.ndarray, q: np.ndarray):
+    """``(pairs, Kc + 1, Q)`` logarithms that a pair's bits (and a one) multiply, ``F1`` and ``rr``.
 
     Row ``k < Kc`` is ``log F1_k - log F0_k``, from one logarithm per entry (``log F0 = log r_a +
-    log r_b + log(1 - q)``); ``with_f0``, one more row ``sum_k log F0_k``, from each leaf's own sum.
-    These row-independent passes set the cost of few rows.
+    log r_b + log(1 - q)``); the last row is ``sum_k log F0_k``, from each leaf's own sum.  These
+    row-independent passes set the cost of few rows.
     """
     log_a, log_b = np.log(cover_a), np.log(cover_b)  # all covers > 0
     rr = (cover_a[:, None, :] * cover_b[None, :, :]).reshape(-1, cover_a.shape[1])  # (pairs, Kc)
     n_pairs, n_k = rr.shape
     f1 = rr[:, :, None] * (1.0 - q)  # (pairs, Kc, Q)
     f1 += q
-    gain = np.empty((n_pairs, n_k + int(with_f0), len(q)))
-    lower = gain[:, :n_k]
-    np.log(f1, out=lower)
-    lower -= (log_a[:, None, :] + log_b[None, :, :]).reshape(n_pairs, n_k, 1)
-    lower -= np.log1p(-q)
-    if with_f0:
-        gain[:, n_k] = (log_a.sum(axis=1)[:, None] + log_b.sum(axis=1)[None, :]).reshape(-1, 1) + n_k * np.log1p(-q)
+    gain = np.empty((n_pairs, n_k + 1, len(q)))
+    per_feature = gain[:, :n_k]
+    np.log(f1, out=per_feature)
+    per_feature -= (log_a[:, None, :] + log_b[None, :, :]).reshape(n_pairs, n_k, 1)
+    per_feature -= np.log1p(-q)
+    gain[:, n_k] = (log_a.sum(axis=1)[:, None] + log_b.sum(axis=1)[None, :]).reshape(-1, 1) + n_k * np.log1p(-q)
     return gain, f1, rr
 
 
