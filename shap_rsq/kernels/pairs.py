@@ -266,9 +266,9 @@ def _block_slopes(side_a, side_b, rows, a, b, n_q, weight) -> np.ndarray:
     bits_b, cover_b, value_b = side_b
     q, gl = gauss_legendre(n_q)
     coef = 2.0 * (value_a[a][:, None] * value_b[b][None, :]).ravel()  # (pairs,)
-    at_zero = -1.0 / (1.0 - q)  # every feature's slope at bit 0, over b / F_k
     if weight is None:
         return _per_row_slopes(bits_a[a, rows], bits_b[b, rows], cover_a[a], cover_b[b], coef, q, gl)
+    at_zero = -1.0 / (1.0 - q)  # every feature's slope at bit 0, over b / F_k
     gain, f1, rr = _log_gains(cover_a[a], cover_b[b], q)
     both = _joint_bits(bits_a[a, rows], bits_b[b, rows])
     n_pairs, n_rows, n_k = both.shape[0], both.shape[1], both.shape[2] - 1
@@ -296,7 +296,8 @@ def _per_row_slopes(bits_a, bits_b, cover_a, cover_b, coef, q, gl) -> np.ndarray
     product = np.exp(log_product, out=log_product)
     product *= gl
     at_one = np.divide((1.0 - rr)[:, :, None], f1, out=f1)  # (pairs, Kc, Q)
-    slopes = np.where(joint, np.matmul(product, at_one.transpose(0, 2, 1)), (product @ (-1.0 / (1.0 - q)))[:, :, None])
+    at_zero = product @ (-1.0 / (1.0 - q))  # (pairs, n): every feature's slope at bit 0
+    slopes = np.where(joint, np.matmul(product, at_one.transpose(0, 2, 1)), at_zero[:, :, None])
     return np.einsum("p,pnk->kn", coef, slopes)
 
 
