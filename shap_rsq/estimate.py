@@ -11,7 +11,6 @@ is approximated silently: :meth:`RSquaredExplainer.rsq` stays exact, and this is
 from __future__ import annotations
 
 import numbers
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +20,7 @@ import pandas as pd
 from ._additive_part import AdditivePart, additive_part
 from ._groups import player_index
 from .engine.budget import MemoryBudgetError, fit_jobs
-from .engine.estimates import LongCallWarning, long_sample_message
-from .engine.rows import user_stacklevel
+from .engine.estimates import warn_if_long_sample
 
 __all__ = ["RsqEstimate", "estimate_rsq"]
 
@@ -129,7 +127,7 @@ def estimate_rsq(
     m = min(int(n_sample), n)
     _check_sample_budget(explainer, m)
     if not explainer.progress:  # the bars carry the estimate instead
-        _warn_if_long(explainer, m)
+        warn_if_long_sample(explainer._units.units(True), m, explainer._units.tuning)
     pick = np.sort(rng.choice(population, size=m, replace=False))
     values, spread = _sample_total(explainer, rows.array, target, weights, pick, n, control_variate)
     values, spread = values / sst, spread / sst
@@ -164,14 +162,6 @@ def _additive_part(explainer, X: np.ndarray, y: np.ndarray, w: np.ndarray, pick:
     order = np.concatenate([unit.trees for unit in caches[0].units(True)] or [np.zeros(0, dtype=int)])
     progress = "additive part (TreeSHAP)" if explainer.progress else False
     return additive_part(forests[0], order, X, y, w, pick, explainer._tuning.memory_budget, progress)
-
-
-def _warn_if_long(explainer, m: int) -> None:
-    """Warn (:class:`LongCallWarning`) before a sample estimated to take minutes, with the advice
-    that fits a sample: the explainer's own warning would suggest ``estimate_rsq`` itself."""
-    message = long_sample_message(explainer._units.units(True), m, explainer._units.tuning)
-    if message is not None:
-        warnings.warn(message, LongCallWarning, stacklevel=user_stacklevel())
 
 
 def _generator(random_state: Any) -> np.random.Generator:

@@ -38,6 +38,7 @@ __all__ = [
     "progress_label",
     "trees_named",
     "warn_if_long",
+    "warn_if_long_sample",
 ]
 
 
@@ -83,8 +84,8 @@ def long_call_message(
 ) -> str | None:
     """What to tell the caller before a call estimated at ``tuning.long_call_seconds`` or more
     (``None`` below): the estimate, the trees that make it, and what shortens it."""
-    seconds = estimated_seconds(units, n_rows, tuning)
-    if seconds < tuning.long_call_seconds:
+    seconds = _long_seconds(units, n_rows, tuning)
+    if seconds is None:
         return None
     leaves = nodes.tree_leaves
     what, of = (
@@ -106,8 +107,8 @@ def long_call_message(
 def long_sample_message(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> str | None:
     """What to tell the caller of ``estimate_rsq`` before its ``n_rows`` drawn rows' exact per-row
     shares, estimated at ``tuning.long_call_seconds`` or more (``None`` below)."""
-    seconds = estimated_seconds(units, n_rows, tuning)
-    if seconds < tuning.long_call_seconds:
+    seconds = _long_seconds(units, n_rows, tuning)
+    if seconds is None:
         return None
     return (
         f"estimate_rsq(n_sample={n_rows}): the exact per-row R² shares of the {n_rows:,} rows drawn are estimated "
@@ -117,9 +118,25 @@ def long_sample_message(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_T
     )
 
 
+def _long_seconds(units: Sequence, n_rows: int, tuning: Tuning) -> float | None:
+    """The estimated seconds of a call, when they reach ``tuning.long_call_seconds``."""
+    seconds = estimated_seconds(units, n_rows, tuning)
+    return seconds if seconds >= tuning.long_call_seconds else None
+
+
 def warn_if_long(units: Sequence, nodes: NodeArrays, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING) -> None:
     """Warn (:class:`LongCallWarning`) before a call estimated at ``tuning.long_call_seconds`` or more."""
-    message = long_call_message(units, nodes, n_rows, local, tuning)
+    _warn(long_call_message(units, nodes, n_rows, local, tuning))
+
+
+def warn_if_long_sample(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> None:
+    """Warn (:class:`LongCallWarning`) before ``estimate_rsq``'s sample of ``n_rows`` rows when it is
+    estimated to take minutes, with the advice that fits a sample (the explainer's own warning
+    would suggest ``estimate_rsq`` itself)."""
+    _warn(long_sample_message(units, n_rows, tuning))
+
+
+def _warn(message: str | None) -> None:
     if message is not None:
         warnings.warn(message, LongCallWarning, stacklevel=user_stacklevel())
 

@@ -233,7 +233,7 @@ def _check_not_text(X: Any) -> None:
 
 
 def _array(data: Any, min_rows: int) -> np.ndarray:
-    shape = np.shape(data) if isinstance(data, np.ndarray | list | tuple) or hasattr(data, "__array__") else None
+    shape = np.shape(data) if isinstance(data, list | tuple) or hasattr(data, "__array__") else None
     if shape is not None and len(shape) == 1:  # scikit-learn's message prints every value of X
         raise ValueError(
             f"X is 1-D (shape {shape}); pass a 2-D array of rows: X.reshape(-1, 1) if it holds one feature, "
