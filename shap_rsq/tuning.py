@@ -52,8 +52,11 @@ class Tuning:
     min_chunk_rows : int
         Smallest row chunk of a batch, so that NumPy calls stay long on wide batches.
     pattern_elements : int
-        Distinct patterns x items per LCA kernel call, a cap beside the memory budget: each call
-        tabulates the tree's items again, so fewer, larger calls are faster as long as they fit.
+        Distinct patterns x items per LCA kernel call, a cap beside the memory budget (which binds
+        first up to a budget of 4 GiB): each call tabulates the tree's items again, so fewer,
+        larger calls are faster as long as they fit.  2^28 cut the largest tree of XGBoost depth
+        12 on 10,000 rows (178,505 items) into 7 calls; it took 148 s in 14 calls, 77 s in 3 and
+        68 s in one.
     block_elements : int
         Float64 elements of one temporary array in the LCA kernel (4 MB): its passes are
         memory-bound products, and blocks that stay in cache ran 1.2-1.3x faster than 64 MB ones.
@@ -172,12 +175,16 @@ class Tuning:
         that their kernels fit (their blocks of patterns cut to a share of it first,
         ``engine.budget.fit_jobs``); and a call whose per-row arrays alone exceed half of it is
         refused before it starts.
-    lca_global_bytes : int
-        Peak bytes per (pattern, item) pair of one LCA kernel call for global values, measured with
-        ``tracemalloc``: 1.1 on depth-10 forests, 1.4 on XGBoost depth 12, 3.2 on a fully grown
-        tree.  Only a chunk's items are ever held per row; the rest is the cells of every view
-        (about 10-40 bytes per (pattern, view)).  Sizing the calls too small costs time: each call
-        tabulates the items again.
+    lca_global_bytes : float
+        Peak bytes per (pattern, item) pair of one LCA kernel call for global values, beside
+        ``lca_leaf_bytes`` per (pattern, leaf).  Only a block of rows' entries is ever held per
+        item (``block_elements``), so a call's peak grows with its leaves, not its items: measured
+        with ``tracemalloc`` on 10,000 distinct patterns in one call, 394 MiB on the largest tree
+        of XGBoost depth 12 (178,505 items, 875 leaves), 217 MiB on a depth-10 forest's (39,293
+        items, 503 leaves) and 109 MiB on LightGBM's with 255 leaves (11,204 items), 45-47 bytes
+        per (pattern, leaf) all told, 0.04-0.11 per (pattern, item) beyond 40 a leaf.  The 4
+        charged before (measured 1.1-1.4 while a block held every row's entries) cut that
+        XGBoost tree into 14 calls, each tabulating the items again: 2.2x its time in one call.
     lca_local_bytes : int
         ... for per-row values (0.4-1.2 measured; the ``(n, p)`` outputs are counted apart).
     lca_dense_global_bytes : int
@@ -187,8 +194,8 @@ class Tuning:
     lca_leaf_bytes : int
         ... per (pattern, leaf): the leaf codes of a block of patterns and their cells in every
         view (``kernels.lca_cells``), 35 measured with ``tracemalloc`` on a deep tree compiled in
-        pieces of 3,000-4,000 items with 434 leaves, where they outweighed the items; on whole
-        plans of XGBoost depth 12 (400k items, 875 leaves) they are 2% of a block.
+        pieces of 3,000-4,000 items with 434 leaves, and 45-47 all told on whole plans of
+        XGBoost depth 12, depth-10 forests and LightGBM (see ``lca_global_bytes``).
     lca_item_bytes : int
         Bytes per *estimated* item (``kernels.pairs.node_costs`` counts 1.5-3x the compiled
         items) while a plan is compiled: 1,190-1,260 measured with ``tracemalloc`` (XGBoost depth
@@ -245,7 +252,7 @@ class Tuning:
     batch_patterns: int = 1 << 20
     chunk_elements: int = 1 << 22
     min_chunk_rows: int = 256
-    pattern_elements: int = 1 << 28
+    pattern_elements: int = 1 << 31
     block_elements: int = 1 << 19
     chunk_cells: int = 1 << 13
     dense_slots: int = 1 << 22
@@ -268,11 +275,11 @@ class Tuning:
     pair_min_pairs: int = 16
     max_lca_items: int = 1 << 20
     memory_budget: int = 2 << 30
-    lca_global_bytes: int = 4
+    lca_global_bytes: float = 0.5
     lca_local_bytes: int = 4
     lca_dense_global_bytes: int = 4
     lca_dense_local_bytes: int = 4
-    lca_leaf_bytes: int = 40
+    lca_leaf_bytes: int = 48
     lca_item_bytes: int = 1280
     lca_kept_item_bytes: int = 480
     lca_path_bytes: int = 360

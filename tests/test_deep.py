@@ -328,6 +328,28 @@ def test_a_deep_tree_stays_within_a_small_budget(n, p, budget):
         np.testing.assert_allclose(shares, RSquaredExplainer(model).rsq(X, y), rtol=0, atol=1e-12)
 
 
+def test_blocks_of_patterns_of_a_tree_whose_rows_share_cells_stay_within_the_smallest_budget():
+    # a global LCA call is charged 0.5 bytes per (pattern, item) beside 48 per (pattern, leaf)
+    # (Tuning.lca_global_bytes, 4 before): its items' entries are held a block of rows at a time,
+    # so larger blocks of patterns fit.  Here the smallest budget still cuts the rows into blocks
+    X, y, _ = _deep_data(n=3000, p=8)
+    model = DecisionTreeRegressor(max_depth=8, random_state=0).fit(X, y)
+    budget = 1 / 64
+    explainer = RSquaredExplainer(model, memory_budget=budget)
+    (unit,) = explainer._units.units()
+    assert type(unit) is LcaUnit and unit.pattern_step(False) < len(y) / 4
+    assert RSquaredExplainer(model)._units.units()[0].pattern_step(False) >= len(y)  # one block at 2 GiB
+    tracemalloc.start()
+    try:
+        shares = explainer.rsq(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < budget * (1 << 30)
+    expected = RSquaredExplainer(model).rsq(X, y)
+    np.testing.assert_allclose(shares, expected, rtol=0, atol=1e-12)  # the blocks change no value
+
+
 @pytest.mark.parametrize("call", ["grouped per-row shares", "class shares", "estimated shares"])
 def test_grouped_class_and_estimated_shares_stay_within_the_smallest_budget(call):
     # rsq and per-row shares are traced above; these paths run the same units through other

@@ -77,9 +77,10 @@ def unit_bytes(unit, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING, 
     """
     if not isinstance(unit, LcaUnit):
         return _batch_bytes(unit, n_rows, local, tuning)
-    per_element = tuning.lca_local_bytes if local else tuning.lca_global_bytes
     items = unit.work / 4.0  # lca_work counts items x quadrature nodes (4-10 of them)
-    kernel = min(tuning.memory_budget // (4 * split), items * n_rows * per_element)
+    leaves = int(np.count_nonzero(unit.tree.left < 0))
+    per_pattern = items * unit.element_bytes(local) + leaves * tuning.lca_leaf_bytes  # as LcaUnit.pattern_step
+    kernel = min(tuning.memory_budget // (4 * split), n_rows * per_pattern)
     piece = min(items, tuning.plan_item_cap)
     compiling, kept = piece * tuning.lca_item_bytes, piece * tuning.lca_kept_item_bytes
     if items > piece:

@@ -69,7 +69,7 @@ class HybridUnit(LcaUnit):
         """``None``: the plan leaves out the pair nodes' work, which ``work`` estimates."""
         return None
 
-    def element_bytes(self, local: bool) -> int:
+    def element_bytes(self, local: bool) -> float:
         """Bytes per (pattern, item) of trees deep enough to have pair nodes: their items rarely
         share cells (``Tuning.lca_dense_local_bytes`` / ``lca_dense_global_bytes``)."""
         if not self.dense:

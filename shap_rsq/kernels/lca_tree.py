@@ -125,9 +125,9 @@ class LcaUnit:
         plan = self.plan if plan is None else plan
         width = self.pattern_width(local, plan)
         per_pattern = width * self.element_bytes(local) + len(plan.code_size) * self.tuning.lca_leaf_bytes
-        return max(1, min(self.tuning.pattern_elements // width, self.tuning.memory_budget // (4 * per_pattern)))
+        return max(1, min(self.tuning.pattern_elements // width, int(self.tuning.memory_budget // (4 * per_pattern))))
 
-    def element_bytes(self, local: bool) -> int:
+    def element_bytes(self, local: bool) -> float:
         """Temporaries per (pattern, item) pair (``Tuning.lca_local_bytes`` / ``lca_global_bytes``)."""
         return self.tuning.lca_local_bytes if local else self.tuning.lca_global_bytes
 
