@@ -7,8 +7,9 @@ Fits a ``deep.py`` workload, keeps the trees ``--trees A B`` (XGBoost boosters a
 forests keep their estimators ``A..B``; other models keep all their trees), compiles both
 explainers' plans before timing, then times ``rsq`` with each sizing in turn and prints the
 blocks of patterns per tree and the largest difference of the shares (blocks change no value).
-The earlier sizing charged 4 bytes per (pattern, item), 40 per (pattern, leaf) and capped a call
-at 2^28 (pattern, item) elements.
+The earlier sizing charged 4 bytes per (pattern, item), 40 per (pattern, leaf), capped a call
+at 2^28 (pattern, item) elements, and charged every tree with pair nodes as one whose rows
+rarely share cells (``Tuning.shared_code_bits``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from deep import WORKLOADS, _data
 from shap_rsq import RSquaredExplainer
 from shap_rsq.tuning import DEFAULT_TUNING
 
-BEFORE = replace(DEFAULT_TUNING, lca_global_bytes=4, lca_leaf_bytes=40, pattern_elements=1 << 28)
+BEFORE = replace(DEFAULT_TUNING, lca_global_bytes=4, lca_leaf_bytes=40, pattern_elements=1 << 28, shared_code_bits=0)
 
 
 def _model(name: str, first: int, stop: int):

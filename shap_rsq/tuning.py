@@ -188,9 +188,19 @@ class Tuning:
     lca_local_bytes : int
         ... for per-row values (0.4-1.2 measured; the ``(n, p)`` outputs are counted apart).
     lca_dense_global_bytes : int
-        ... for trees with pair nodes (``kernels.hybrid_tree``): 3.2 measured on a fully grown tree.
+        ... for trees with pair nodes (``kernels.hybrid_tree``) whose leaf codes are wider than
+        ``shared_code_bits``: 3.2 measured on a fully grown tree, whose cells of every view its
+        rows rarely share (1.3-1.4 per (pattern, item) beyond 40 per (pattern, leaf), or 4.5-11
+        per (pattern, view), on 2,000 patterns since blocks of rows hold the entries).
     lca_dense_local_bytes : int
         ... for their per-row values (1.2 measured).
+    shared_code_bits : int
+        Widest leaf code (distinct features on a path) whose values the patterns of a block
+        share: at most 2^12 of them against blocks of thousands of patterns, so a tree with pair
+        nodes and such codes is charged like any tree (``lca_global_bytes``).  The first piece of
+        an XGBoost depth-12 tree with a pair node (232,720 items, 863 leaves, codes of up to 12
+        bits) took 398 MiB on 10,000 patterns in one call, 0.03 bytes per (pattern, item) beyond
+        40 per (pattern, leaf), and ran in 18 calls at ``lca_dense_global_bytes``.
     lca_leaf_bytes : int
         ... per (pattern, leaf): the leaf codes of a block of patterns and their cells in every
         view (``kernels.lca_cells``), 35 measured with ``tracemalloc`` on a deep tree compiled in
@@ -279,6 +289,7 @@ class Tuning:
     lca_local_bytes: int = 4
     lca_dense_global_bytes: int = 4
     lca_dense_local_bytes: int = 4
+    shared_code_bits: int = 12
     lca_leaf_bytes: int = 48
     lca_item_bytes: int = 1280
     lca_kept_item_bytes: int = 480

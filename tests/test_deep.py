@@ -316,12 +316,7 @@ def test_a_deep_tree_stays_within_a_small_budget(n, p, budget):
     X, y, _ = _deep_data(n=n, p=p)
     model = DecisionTreeRegressor(min_samples_leaf=2, random_state=0).fit(X, y)
     explainer = RSquaredExplainer(model, memory_budget=budget)
-    tracemalloc.start()
-    try:
-        shares = explainer.rsq(X, y)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    shares, peak = _traced_rsq(explainer, X, y)
     assert peak < budget * (1 << 30)
     np.testing.assert_allclose(shares.sum(), r2_score(y, model.predict(X)) - _constant_r2(explainer, y), atol=1e-9)
     if budget < 1 / 16:
@@ -339,12 +334,7 @@ def test_blocks_of_patterns_of_a_tree_whose_rows_share_cells_stay_within_the_sma
     (unit,) = explainer._units.units()
     assert type(unit) is LcaUnit and unit.pattern_step(False) < len(y) / 4
     assert RSquaredExplainer(model)._units.units()[0].pattern_step(False) >= len(y)  # one block at 2 GiB
-    tracemalloc.start()
-    try:
-        shares = explainer.rsq(X, y)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    shares, peak = _traced_rsq(explainer, X, y)
     assert peak < budget * (1 << 30)
     expected = RSquaredExplainer(model).rsq(X, y)
     np.testing.assert_allclose(shares, expected, rtol=0, atol=1e-12)  # the blocks change no value
@@ -397,6 +387,16 @@ def test_routing_a_fully_grown_tree_stays_within_a_small_budget():
     np.testing.assert_array_equal(first, expected_first)
     np.testing.assert_array_equal(inverse, expected_inverse)
     np.testing.assert_array_equal(prediction[:, 0], tree.value[tree.leaf_of(X)])
+
+
+def _traced_rsq(explainer, X, y) -> tuple[np.ndarray, int]:
+    """``explainer.rsq(X, y)`` and the peak bytes ``tracemalloc`` saw it allocate."""
+    tracemalloc.start()
+    try:
+        shares = explainer.rsq(X, y)
+        return shares, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def _constant_r2(explainer, y) -> float:

@@ -15,11 +15,13 @@ evaluating a plan on 10,000 rows).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from .lca_plan import TreePlan, compile_tree
 from .lca_tree import LcaUnit
+from .leaf_paths import tree_paths
 from .pairs import PairPlan, compile_pairs, pair_values, passes
 
 __all__ = ["HybridUnit", "plan_pieces"]
@@ -58,6 +60,11 @@ class HybridUnit(LcaUnit):
         """Whether some nodes take the pairs: the LCA items left then rarely share cells."""
         return bool(self.pair_nodes.any())
 
+    @cached_property
+    def code_bits(self) -> int:
+        """Bits of the widest leaf code: the most distinct features on one leaf's path."""
+        return int(tree_paths(self.tree).n_local.max(initial=0))
+
     @property
     def pair_plan(self) -> PairPlan:
         if self._pair_plan is None:
@@ -70,9 +77,10 @@ class HybridUnit(LcaUnit):
         return None
 
     def element_bytes(self, local: bool) -> float:
-        """Bytes per (pattern, item) of trees deep enough to have pair nodes: their items rarely
-        share cells (``Tuning.lca_dense_local_bytes`` / ``lca_dense_global_bytes``)."""
-        if not self.dense:
+        """Bytes per (pattern, item) of trees deep enough to have pair nodes whose leaf codes are
+        wider than ``Tuning.shared_code_bits``: their items rarely share cells
+        (``Tuning.lca_dense_local_bytes`` / ``lca_dense_global_bytes``)."""
+        if not self.dense or self.code_bits <= self.tuning.shared_code_bits:
             return super().element_bytes(local)
         return self.tuning.lca_dense_local_bytes if local else self.tuning.lca_dense_global_bytes
 
