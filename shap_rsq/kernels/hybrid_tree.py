@@ -57,7 +57,7 @@ class HybridUnit(LcaUnit):
 
     @property
     def dense(self) -> bool:
-        """Whether some nodes take the pairs: the LCA items left then rarely share cells."""
+        """Whether some nodes take the pairs (the per-pair kernel has work to do)."""
         return bool(self.pair_nodes.any())
 
     @cached_property
