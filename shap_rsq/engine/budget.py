@@ -78,8 +78,7 @@ def unit_bytes(unit, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING, 
     if not isinstance(unit, LcaUnit):
         return _batch_bytes(unit, n_rows, local, tuning)
     items = unit.work / 4.0  # lca_work counts items x quadrature nodes (4-10 of them)
-    leaves = int(np.count_nonzero(unit.tree.left < 0))
-    per_pattern = items * unit.element_bytes(local) + leaves * tuning.lca_leaf_bytes  # as LcaUnit.pattern_step
+    per_pattern = unit.pattern_bytes(local, items, int(np.count_nonzero(unit.tree.left < 0)))
     kernel = min(tuning.memory_budget // (4 * split), n_rows * per_pattern)
     piece = min(items, tuning.plan_item_cap)
     compiling, kept = piece * tuning.lca_item_bytes, piece * tuning.lca_kept_item_bytes

@@ -124,8 +124,13 @@ class LcaUnit:
         fill a quarter of the budget."""
         plan = self.plan if plan is None else plan
         width = self.pattern_width(local, plan)
-        per_pattern = width * self.element_bytes(local) + len(plan.code_size) * self.tuning.lca_leaf_bytes
+        per_pattern = self.pattern_bytes(local, width, len(plan.code_size))
         return max(1, min(self.tuning.pattern_elements // width, int(self.tuning.memory_budget // (4 * per_pattern))))
+
+    def pattern_bytes(self, local: bool, width: float, n_leaves: int) -> float:
+        """Peak bytes a pattern adds to a kernel call: ``width`` (pattern, item) elements and its
+        leaf codes and cells (``Tuning.lca_leaf_bytes`` a leaf)."""
+        return width * self.element_bytes(local) + n_leaves * self.tuning.lca_leaf_bytes
 
     def element_bytes(self, local: bool) -> float:
         """Temporaries per (pattern, item) pair (``Tuning.lca_local_bytes`` / ``lca_global_bytes``)."""
