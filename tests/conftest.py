@@ -31,6 +31,15 @@ def make_data(seed: int = 0, nan: bool = False, n: int = N_ROWS, p: int = N_FEAT
     return X, y, w
 
 
+def deep_data(n: int = 90, p: int = 6, seed: int = 0, noise: float = 0.3):
+    """Rows on which fully grown trees reuse features along their paths (a sine, a product and a
+    square), with weights."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + X[:, 2] * X[:, 3] + 0.5 * X[:, 4] ** 2 + rng.normal(scale=noise, size=n)
+    return X, y, rng.uniform(0.5, 2.0, size=n)
+
+
 def _sklearn(name):
     from sklearn import ensemble, tree
 

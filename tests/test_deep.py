@@ -1,5 +1,6 @@
-"""Deep trees: the per-pair kernel and the hybrid LCA units against subset enumeration, and the
-memory budget (bounded blocks, fewer workers, refusals that say what to change)."""
+"""Deep trees: the per-pair kernel and the hybrid LCA units against subset enumeration, and their
+worker processes (blocks, budget per worker, caller's arrays).  The memory budget of every call is
+in ``test_budget.py``."""
 
 from __future__ import annotations
 
@@ -7,23 +8,21 @@ import tracemalloc
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 import pytest
-from conftest import FAMILIES, NO_NAN, make_data
+from conftest import FAMILIES, NO_NAN, deep_data
 from oracle import rsq_oracle
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.metrics import r2_score
-from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+from sklearn.tree import DecisionTreeRegressor
 
-from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
+from shap_rsq import RSquaredExplainer
 from shap_rsq.engine import run
-from shap_rsq.engine.budget import fit_jobs, row_bytes, unit_bytes
+from shap_rsq.engine.budget import fit_jobs, unit_bytes
 from shap_rsq.engine.run import decompose
 from shap_rsq.engine.worker_plans import shipped
 from shap_rsq.kernels import pairs
 from shap_rsq.kernels.hybrid_tree import HybridUnit, plan_pieces
-from shap_rsq.kernels.lca import split_decisions
-from shap_rsq.kernels.lca_tree import LcaUnit, distinct_rows
+from shap_rsq.kernels.lca_tree import LcaUnit
 from shap_rsq.kernels.pairs import choose_pair_nodes, node_costs
 from shap_rsq.tuning import DEFAULT_TUNING
 
@@ -33,19 +32,12 @@ MIXED = replace(DEFAULT_TUNING, pair_min_work=0.0, max_lca_items=400)
 PIECES = replace(DEFAULT_TUNING, pair_min_work=0.0, pair_cost=1e12, max_lca_items=1500)
 
 
-def _deep_data(n: int = 90, p: int = 6, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    y = X[:, 0] + np.sin(2 * X[:, 1]) + X[:, 2] * X[:, 3] + 0.5 * X[:, 4] ** 2 + rng.normal(scale=0.3, size=n)
-    return X, y, rng.uniform(0.5, 2.0, size=n)
-
-
 def _deep_models():
-    X, y, w = _deep_data()
+    X, y, w = deep_data()
     yield "tree", DecisionTreeRegressor(random_state=0).fit(X, y), X, y, w
     yield "forest", RandomForestRegressor(4, random_state=0).fit(X, y), X, y, w
     lightgbm = pytest.importorskip("lightgbm")
-    X8, y8, w8 = _deep_data(p=8, n=70, seed=1)
+    X8, y8, w8 = deep_data(p=8, n=70, seed=1)
     booster = lightgbm.LGBMRegressor(n_estimators=3, num_leaves=40, min_child_samples=1, verbose=-1, random_state=0)
     yield "lightgbm", booster.fit(X8, y8), X8, y8, w8
 
@@ -87,7 +79,7 @@ def test_deep_trees_match_subset_enumeration(oracles, case, kernel):
 def test_a_splits_groups_in_two_chunks_take_one_quadrature_rule(n, p, tuning):
     # only a split's groups summed have its pairs' degree: a chunk cut inside them (by table size)
     # was integrated on fewer nodes than the chunk before, 2e-10 to 1e-8 of R² off on a fully grown tree
-    X, y, w = _deep_data(n=n, p=p, seed=0 if p == 6 else 5)
+    X, y, w = deep_data(n=n, p=p, seed=0 if p == 6 else 5)
     model = DecisionTreeRegressor(random_state=0).fit(X, y)
     explainer = RSquaredExplainer(model)._set_engine(kernel="lca", tuning=tuning)
     expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
@@ -151,7 +143,7 @@ def test_pieces_hold_every_cross_item_of_the_tree_once():
 
 
 def test_cost_model_keeps_each_plan_within_the_budget():
-    X, y, _ = _deep_data(n=400, p=20)
+    X, y, _ = deep_data(n=400, p=20)
     tree = RSquaredExplainer(DecisionTreeRegressor(random_state=0).fit(X, y)).forest.trees[0]
     costs = node_costs(tree)
     for budget in (DEFAULT_TUNING.memory_budget, 1 << 27, 1 << 24):
@@ -198,7 +190,7 @@ def test_pair_slopes_from_logarithms_equal_the_products_all_but_one(seed):
 
 
 def test_efficiency_identity_on_a_fully_grown_forest():
-    X, y, _ = _deep_data(n=300, p=12)
+    X, y, _ = deep_data(n=300, p=12)
     model = RandomForestRegressor(5, random_state=0).fit(X, y)
     explainer = RSquaredExplainer(model)
     kinds = {type(u).__name__ for u in explainer._units.units()}
@@ -210,7 +202,7 @@ def test_efficiency_identity_on_a_fully_grown_forest():
 
 
 def test_results_do_not_depend_on_jobs_blocks_or_budget():
-    X, y, w = _deep_data(n=150, p=8)
+    X, y, w = deep_data(n=150, p=8)
     model = RandomForestRegressor(4, random_state=0).fit(X, y)
     reference = RSquaredExplainer(model)
     expected = reference.rsq(X, y, sample_weight=w)
@@ -230,7 +222,7 @@ def test_results_do_not_depend_on_jobs_blocks_or_budget():
 def test_long_calls_go_to_the_workers_one_tree_a_block_costliest_first(monkeypatch):
     # four blocks of contiguous trees gave one of two workers 57% of the estimated work of a
     # depth-12 XGBoost model; blocks of one tree, dispatched costliest first, balance it
-    X, y, w = _deep_data(n=300, p=8)
+    X, y, w = deep_data(n=300, p=8)
     model = RandomForestRegressor(6, max_depth=8, random_state=0).fit(X, y)
     expected = RSquaredExplainer(model).rsq(X, y, sample_weight=w)
     fine = replace(DEFAULT_TUNING, parallel_work=0.0, block_seconds=1e-12)
@@ -256,7 +248,7 @@ def test_workers_fit_the_budget_with_smaller_blocks_of_patterns():
     # at 4 MiB the per-row arrays of 2,000 rows take a quarter of the budget, and each worker's
     # blocks of patterns another quarter: two workers fit only with each one's blocks cut to an
     # eighth; before, such a call always ran in one process
-    X, y, _ = _deep_data(n=2000, p=8)
+    X, y, _ = deep_data(n=2000, p=8)
     model = RandomForestRegressor(2, max_depth=5, random_state=0).fit(X[:300], y[:300])
     small = replace(DEFAULT_TUNING, memory_budget=1 << 22, parallel_work=0.0)
     explainer = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=small)
@@ -274,7 +266,7 @@ def test_a_worker_is_charged_once_for_a_plan_and_its_blocks():
     # pieces, each a quarter of the budget to compile, with blocks of a quarter, is charged
     # less than half of it, so two workers (each keeping 4 MiB of plans here) fit with whole
     # blocks.  Charged for both, a depth-12 XGBoost model on 10,000 rows ran with halved blocks
-    X, y, _ = _deep_data(n=1000, p=8)
+    X, y, _ = deep_data(n=1000, p=8)
     model = DecisionTreeRegressor(min_samples_leaf=2, random_state=0).fit(X, y)
     small = replace(DEFAULT_TUNING, memory_budget=1 << 28, parallel_work=0.0, worker_plan_bytes=1 << 22)
     (unit,) = units = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=small)._units.units()
@@ -295,300 +287,9 @@ def test_a_worker_is_charged_once_for_a_plan_and_its_blocks():
 
 
 def test_caller_arrays_are_not_modified():
-    X, y, w = _deep_data(n=120, p=8)
+    X, y, w = deep_data(n=120, p=8)
     model = DecisionTreeRegressor(random_state=0).fit(X, y)
     copies = X.copy(), y.copy(), w.copy()
     RSquaredExplainer(model)._set_engine(tuning=MIXED)(X, y, sample_weight=w)
     for before, after in zip(copies, (X, y, w), strict=True):
         np.testing.assert_array_equal(before, after)
-
-
-@pytest.mark.parametrize(
-    ("n", "p", "budget"),
-    [
-        (400, 20, 1 / 16),  # GiB: the LCA kernel alone peaked at over 1 GiB on this tree
-        # the smallest budget: fixed-size tables (36 MB to find distinct codes, 4 MB temporaries,
-        # a pattern's leaf codes left out of its blocks) took this tree to 27.7 MiB
-        (1000, 8, 1 / 64),
-    ],
-)
-def test_a_deep_tree_stays_within_a_small_budget(n, p, budget):
-    X, y, _ = _deep_data(n=n, p=p)
-    model = DecisionTreeRegressor(min_samples_leaf=2, random_state=0).fit(X, y)
-    explainer = RSquaredExplainer(model, memory_budget=budget)
-    shares, peak = _traced_rsq(explainer, X, y)
-    assert peak < budget * (1 << 30)
-    np.testing.assert_allclose(shares.sum(), r2_score(y, model.predict(X)) - _constant_r2(explainer, y), atol=1e-9)
-    if budget < 1 / 16:
-        np.testing.assert_allclose(shares, RSquaredExplainer(model).rsq(X, y), rtol=0, atol=1e-12)
-
-
-def test_blocks_of_patterns_of_a_tree_whose_rows_share_cells_stay_within_the_smallest_budget():
-    # a global LCA call is charged 0.5 bytes per (pattern, item) beside 48 per (pattern, leaf)
-    # (Tuning.lca_global_bytes, 4 before): its items' entries are held a block of rows at a time,
-    # so larger blocks of patterns fit.  Here the smallest budget still cuts the rows into blocks
-    X, y, _ = _deep_data(n=3000, p=8)
-    model = DecisionTreeRegressor(max_depth=8, random_state=0).fit(X, y)
-    budget = 1 / 64
-    explainer = RSquaredExplainer(model, memory_budget=budget)
-    (unit,) = explainer._units.units()
-    assert type(unit) is LcaUnit and unit.pattern_step(False) < len(y) / 4
-    assert RSquaredExplainer(model)._units.units()[0].pattern_step(False) >= len(y)  # one block at 2 GiB
-    shares, peak = _traced_rsq(explainer, X, y)
-    assert peak < budget * (1 << 30)
-    expected = RSquaredExplainer(model).rsq(X, y)
-    np.testing.assert_allclose(shares, expected, rtol=0, atol=1e-12)  # the blocks change no value
-
-
-@pytest.mark.parametrize("call", ["grouped per-row shares", "class shares", "estimated shares"])
-def test_grouped_class_and_estimated_shares_stay_within_the_smallest_budget(call):
-    # rsq and per-row shares are traced above; these paths run the same units through other
-    # layers (grouped players, one game per class, a sample of rows), each on a depth-10 tree
-    X, y, _ = _deep_data(n=800, p=8)
-    labels = (y > np.median(y)).astype(int)
-    target = labels if call == "class shares" else y
-    model = (DecisionTreeClassifier if call == "class shares" else DecisionTreeRegressor)(max_depth=10, random_state=0)
-    model.fit(X, target)
-
-    def shares(budget: float) -> np.ndarray:
-        explainer = RSquaredExplainer(model, memory_budget=budget)
-        if call == "grouped per-row shares":
-            return explainer(X, y, groups={"a": [0, 1], "b": [2, 3]}).values
-        if call == "class shares":
-            return np.asarray(explainer.rsq(X, labels))
-        return np.asarray(estimate_rsq(explainer, X, y, n_sample=200, random_state=0).values)
-
-    tracemalloc.start()
-    try:
-        small = shares(1 / 64)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < (1 << 30) / 64
-    np.testing.assert_allclose(small, shares(2.0), rtol=0, atol=1e-12)  # the budget changes blocks, not values
-
-
-def test_routing_a_fully_grown_tree_stays_within_a_small_budget():
-    # rows were routed at least 256 at a time, (rows, leaves x depth) path booleans: 31 MiB for a
-    # fully grown tree on 2,000 rows whatever the budget, 12 MiB here; the patterns are the same
-    X, y, _ = _deep_data(n=1000, p=20)
-    tree = RSquaredExplainer(DecisionTreeRegressor(random_state=0).fit(X, y)).forest.trees[0]
-    budget = 1 << 24
-    unit = LcaUnit(np.array([0]), np.array([0.0]), tree, 1.0, tuning=replace(DEFAULT_TUNING, memory_budget=budget))
-    plan = unit.plan  # compiled before tracing: routing alone is measured
-    tracemalloc.start()
-    try:
-        (_, _, first, inverse), prediction = unit.prepare(X, None)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < budget / 4
-    expected_first, expected_inverse = distinct_rows(split_decisions(plan, X)[:, :-1])
-    np.testing.assert_array_equal(first, expected_first)
-    np.testing.assert_array_equal(inverse, expected_inverse)
-    np.testing.assert_array_equal(prediction[:, 0], tree.value[tree.leaf_of(X)])
-
-
-def _traced_rsq(explainer, X, y) -> tuple[np.ndarray, int]:
-    """``explainer.rsq(X, y)`` and the peak bytes ``tracemalloc`` saw it allocate."""
-    tracemalloc.start()
-    try:
-        shares = explainer.rsq(X, y)
-        return shares, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
-def _constant_r2(explainer, y) -> float:
-    mean = explainer.forest.base_offset + explainer.forest.nodes.tree_mean.sum()
-    return r2_score(y, np.full_like(y, mean))
-
-
-def test_refusal_gives_the_estimate_and_what_to_change():
-    X, y, _ = make_data(n=200_000, p=60)
-    model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
-    explainer = RSquaredExplainer(model, memory_budget=1 / 8)
-    estimate = r"Estimated working memory 0\.\d\d GiB .* 200,000 rows x 60 features"
-    with pytest.raises(MemoryBudgetError, match=estimate) as error:
-        explainer(X, y)
-    message = str(error.value)
-    assert "memory_budget=0.12 GiB" in message
-    assert "fewer rows (about" in message and "rsq()" in message
-    fit = int(message.split("about ")[1].split(" fit")[0].replace(",", ""))
-    assert 0 < fit < 200_000
-    explainer(X[:fit], y[:fit])  # as many rows as it says fit do
-    assert isinstance(error.value, ValueError)
-    assert explainer.rsq(X, y).shape == (60,)  # global shares hold O(n + p)
-
-
-def test_a_refusal_no_number_of_rows_can_fix_does_not_advise_fewer_rows(monkeypatch):
-    # every unit now fits the smallest budget on one row (batches take fewer trees, plans come in
-    # pieces), so a unit whose own memory is over it is made up here
-    import shap_rsq.engine.budget as budget
-
-    X, y, _ = make_data(n=100, p=20)
-    model = RandomForestRegressor(4, max_depth=4, random_state=0).fit(X, y)
-    explainer = RSquaredExplainer(model, memory_budget=1 / 64)
-    monkeypatch.setattr(budget, "unit_bytes", lambda unit, n_rows, *args, **kwargs: 20 << 20)
-    with pytest.raises(MemoryBudgetError, match="exceeds memory_budget=16 MiB: raise RSquaredExplainer") as error:
-        explainer.rsq(X, y)
-    message = str(error.value)
-    assert "fewer rows" not in message and "grow shallower trees" in message
-
-
-def test_shallow_trees_fit_the_smallest_budget():
-    # a flat 64 MiB for every batch of shallow trees refused a depth-2 tree on 20 rows at 1/64 GiB
-    # (with "grow shallower trees") while deeper trees ran
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(20, 2))
-    y = X[:, 0] + rng.normal(size=20)
-    model = DecisionTreeRegressor(max_depth=2).fit(X, y)
-    small = RSquaredExplainer(model, memory_budget=1 / 64)
-    np.testing.assert_allclose(small.rsq(X, y), RSquaredExplainer(model).rsq(X, y), rtol=0, atol=1e-15)
-    np.testing.assert_allclose(small.rsq(X, y).sum(), r2_score(y, model.predict(X)), atol=1e-12)
-    X, y, _ = make_data(n=200, p=5)
-    for depth in (2, 3, 4):
-        model = DecisionTreeRegressor(max_depth=depth, random_state=0).fit(X, y)
-        small, full = RSquaredExplainer(model, memory_budget=1 / 64), RSquaredExplainer(model)
-        np.testing.assert_allclose(small.rsq(X, y), full.rsq(X, y), rtol=0, atol=1e-14)
-        np.testing.assert_allclose(small(X, y).values, full(X, y).values, rtol=0, atol=1e-14)
-        np.testing.assert_allclose(small.rsq_interactions(X, y), full.rsq_interactions(X, y), rtol=0, atol=1e-14)
-    # a batch of depth-4 trees took its 2^15 pattern weights a tree and root arrays of 2^21 elements
-    # whatever the budget: rsq of this forest was refused at 1/64 GiB while per-row shares ran
-    X, y, _ = make_data(n=2000, p=6)
-    forest = RandomForestRegressor(30, max_depth=4, random_state=0).fit(X, y)
-    small = RSquaredExplainer(forest, memory_budget=1 / 64)
-    np.testing.assert_allclose(small.rsq(X, y), RSquaredExplainer(forest).rsq(X, y), rtol=0, atol=1e-14)
-
-
-def test_a_shallow_batch_is_charged_for_the_rows_of_one_chunk():
-    X, y, _ = make_data(n=20_000, p=10)
-    model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
-    (unit,) = RSquaredExplainer(model)._units.units()
-    assert unit_bytes(unit, 20, False) < 1 << 20  # a few tables over 128 split patterns
-    assert unit_bytes(unit, 2_000, False) < unit_bytes(unit, 20_000, False)
-    chunk = unit.chunk_rows()
-    assert unit_bytes(unit, chunk, False) == unit_bytes(unit, 100 * chunk, False)  # one chunk at a time
-
-
-@pytest.mark.parametrize("local", [False, True])
-def test_the_estimate_of_shallow_trees_is_above_their_peak(local):
-    X, y, _ = make_data(n=30_000, p=10)
-    model = RandomForestRegressor(60, max_depth=3, random_state=0).fit(X[:2000], y[:2000])
-    explainer = RSquaredExplainer(model)
-    units = explainer._units.units(local)
-    forest = explainer.forest
-    estimate = row_bytes(len(y), forest.n_features, forest.n_trees, local, 1)
-    estimate += max(unit_bytes(unit, len(y), local) for unit in units)
-    tracemalloc.start()
-    try:
-        decompose(forest, units, X, y, np.ones(len(y)), local=local, n_jobs=1)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < estimate < 4 * peak
-
-
-@pytest.mark.parametrize(
-    ("budget", "reason"),
-    [(0, "at least 1/64"), (-1.0, "at least 1/64"), (float("nan"), "finite"), (float("inf"), "finite"), ("big", "")],
-)
-def test_memory_budget_is_checked(budget, reason):
-    # infinity was said to be below 1/64 GiB
-    X, y, _ = make_data()
-    model = DecisionTreeRegressor(max_depth=3).fit(X, y)
-    with pytest.raises((ValueError, TypeError), match=f"memory_budget must be .*{reason}"):
-        RSquaredExplainer(model, memory_budget=budget)
-
-
-def test_estimate_with_every_row_is_exact():
-    X, y, w = _deep_data(n=120, p=8)
-    explainer = RSquaredExplainer(RandomForestRegressor(3, random_state=0).fit(X, y))
-    estimate = estimate_rsq(explainer, X, y, sample_weight=w, n_sample=500)
-    np.testing.assert_allclose(estimate.values, explainer.rsq(X, y, sample_weight=w), rtol=0, atol=1e-12)
-    assert estimate.n_sampled == estimate.n_rows == 120
-    assert np.all(estimate.standard_error == 0.0)
-
-
-def test_estimate_from_a_sample_is_within_its_standard_error():
-    X, y, _ = _deep_data(n=400, p=8)
-    explainer = RSquaredExplainer(DecisionTreeRegressor(min_samples_leaf=4, random_state=0).fit(X, y))
-    exact = explainer.rsq(X, y)
-    z = []
-    for seed in range(6):
-        estimate = estimate_rsq(explainer, X, y, n_sample=100, random_state=seed)
-        assert estimate.n_sampled == 100
-        strong = estimate.standard_error > 0
-        z.append((estimate.values - exact)[strong] / estimate.standard_error[strong])
-    z = np.concatenate(z)
-    assert np.abs(z).max() < 4.5
-    assert 0.4 < np.sqrt(np.mean(z**2)) < 2.0  # the standard errors are of the right size
-
-
-def test_estimate_refuses_multioutput_and_tiny_samples():
-    X, y, _ = _deep_data(n=60, p=6)
-    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, np.column_stack([y, -y])))
-    with pytest.raises(NotImplementedError, match="single-output"):
-        estimate_rsq(explainer, X, np.column_stack([y, -y]))
-    single = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, y))
-    with pytest.raises(ValueError, match="n_sample must be at least 2"):
-        estimate_rsq(single, X, y, n_sample=1)
-    for loose in (2.5, "10", True):  # 2.5 drew 2 rows, "10" ten
-        with pytest.raises(ValueError, match="n_sample must be an integer number of rows"):
-            estimate_rsq(single, X, y, n_sample=loose)
-
-
-def test_an_out_of_memory_error_becomes_a_budget_error(monkeypatch):
-    X, y, _ = _deep_data(n=80, p=6)
-    explainer = RSquaredExplainer(DecisionTreeRegressor(random_state=0).fit(X, y))
-    (unit,) = explainer._units.units()
-
-    def exhausted(*args, **kwargs):
-        raise MemoryError("Unable to allocate 2.7 GiB")
-
-    monkeypatch.setattr(unit, "contribute", exhausted)
-    message = r"ran out of memory .* 80 rows x 6 features .* memory_budget=2\.00 GiB"
-    with pytest.raises(MemoryBudgetError, match=message):
-        explainer.rsq(X, y)
-
-
-def test_estimate_rsq_refuses_a_sample_that_cannot_fit_before_copying_its_rows():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(4000, 600))
-    model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, X[:, 0])
-    explainer = RSquaredExplainer(model, memory_budget=1 / 64)  # per-row shares: 600 floats x 5 a row
-    with pytest.raises(MemoryBudgetError, match=r"estimate_rsq\(n_sample=4000\): .* pass a smaller n_sample"):
-        estimate_rsq(explainer, X, X[:, 0], n_sample=4000)
-    estimate = estimate_rsq(explainer, X, X[:, 0], n_sample=200, random_state=0)  # 200 rows fit
-    exact = explainer.rsq(X, X[:, 0])
-    assert np.all(np.abs(estimate.values - exact) <= 5 * estimate.standard_error + 1e-12)
-
-
-def test_estimate_draws_from_the_rows_with_positive_weight_and_labels_like_rsq():
-    # 20 of 300 rows weighted: a quarter of the draws held only zero-weight rows and returned every
-    # share 0 with a standard error of 0 (the exact first share was 0.83)
-    X, y, _ = _deep_data(n=300, p=6)
-    w = np.zeros(300)
-    w[::15] = 1.0
-    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=5, random_state=0).fit(X, y))
-    exact = explainer.rsq(X, y, sample_weight=w)
-    estimate = estimate_rsq(explainer, X, y, sample_weight=w, n_sample=20, random_state=0)
-    np.testing.assert_allclose(estimate.values, exact, rtol=0, atol=1e-12)  # all 20 weighted rows drawn
-    assert np.all(estimate.standard_error == 0.0) and estimate.n_rows == 300
-    # a DataFrame's shares come labelled, in the frame's names, as rsq gives them
-    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(6)])
-    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=5, random_state=0).fit(frame, y))
-    reordered = frame[frame.columns[::-1]]
-    estimate = estimate_rsq(explainer, reordered, y, n_sample=300)
-    pd.testing.assert_series_equal(estimate.values, explainer.rsq(reordered, y), check_names=False, atol=1e-12)
-    assert list(estimate.standard_error.index) == list(estimate.values.index)
-
-
-def test_estimate_refuses_a_model_or_a_bad_seed_by_name():
-    X, y, _ = _deep_data(n=60, p=6)
-    model = DecisionTreeRegressor(max_depth=4).fit(X, y)
-    with pytest.raises(TypeError, match=r"estimate_rsq needs an RSquaredExplainer"):
-        estimate_rsq(model, X, y)
-    for seed in ("a", 1.5, -1):
-        with pytest.raises(ValueError, match="random_state must be None, a non-negative int or a numpy Generator"):
-            estimate_rsq(RSquaredExplainer(model), X, y, random_state=seed)

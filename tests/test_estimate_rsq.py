@@ -1,25 +1,23 @@
-"""estimate_rsq's control variate: the additive part of each row's contributions, computed for every row."""
+"""estimate_rsq: exact on every row, within its standard errors on a sample, its control variate (the
+additive part of each row's contributions, computed for every row) and its refusals."""
 
 from __future__ import annotations
 
 import itertools
+from functools import partial
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import FAMILIES, NO_NAN
+from conftest import FAMILIES, NO_NAN, deep_data
 from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+from sklearn.tree import DecisionTreeRegressor
 
-from shap_rsq import RSquaredExplainer, estimate_rsq
+from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
 from shap_rsq._additive_part import additive_part
 from shap_rsq.estimate import _sample_total
 
-
-def _data(n: int, p: int = 6, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    y = X[:, 0] + np.sin(2 * X[:, 1]) + X[:, 2] * X[:, 3] + 0.5 * X[:, 4] ** 2 + rng.normal(scale=0.5, size=n)
-    return X, y, rng.uniform(0.5, 2.0, size=n)
+_data = partial(deep_data, noise=0.5)
 
 
 def _inputs(explainer, X, y, w):
@@ -177,3 +175,82 @@ def test_a_long_sample_is_announced_with_advice_for_a_sample():
     assert len(messages) == 1 and messages[0].startswith("estimate_rsq(n_sample=5): the exact per-row R² shares")
     assert "Fewer rows (n_sample)" in messages[0] and "shap_rsq.estimate_rsq estimates" not in messages[0]
     assert [w.filename for w in record] == [__file__]
+
+
+def test_estimate_with_every_row_is_exact():
+    X, y, w = deep_data(n=120, p=8)
+    explainer = RSquaredExplainer(RandomForestRegressor(3, random_state=0).fit(X, y))
+    estimate = estimate_rsq(explainer, X, y, sample_weight=w, n_sample=500)
+    np.testing.assert_allclose(estimate.values, explainer.rsq(X, y, sample_weight=w), rtol=0, atol=1e-12)
+    assert estimate.n_sampled == estimate.n_rows == 120
+    assert np.all(estimate.standard_error == 0.0)
+
+
+def test_estimate_from_a_sample_is_within_its_standard_error():
+    X, y, _ = deep_data(n=400, p=8)
+    explainer = RSquaredExplainer(DecisionTreeRegressor(min_samples_leaf=4, random_state=0).fit(X, y))
+    exact = explainer.rsq(X, y)
+    z = []
+    for seed in range(6):
+        estimate = estimate_rsq(explainer, X, y, n_sample=100, random_state=seed)
+        assert estimate.n_sampled == 100
+        strong = estimate.standard_error > 0
+        z.append((estimate.values - exact)[strong] / estimate.standard_error[strong])
+    z = np.concatenate(z)
+    assert np.abs(z).max() < 4.5
+    assert 0.4 < np.sqrt(np.mean(z**2)) < 2.0  # the standard errors are of the right size
+
+
+def test_estimate_refuses_multioutput_and_tiny_samples():
+    X, y, _ = deep_data(n=60, p=6)
+    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, np.column_stack([y, -y])))
+    with pytest.raises(NotImplementedError, match="single-output"):
+        estimate_rsq(explainer, X, np.column_stack([y, -y]))
+    single = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, y))
+    with pytest.raises(ValueError, match="n_sample must be at least 2"):
+        estimate_rsq(single, X, y, n_sample=1)
+    for loose in (2.5, "10", True):  # 2.5 drew 2 rows, "10" ten
+        with pytest.raises(ValueError, match="n_sample must be an integer number of rows"):
+            estimate_rsq(single, X, y, n_sample=loose)
+
+
+def test_estimate_rsq_refuses_a_sample_that_cannot_fit_before_copying_its_rows():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 600))
+    model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, X[:, 0])
+    explainer = RSquaredExplainer(model, memory_budget=1 / 64)  # per-row shares: 600 floats x 5 a row
+    with pytest.raises(MemoryBudgetError, match=r"estimate_rsq\(n_sample=4000\): .* pass a smaller n_sample"):
+        estimate_rsq(explainer, X, X[:, 0], n_sample=4000)
+    estimate = estimate_rsq(explainer, X, X[:, 0], n_sample=200, random_state=0)  # 200 rows fit
+    exact = explainer.rsq(X, X[:, 0])
+    assert np.all(np.abs(estimate.values - exact) <= 5 * estimate.standard_error + 1e-12)
+
+
+def test_estimate_draws_from_the_rows_with_positive_weight_and_labels_like_rsq():
+    # 20 of 300 rows weighted: a quarter of the draws held only zero-weight rows and returned every
+    # share 0 with a standard error of 0 (the exact first share was 0.83)
+    X, y, _ = deep_data(n=300, p=6)
+    w = np.zeros(300)
+    w[::15] = 1.0
+    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=5, random_state=0).fit(X, y))
+    exact = explainer.rsq(X, y, sample_weight=w)
+    estimate = estimate_rsq(explainer, X, y, sample_weight=w, n_sample=20, random_state=0)
+    np.testing.assert_allclose(estimate.values, exact, rtol=0, atol=1e-12)  # all 20 weighted rows drawn
+    assert np.all(estimate.standard_error == 0.0) and estimate.n_rows == 300
+    # a DataFrame's shares come labelled, in the frame's names, as rsq gives them
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(6)])
+    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=5, random_state=0).fit(frame, y))
+    reordered = frame[frame.columns[::-1]]
+    estimate = estimate_rsq(explainer, reordered, y, n_sample=300)
+    pd.testing.assert_series_equal(estimate.values, explainer.rsq(reordered, y), check_names=False, atol=1e-12)
+    assert list(estimate.standard_error.index) == list(estimate.values.index)
+
+
+def test_estimate_refuses_a_model_or_a_bad_seed_by_name():
+    X, y, _ = deep_data(n=60, p=6)
+    model = DecisionTreeRegressor(max_depth=4).fit(X, y)
+    with pytest.raises(TypeError, match=r"estimate_rsq needs an RSquaredExplainer"):
+        estimate_rsq(model, X, y)
+    for seed in ("a", 1.5, -1):
+        with pytest.raises(ValueError, match="random_state must be None, a non-negative int or a numpy Generator"):
+            estimate_rsq(RSquaredExplainer(model), X, y, random_state=seed)
