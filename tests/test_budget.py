@@ -34,27 +34,29 @@ def test_a_deep_tree_stays_within_a_small_budget(n, p, budget):
     X, y, _ = deep_data(n=n, p=p)
     model = DecisionTreeRegressor(min_samples_leaf=2, random_state=0).fit(X, y)
     explainer = RSquaredExplainer(model, memory_budget=budget)
-    shares, peak = _traced_rsq(explainer, X, y)
+    shares, peak = _traced(explainer, X, y)
     assert peak < budget * (1 << 30)
     np.testing.assert_allclose(shares.sum(), r2_score(y, model.predict(X)) - _constant_r2(explainer, y), atol=1e-9)
     if budget < 1 / 16:
         np.testing.assert_allclose(shares, RSquaredExplainer(model).rsq(X, y), rtol=0, atol=1e-12)
 
 
-def test_blocks_of_patterns_of_a_tree_whose_rows_share_cells_stay_within_the_smallest_budget():
-    # a global LCA call is charged 0.5 bytes per (pattern, item) beside 48 per (pattern, leaf)
-    # (Tuning.lca_global_bytes, 4 before): its items' entries are held a block of rows at a time,
-    # so larger blocks of patterns fit.  Here the smallest budget still cuts the rows into blocks
+@pytest.mark.parametrize("local", [False, True], ids=["global", "per row"])
+def test_blocks_of_patterns_of_a_tree_whose_rows_share_cells_stay_within_the_smallest_budget(local):
+    # an LCA call is charged 0.5 bytes per (pattern, item) beside 48 per (pattern, leaf)
+    # (Tuning.lca_global_bytes and lca_local_bytes, 4 before): its items' entries are held a
+    # block of rows at a time, so larger blocks of patterns fit.  The smallest budget still cuts
+    # these rows into blocks
     X, y, _ = deep_data(n=3000, p=8)
     model = DecisionTreeRegressor(max_depth=8, random_state=0).fit(X, y)
     budget = 1 / 64
     explainer = RSquaredExplainer(model, memory_budget=budget)
-    (unit,) = explainer._units.units()
-    assert type(unit) is LcaUnit and unit.pattern_step(False) < len(y) / 4
-    assert RSquaredExplainer(model)._units.units()[0].pattern_step(False) >= len(y)  # one block at 2 GiB
-    shares, peak = _traced_rsq(explainer, X, y)
+    (unit,) = explainer._units.units(local)
+    assert type(unit) is LcaUnit and unit.pattern_step(local) < len(y) / 4
+    assert RSquaredExplainer(model)._units.units(local)[0].pattern_step(local) >= len(y)  # one block at 2 GiB
+    shares, peak = _traced(explainer, X, y, local)
     assert peak < budget * (1 << 30)
-    expected = RSquaredExplainer(model).rsq(X, y)
+    expected = _traced(RSquaredExplainer(model), X, y, local)[0]
     np.testing.assert_allclose(shares, expected, rtol=0, atol=1e-12)  # the blocks change no value
 
 
@@ -107,11 +109,12 @@ def test_routing_a_fully_grown_tree_stays_within_a_small_budget():
     np.testing.assert_array_equal(prediction[:, 0], tree.value[tree.leaf_of(X)])
 
 
-def _traced_rsq(explainer, X, y) -> tuple[np.ndarray, int]:
-    """``explainer.rsq(X, y)`` and the peak bytes ``tracemalloc`` saw it allocate."""
+def _traced(explainer, X, y, local: bool = False) -> tuple[np.ndarray, int]:
+    """``explainer.rsq(X, y)`` (or the per-row shares) and the peak bytes ``tracemalloc`` saw the
+    call allocate."""
     tracemalloc.start()
     try:
-        shares = explainer.rsq(X, y)
+        shares = explainer(X, y).values if local else explainer.rsq(X, y)
         return shares, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
