@@ -16,8 +16,6 @@ import ctypes
 from collections import OrderedDict
 from dataclasses import fields, is_dataclass, replace
 
-import numpy as np
-
 from ..kernels.lca_tree import LcaUnit
 from .budget import worker_tuning
 
@@ -65,9 +63,10 @@ def remember(units, limit: int) -> None:
 
 
 def plan_bytes(plan) -> int:
-    """The bytes of a plan's arrays, in nested records and tuples too (0 for ``None``)."""
-    if isinstance(plan, np.ndarray):
-        return plan.nbytes
+    """The bytes of a plan's arrays, in nested records and tuples too (0 for ``None``); a record
+    that counts its own (``nbytes``, as arrays do) is taken at its word."""
+    if hasattr(plan, "nbytes"):
+        return int(plan.nbytes)
     if isinstance(plan, tuple | list):
         return sum(plan_bytes(part) for part in plan)
     if is_dataclass(plan):
