@@ -192,8 +192,8 @@ class Tuning:
         142 and 235 MiB on XGBoost depth-12 trees (86,685 and 214,022 elements, 723 and 863
         leaves): 20-29 bytes per (pattern, leaf) all told, below ``lca_leaf_bytes`` alone.  The
         0.4-1.2 measured while a block held every row's entries, and the 4 charged then, cut those
-        XGBoost trees into 8-17 calls; in one call they ran up to 1.15x faster (CPU time,
-        alternating).
+        XGBoost trees into 8-17 calls.  Per-row shares of a depth-10 forest on 10,000 rows ran 1.2x
+        faster in one or two calls a tree, XGBoost's within noise (CPU time, alternating).
     lca_dense_global_bytes : int
         ... for trees with pair nodes (``kernels.hybrid_tree``) whose leaf codes are wider than
         ``shared_code_bits``: 3.2 measured on a fully grown tree, whose cells of every view its
