@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 import xgboost
+from deep import efficiency_gap
 
 from shap_rsq import RSquaredExplainer
 
@@ -57,17 +58,15 @@ def _timed(call):
     return result, time.perf_counter() - start
 
 
-def _beside_treeshap(model, X, y, shares) -> str:
-    """Per-row shares and TreeSHAP on the same rows, and the efficiency gap of ``shares``."""
+def _beside_treeshap(explainer, model, X, y, shares) -> str:
+    """Per-row shares (a fresh explainer) and TreeSHAP on the same rows, and the efficiency gap of
+    ``shares``."""
     import shap
-    from sklearn.metrics import r2_score
 
     explanation, per_row = _timed(lambda: RSquaredExplainer(model)(X, y))
     _, treeshap = _timed(lambda: shap.TreeExplainer(model).shap_values(X))
-    explainer = RSquaredExplainer(model)
-    constant = np.full_like(y, explainer.forest.base_offset + explainer.forest.nodes.tree_mean.sum())
-    gap = abs(shares.sum() - (r2_score(y, model.predict(X)) - r2_score(y, constant)))
     assert np.allclose(explanation.values.sum(axis=0), shares, rtol=0, atol=1e-12)
+    gap = efficiency_gap(explainer, model, X, y, shares)
     return f" per_row={per_row:.1f}s treeshap={treeshap:.2f}s efficiency_gap={gap:.1e}"
 
 
@@ -79,9 +78,10 @@ def main() -> None:
     model, X, y, progress = {"million": million, "wide": wide, "wide-forest": wide_forest}[args.case]()
     fitted = time.perf_counter() - fit_start
     start = time.perf_counter()
-    shares = RSquaredExplainer(model, progress=progress).rsq(X, y)
+    explainer = RSquaredExplainer(model, progress=progress)
+    shares = explainer.rsq(X, y)
     elapsed = time.perf_counter() - start
-    beside = _beside_treeshap(model, X, y, shares) if args.case == "wide-forest" else ""
+    beside = _beside_treeshap(explainer, model, X, y, shares) if args.case == "wide-forest" else ""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB -> GiB
     print(
         f"case={args.case} n={X.shape[0]} p={X.shape[1]} trees={model.n_estimators} fit={fitted:.1f}s "

@@ -91,10 +91,9 @@ class JunctionPlan:
         """Bytes of the plan's arrays: summed node by node here, because walking its hundreds of
         node records field by field (``engine.worker_plans.plan_bytes``) took 5 ms a tree, 15% of
         a call on a forest of fully grown trees on 300 rows that compiled its plans."""
-        arrays = (self.features, self.split_feature, self.split_threshold, self.split_default_left)
-        arrays += (self.node_states, self.node_leaves)
-        maps = (m for node in self.nodes for m in (*node.known_map, *node.unknown_map) if m is not None)
-        return sum(a.nbytes for a in arrays) + sum(m.nbytes for m in maps)
+        arrays = [value for value in vars(self).values() if isinstance(value, np.ndarray)]
+        arrays += [m for node in self.nodes for m in (*node.known_map, *node.unknown_map) if m is not None]
+        return sum(a.nbytes for a in arrays)
 
 
 def compile_junction(tree: TreeTable) -> JunctionPlan | None:
