@@ -38,6 +38,12 @@ class Tuning:
         The conditioned recursion takes a leaf-wise tree when its work (states x quadrature nodes
         x sub-patterns) is below this fraction of the LCA kernel's estimate: its time per element
         is 10-20x the LCA kernel's per item.  Timed per tree on LightGBM (300 trees, 31 leaves).
+    junction_local_share : float
+        ... and for per-row values, whose reverse pass runs on every row (not on each node's
+        sub-patterns): per element 7-9x the LCA kernel's per item on LightGBM with 31 leaves on
+        2,000 rows (46-66 ns against 6-8), where it never wins (0.28-0.68 of the LCA work); on
+        fully grown forests on 300 rows x 10,000 features, at 0.08-0.14, it took 0.28-0.41 of the
+        LCA kernel's time.
     junction_elements : int
         ... and below this many elements (its saved arrays, about six per element, stay small).
     patterns_per_leaf : int
@@ -263,6 +269,7 @@ class Tuning:
     max_repeated: int = 3
     junction_repeated: int = 8
     junction_share: float = 0.05
+    junction_local_share: float = 0.15
     junction_elements: int = 1 << 22
     patterns_per_leaf: int = 8
     batch_trees: int = 256
@@ -321,6 +328,12 @@ class Tuning:
         """Bytes of plans a worker process keeps between calls: ``worker_plan_bytes``, at most an
         eighth of the budget."""
         return min(self.worker_plan_bytes, self.memory_budget // 8)
+
+    @property
+    def junction_row_elements(self) -> int:
+        """Floats one block of rows of the conditioned recursion's per-row reverse pass holds
+        (``kernels.conditioned_rows``): a quarter of the budget."""
+        return self.memory_budget // 32
 
     @property
     def chunk_elements_within(self) -> int:

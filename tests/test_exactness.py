@@ -118,23 +118,52 @@ def test_depth_four_trees_on_the_patterns_that_occur_match_subset_enumeration(fi
     np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
 
 
+@pytest.mark.parametrize("local", [False, True])
 @pytest.mark.parametrize("share", [0.0, np.inf])
 @pytest.mark.parametrize(("family", "nan"), [("LGBMRegressor", True), ("CatBoost-Lossguide", False)])
-def test_leaf_wise_trees_pick_a_kernel_by_work_and_both_are_exact(fitted, monkeypatch, family, nan, share):
-    # the unit compares the conditioned recursion's work with the LCA estimate on the rows at hand;
+def test_leaf_wise_trees_pick_a_kernel_by_work_and_both_are_exact(fitted, monkeypatch, family, nan, share, local):
+    # the unit compares the conditioned recursion's work with the LCA estimate on the rows at hand
+    # (per-row values against their own share: the recursion's reverse pass runs on every row);
     # whichever it picks, the values are those of subset enumeration
     from shap_rsq.kernels import lca_tree as _lca_unit
 
     calls = []
-    original = _lca_unit.gradient_on_patterns
-    monkeypatch.setattr(_lca_unit, "gradient_on_patterns", lambda *a: calls.append(1) or original(*a))
+    kernel = "row_gradients" if local else "gradient_on_patterns"
+    original = getattr(_lca_unit, kernel)
+    monkeypatch.setattr(_lca_unit, kernel, lambda *a: calls.append(1) or original(*a))
     model, X, y, w = fitted(family, nan)
-    explainer = RSquaredExplainer(model)._set_engine(tuning=replace(DEFAULT_TUNING, junction_share=share))
-    leaf_wise = [u for u in explainer._units.units() if getattr(u, "junction", "never") == "cheaper"]
+    share_field = "junction_local_share" if local else "junction_share"
+    explainer = RSquaredExplainer(model)._set_engine(tuning=replace(DEFAULT_TUNING, **{share_field: share}))
+    leaf_wise = [u for u in explainer._units.units(local) if getattr(u, "junction", "never") == "cheaper"]
     assert len(leaf_wise) >= 3
-    expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
-    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
+    expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
+    if local:
+        values, expected = explainer(X, y, sample_weight=w).values, expected_local
+    else:
+        values, expected = explainer.rsq(X, y, sample_weight=w), expected_global
+    np.testing.assert_allclose(values, expected, atol=1e-9, rtol=0)
     assert len(calls) == (len(leaf_wise) if share else 0)
+
+
+def test_per_row_values_of_the_conditioned_recursion_do_not_depend_on_its_blocks_of_rows(fitted):
+    # the reverse pass runs on blocks of rows as small as the budget asks: one row or all at once,
+    # and the LCA kernel, give each row the same gradients
+    from shap_rsq.kernels import lca
+    from shap_rsq.kernels.conditioned import sub_patterns
+    from shap_rsq.kernels.conditioned_rows import live_states, row_gradients
+
+    model, X, _y, _w = fitted("LGBMRegressor", True)
+    explainer = RSquaredExplainer(model)._set_engine(kernel="junction")
+    for unit in explainer._units.units(True)[:4]:
+        (rows, dtype, first, _inverse), _ = unit.prepare(X, explainer.forest.input_dtype)
+        plan = unit.junction_plan
+        patterns, at = sub_patterns(plan, lca.split_decisions(plan, rows, dtype, rows=first)[:, :-1])
+        one_row = row_gradients(plan, patterns, at, 2 * plan.n_q * live_states(plan))
+        all_rows = row_gradients(plan, patterns, at, 1 << 40)
+        _features, *by_lca = unit._lca_rows(rows, dtype, first)
+        for a, b, c in zip(one_row, all_rows, by_lca, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+            np.testing.assert_allclose(a, c, rtol=0, atol=1e-12)
 
 
 def test_consecutive_small_trees_share_one_batch(fitted):

@@ -9,7 +9,8 @@ Every strategy offers the engine one small interface, :class:`~.protocol.TreeKer
 - :mod:`.lca_tree`: one deeper tree (``LcaUnit``) through the LCA kernel (:mod:`.leaf_paths`,
   :mod:`.lca_plan`, :mod:`.lca_cells`, :mod:`.lca_chunks`, :mod:`.lca_blocks`, :mod:`.lca`,
   per-row values :mod:`.lca_local`), or, for leaf-wise trees
-  when cheaper, the conditioned recursion (:mod:`.conditioned`, its passes :mod:`.conditioned_passes`).
+  when cheaper, the conditioned recursion (:mod:`.conditioned`, its passes :mod:`.conditioned_passes`,
+  per-row values :mod:`.conditioned_rows`).
 - :mod:`.sparse`: one-hot gathers and scatters through SciPy's compiled kernels.
 
 Which strategy takes which tree is decided in one place, :mod:`shap_rsq.engine.routing`, and every

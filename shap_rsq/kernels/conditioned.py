@@ -241,9 +241,9 @@ class SubPatterns:
     child: tuple[np.ndarray, np.ndarray]
 
 
-def sub_patterns(plan: JunctionPlan, left: np.ndarray) -> tuple[list[SubPatterns], np.ndarray]:
+def sub_patterns(plan: JunctionPlan, left: np.ndarray) -> tuple[list[SubPatterns], list[np.ndarray]]:
     """Each node's distinct sub-patterns over rows with split decisions ``left (m, splits)``
-    (postorder), and the root's sub-pattern of each row."""
+    (postorder), and each node's sub-pattern of each row (the root's last)."""
     m = left.shape[0]
     row_pattern: list[np.ndarray] = []
     out: list[SubPatterns] = []
@@ -265,7 +265,7 @@ def sub_patterns(plan: JunctionPlan, left: np.ndarray) -> tuple[list[SubPatterns
         rest, right = np.divmod(distinct, n_child[1])
         decision, left_child = np.divmod(rest, n_child[0])
         out.append(SubPatterns(len(distinct), decision.astype(bool), (left_child, right)))
-    return out, row_pattern[-1]
+    return out, row_pattern
 
 
 def expected_junction_work(plan: JunctionPlan, n_rows: int, per_leaf: float) -> float:

@@ -28,6 +28,7 @@ from .conditioned import (
     sub_patterns,
 )
 from .conditioned_passes import gradient_on_patterns
+from .conditioned_rows import reverse_work, row_gradients
 from .lca_local import pattern_gradients
 from .lca_plan import TreePlan, compile_tree
 
@@ -90,28 +91,37 @@ class LcaUnit:
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
         X, dtype, first, inverse = state
+        if local:
+            features, g_quad, g_lin = self._junction_rows(X, dtype, first) or self._lca_rows(X, dtype, first)
+            out[:, features] += w_quad[:, :1] * g_quad[inverse] + w_lin[:, :1] * g_lin[inverse]
+            return
         n_patterns = len(first)
         per_quad = np.bincount(inverse, weights=w_quad[:, 0], minlength=n_patterns)
         per_lin = np.bincount(inverse, weights=w_lin[:, 0], minlength=n_patterns)
-        if not local and self._junction_gradient(X, dtype, first, per_quad, per_lin, out):
+        if self._junction_gradient(X, dtype, first, per_quad, per_lin, out):
             return
-        if local:
-            g_quad = np.zeros((n_patterns, self.plan.n_features))
-            g_lin = np.zeros_like(g_quad)
         for plan in self.lca_plans():
-            step = self.pattern_step(local, plan)
+            step = self.pattern_step(False, plan)
             for start in range(0, n_patterns, step):
                 block = slice(start, min(n_patterns, start + step))
                 codes = lca.leaf_codes(plan, lca.split_decisions(plan, X, dtype, rows=first[block]))
-                if local:
-                    quad, lin = pattern_gradients(plan, codes, self.tuning)
-                    g_quad[block] += quad
-                    g_lin[block] += lin
-                else:
-                    weights = per_quad[block], per_lin[block]
-                    out[plan.features] += lca.weighted_gradient(plan, codes, *weights, self.tuning)
-        if local:
-            out[:, self.plan.features] += w_quad[:, :1] * g_quad[inverse] + w_lin[:, :1] * g_lin[inverse]
+                weights = per_quad[block], per_lin[block]
+                out[plan.features] += lca.weighted_gradient(plan, codes, *weights, self.tuning)
+
+    def _lca_rows(self, X, dtype, first) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The tree's features and each pattern's gradients of ``m^2`` and ``m`` through the LCA plans."""
+        n_patterns = len(first)
+        g_quad = np.zeros((n_patterns, self.plan.n_features))
+        g_lin = np.zeros_like(g_quad)
+        for plan in self.lca_plans():
+            step = self.pattern_step(True, plan)
+            for start in range(0, n_patterns, step):
+                block = slice(start, min(n_patterns, start + step))
+                codes = lca.leaf_codes(plan, lca.split_decisions(plan, X, dtype, rows=first[block]))
+                quad, lin = pattern_gradients(plan, codes, self.tuning)
+                g_quad[block] += quad
+                g_lin[block] += lin
+        return self.plan.features, g_quad, g_lin
 
     def lca_plans(self):
         """The plans whose items add up to the tree's game: its one plan (see ``HybridUnit``)."""
@@ -153,11 +163,27 @@ class LcaUnit:
         if cheaper and expected_junction_work(plan, len(first), tuning.patterns_per_leaf) > budget:
             return False
         left = lca.split_decisions(plan, X, dtype, rows=first)[:, :-1]
-        patterns, root_pattern = sub_patterns(plan, left)
+        patterns, at = sub_patterns(plan, left)
         if cheaper and junction_work(plan, patterns) > budget:
             return False
-        out[plan.features] += gradient_on_patterns(plan, patterns, root_pattern, per_quad, per_lin)
+        out[plan.features] += gradient_on_patterns(plan, patterns, at[-1], per_quad, per_lin)
         return True
+
+    def _junction_rows(self, X, dtype, first) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`_lca_rows` through the conditioned recursion, if it is the cheaper kernel."""
+        if self.junction == "never":
+            return None
+        plan, tuning, m = self.junction_plan, self.tuning, len(first)
+        budget = tuning.junction_local_share * self.work * m
+        cheaper = self.junction == "cheaper"
+        expected = expected_junction_work(plan, m, tuning.patterns_per_leaf)
+        if cheaper and min(expected, tuning.junction_elements) + reverse_work(plan, m) > budget:
+            return None
+        patterns, at = sub_patterns(plan, lca.split_decisions(plan, X, dtype, rows=first)[:, :-1])
+        forward_work = junction_work(plan, patterns)
+        if cheaper and (forward_work > tuning.junction_elements or forward_work + reverse_work(plan, m) > budget):
+            return None
+        return plan.features, *row_gradients(plan, patterns, at, tuning.junction_row_elements)
 
 
 def _pattern_keys(decisions: np.ndarray) -> np.ndarray:
