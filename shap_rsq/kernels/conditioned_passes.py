@@ -163,8 +163,6 @@ def backward(plan: JunctionPlan, rows, saved: list[tuple], seed: list[np.ndarray
 def _forward(node: JunctionNode, pat: SubPatterns, values, q):
     """``A, B (P, open states, Q)`` of one node, and what its reverse pass needs."""
     qq = q[None, None, :]
-    goes_left = np.flatnonzero(pat.decision)
-    goes_right = np.flatnonzero(~pat.decision)
     al, bl = _read(node, 0, values, pat.child[0], node.unknown_map[0])
     ar, br = _read(node, 1, values, pat.child[1], node.unknown_map[1])
     rl, rr = node.rho
@@ -180,7 +178,7 @@ def _forward(node: JunctionNode, pat: SubPatterns, values, q):
         known = [np.broadcast_to(np.where(d, left, right), shape) for left, right in ((al, ar), (bl, br))]
     else:
         known = [np.empty(shape) for _ in range(2)]
-        for side, rows in ((0, goes_left), (1, goes_right)):
+        for side, rows in ((0, np.flatnonzero(pat.decision)), (1, np.flatnonzero(~pat.decision))):
             for k, v in enumerate(_read(node, side, values, pat.child[side][rows], node.known_map[side])):
                 known[k][rows] = v
     if node.conditioned:

@@ -100,28 +100,27 @@ class LcaUnit:
         per_lin = np.bincount(inverse, weights=w_lin[:, 0], minlength=n_patterns)
         if self._junction_gradient(X, dtype, first, per_quad, per_lin, out):
             return
-        for plan in self.lca_plans():
-            step = self.pattern_step(False, plan)
-            for start in range(0, n_patterns, step):
-                block = slice(start, min(n_patterns, start + step))
-                codes = lca.leaf_codes(plan, lca.split_decisions(plan, X, dtype, rows=first[block]))
-                weights = per_quad[block], per_lin[block]
-                out[plan.features] += lca.weighted_gradient(plan, codes, *weights, self.tuning)
+        for plan, block, codes in self._coded_blocks(X, dtype, first, local=False):
+            weights = per_quad[block], per_lin[block]
+            out[plan.features] += lca.weighted_gradient(plan, codes, *weights, self.tuning)
 
     def _lca_rows(self, X, dtype, first) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The tree's features and each pattern's gradients of ``m^2`` and ``m`` through the LCA plans."""
-        n_patterns = len(first)
-        g_quad = np.zeros((n_patterns, self.plan.n_features))
+        g_quad = np.zeros((len(first), self.plan.n_features))
         g_lin = np.zeros_like(g_quad)
-        for plan in self.lca_plans():
-            step = self.pattern_step(True, plan)
-            for start in range(0, n_patterns, step):
-                block = slice(start, min(n_patterns, start + step))
-                codes = lca.leaf_codes(plan, lca.split_decisions(plan, X, dtype, rows=first[block]))
-                quad, lin = pattern_gradients(plan, codes, self.tuning)
-                g_quad[block] += quad
-                g_lin[block] += lin
+        for plan, block, codes in self._coded_blocks(X, dtype, first, local=True):
+            quad, lin = pattern_gradients(plan, codes, self.tuning)
+            g_quad[block] += quad
+            g_lin[block] += lin
         return self.plan.features, g_quad, g_lin
+
+    def _coded_blocks(self, X, dtype, first, local: bool):
+        """Each LCA plan with each of its blocks of patterns (:meth:`pattern_step`) and their leaf codes."""
+        for plan in self.lca_plans():
+            step = self.pattern_step(local, plan)
+            for start in range(0, len(first), step):
+                block = slice(start, min(len(first), start + step))
+                yield plan, block, lca.leaf_codes(plan, lca.split_decisions(plan, X, dtype, rows=first[block]))
 
     def lca_plans(self):
         """The plans whose items add up to the tree's game: its one plan (see ``HybridUnit``)."""
