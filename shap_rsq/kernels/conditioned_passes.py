@@ -13,6 +13,7 @@ two paths).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -103,11 +104,16 @@ class BlockRows:
     def decision(self, i: int) -> np.ndarray:
         return self.patterns[i].decision[self.at[i]]
 
+    @cached_property
+    def rows(self) -> np.ndarray:
+        """The block's rows, ``0 .. 2r``: each node's adjoints are on all of them."""
+        return np.arange(len(self.at[-1]))
+
     def child_rows(self, i: int, side: int) -> np.ndarray:
-        return np.arange(len(self.at[i]))
+        return self.rows
 
     def count(self, i: int) -> int:
-        return len(self.at[i])
+        return len(self.rows)
 
     def add(self, grad: np.ndarray, feature: int, x: np.ndarray, gl: np.ndarray) -> None:
         grad[:, feature] += x.sum(axis=1) @ gl
@@ -118,7 +124,7 @@ class BlockRows:
         n_open = 1 << plan.nodes[c].n_open
         if ga.shape[1] != 1 or n_open != 1:
             ga, gb = (_states_summed(g, states, n_open) for g in (ga, gb))
-        if len(targets) == len(self.at[c]):  # every row, in order (the unknown branch's reads)
+        if len(targets) == len(self.rows):  # every row, in order (the unknown branch's reads)
             if adjoints[c] is None:
                 adjoints[c] = (ga, gb)
             else:
@@ -126,7 +132,7 @@ class BlockRows:
                     total += g
             return
         if adjoints[c] is None:
-            adjoints[c] = tuple(np.zeros((len(self.at[c]), n_open, ga.shape[2])) for _ in range(2))
+            adjoints[c] = tuple(np.zeros((len(self.rows), n_open, ga.shape[2])) for _ in range(2))
         for total, g in zip(adjoints[c], (ga, gb), strict=True):
             total[targets] += g
 

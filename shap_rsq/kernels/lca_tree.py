@@ -153,18 +153,10 @@ class LcaUnit:
 
     def _junction_gradient(self, X, dtype, first, per_quad, per_lin, out) -> bool:
         """Add the tree's global values through the conditioned recursion, if it is the cheaper kernel."""
-        if self.junction == "never":
+        found = self._junction_patterns(X, dtype, first, self.tuning.junction_share * self.work * len(first))
+        if found is None:
             return False
-        plan = self.junction_plan
-        tuning = self.tuning
-        budget = min(tuning.junction_elements, tuning.junction_share * self.work * len(first))
-        cheaper = self.junction == "cheaper"
-        if cheaper and expected_junction_work(plan, len(first), tuning.patterns_per_leaf) > budget:
-            return False
-        left = lca.split_decisions(plan, X, dtype, rows=first)[:, :-1]
-        patterns, at = sub_patterns(plan, left)
-        if cheaper and junction_work(plan, patterns) > budget:
-            return False
+        plan, (patterns, at) = self.junction_plan, found
         out[plan.features] += gradient_on_patterns(plan, patterns, at[-1], per_quad, per_lin)
         return True
 
@@ -172,17 +164,29 @@ class LcaUnit:
         """:meth:`_lca_rows` through the conditioned recursion, if it is the cheaper kernel."""
         if self.junction == "never":
             return None
-        plan, tuning, m = self.junction_plan, self.tuning, len(first)
-        budget = tuning.junction_local_share * self.work * m
+        plan, m = self.junction_plan, len(first)
+        budget = self.tuning.junction_local_share * self.work * m
+        found = self._junction_patterns(X, dtype, first, budget, reverse=reverse_work(plan, m))
+        if found is None:
+            return None
+        return plan.features, *row_gradients(plan, *found, self.tuning.junction_row_elements)
+
+    def _junction_patterns(self, X, dtype, first, budget: float, reverse: float = 0.0):
+        """The recursion's sub-patterns of the rows (:func:`~.conditioned.sub_patterns`), or ``None``
+        when it is not the kernel to take: its forward work (at most ``Tuning.junction_elements``)
+        plus ``reverse`` must stay within ``budget``, estimated before the sub-patterns are found
+        (finding them costs 1-3 ms a tree), then counted on them."""
+        if self.junction == "never":
+            return None
+        plan, tuning = self.junction_plan, self.tuning
         cheaper = self.junction == "cheaper"
-        expected = expected_junction_work(plan, m, tuning.patterns_per_leaf)
-        if cheaper and min(expected, tuning.junction_elements) + reverse_work(plan, m) > budget:
+        limit = min(tuning.junction_elements, budget - reverse)
+        if cheaper and expected_junction_work(plan, len(first), tuning.patterns_per_leaf) > limit:
             return None
         patterns, at = sub_patterns(plan, lca.split_decisions(plan, X, dtype, rows=first)[:, :-1])
-        forward_work = junction_work(plan, patterns)
-        if cheaper and (forward_work > tuning.junction_elements or forward_work + reverse_work(plan, m) > budget):
+        if cheaper and junction_work(plan, patterns) > limit:
             return None
-        return plan.features, *row_gradients(plan, patterns, at, tuning.junction_row_elements)
+        return patterns, at
 
 
 def _pattern_keys(decisions: np.ndarray) -> np.ndarray:
