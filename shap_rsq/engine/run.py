@@ -172,8 +172,19 @@ def _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning) -
         order = np.argsort([-sum(_unit_work(units[u]) for u in block) for block in blocks], kind="stable")
         ran = _run_parallel([tasks[i] for i in order], [blocks[i] for i in order], units, n_jobs, label)
         results = [ran[i] for i in np.argsort(order)]
-    values = sum(r[0] for r in results)
+    values = sum(r[0] for r in results) if local else _tree_order_sum([r[0] for r in results], forest.n_players)
     return Decomposition(values, results[-1][1], mean_prediction)
+
+
+def _tree_order_sum(blocks: list[list], n_players: int) -> np.ndarray:
+    """Global values: each unit's own sum, ``(columns, values)``, added up unit after unit in the
+    order of the trees, so that they do not depend on ``n_jobs`` nor on where the blocks were cut
+    (which moves from a first call to the next, as the compiled plans balance them anew)."""
+    total = np.zeros(n_players)
+    for block in blocks:
+        for columns, values in block:
+            total[columns] += values
+    return total
 
 
 def _run_parallel(tasks: list, blocks: list[np.ndarray], units: Sequence, n_jobs: int | None, progress: bool):
@@ -266,16 +277,26 @@ def _block_start_predictions(forest, units, X, mean_prediction, blocks) -> list[
     The trees before the last block are routed together straight from the node arrays, so
     that each block's units are compiled and routed by its own worker, not here in turn.
     """
-    starts = [np.full(X.shape[0], mean_prediction)]
+    f = np.full(X.shape[0], mean_prediction)
+    starts = [f.copy()]
     if len(blocks) == 1:
         return starts
-    trees = [np.concatenate([units[u].trees for u in block]) for block in blocks[:-1]]
-    shift = forest.nodes.leaf_values(X, np.concatenate(trees), forest.input_dtype)
-    shift -= forest.nodes.tree_mean[np.concatenate(trees)]
-    edges = np.cumsum([len(t) for t in trees])[:-1]
-    for part in np.split(shift, edges, axis=1):
-        starts.append(starts[-1] + part.sum(axis=1))
+    before = [units[u] for block in blocks[:-1] for u in block]
+    prediction = forest.nodes.leaf_values(X, np.concatenate([unit.trees for unit in before]), forest.input_dtype)
+    first = 0
+    for block in blocks[:-1]:
+        # the same sums, in the same order, as the units add to ``f`` in _play_unit: the values
+        # of every block then equal those of one block to the last bit
+        for unit in (units[u] for u in block):
+            f += _unit_shift(prediction[:, first : first + len(unit.trees)], unit.means)[:, -1]
+            first += len(unit.trees)
+        starts.append(f.copy())
     return starts
+
+
+def _unit_shift(prediction: np.ndarray, means: np.ndarray) -> np.ndarray:
+    """``(n, T)`` the shift of ``f`` by each of a unit's trees and those before it in the unit."""
+    return np.cumsum(prediction - means, axis=1)
 
 
 def _row_chunks(unit, n_rows: int):
@@ -296,17 +317,24 @@ def _for_worker(units: Sequence, tuning: Tuning) -> dict:
 def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None = None, room: int | None = None):
     """Run a block of units over all rows; ``worker`` (:func:`_for_worker`) when the units were
     shipped without their plans.  The units keep at most ``room`` bytes of the plans they compile
-    (``Tuning.kept_plan_bytes``; all of them when ``None``)."""
+    (``Tuning.kept_plan_bytes``; all of them when ``None``).  Returns the values (per row
+    ``(n, p)``; global: each unit's ``(columns, values)``, for :func:`_tree_order_sum`), the
+    predictions after the block's trees, and the plans the units compiled."""
     f = f.copy()
     keep = worker is not None and worker["caller"] != os.getpid()
     if keep:
         restore(units)
     present = plans_present(units) if worker is None else worker["present"]
     out = np.zeros((X.shape[0], forest.n_players) if local else forest.n_players)
+    sums = []  # global values: each unit's own, in the order of the units (see _tree_order_sum)
     # the units' trees: a tree that is one leaf adds a constant and reaches no unit
     with progress_bar(sum(len(unit.trees) for unit in units), progress) as bar:
         for index, unit in enumerate(units):
             _play_unit(unit, X, y, w, f, out, forest, local)
+            if not local:
+                columns = np.flatnonzero(out)
+                sums.append((columns, out[columns]))
+                out[columns] = 0.0
             if room is not None:
                 room -= keep_within(unit, present[index], room)
             if bar is not None:
@@ -314,7 +342,7 @@ def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None =
     if keep:
         remember(units, worker["keep"])
         return_freed_memory()
-    return out, f, compiled_plans(units, present)
+    return out if local else sums, f, compiled_plans(units, present)
 
 
 def _play_unit(unit, X, y, w, f, out, forest, local: bool) -> None:
@@ -323,7 +351,7 @@ def _play_unit(unit, X, y, w, f, out, forest, local: bool) -> None:
     pending = None  # row weights a unit sums over chunks before its games are evaluated
     for rows in _row_chunks(unit, X.shape[0]):
         state, prediction = unit.prepare(X[rows], forest.input_dtype)
-        after = np.cumsum(prediction - unit.means, axis=1)  # (n, T) shift of f by each tree and those before
+        after = _unit_shift(prediction, unit.means)
         # w_lin = 2 w (r + c_t) with r = y - f - (shift before t): the tree's own shift plus c_t is its prediction
         w_lin = prediction - after
         w_lin += (y[rows] - f[rows])[:, None]
