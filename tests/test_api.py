@@ -132,7 +132,7 @@ def test_global_values_do_not_depend_on_jobs_or_on_the_call(frame_model, family)
     # blocks of trees are summed unit by unit in the order of the trees, and each block starts
     # from the residual the trees before it leave, added up in the same order as in one process:
     # the same bits with two jobs, and again on a second call, whose blocks the compiled plans
-    # balance anew (before: 1e-17 to 6e-16 apart)
+    # balance anew
     _, frame, y, w = frame_model
     if family == "xgboost":
         model = xgboost.XGBRegressor(n_estimators=20, max_depth=5, random_state=0).fit(frame, y)
