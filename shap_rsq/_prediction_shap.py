@@ -39,6 +39,7 @@ class PredictionShap:
         self.feature_names = feature_names
         self._unsupported = str(error)
         self._recorded = _recorded_names(model)
+        self._recorded_width = _fitted_width(model)
 
     @property
     def expected_value(self) -> Any:
@@ -93,9 +94,38 @@ class PredictionShap:
             n_outputs = getattr(self.model, "num_outputs", 1)
             check_shap_output(n_rows, shape[-1] if shape else 1, n_outputs, interactions, budget)
             names, family = self._recorded
-            return aligned_frame(X, names, family) if names is not None else (X, None)
+            aligned = aligned_frame(X, names, family) if names is not None else (X, None)
+            _check_width(aligned[0], self._recorded_width)
+            return aligned
         check_shap_output(n_rows, info.n_features, info.n_outputs, interactions, budget)
-        return aligned_frame(X, self._names_for_matching(), info.family)
+        aligned = aligned_frame(X, self._names_for_matching(), info.family)
+        _check_width(aligned[0], info.n_features)
+        return aligned
+
+
+def _check_width(X: Any, n_features: int | None) -> None:
+    """Refuse rows whose width is not the model's, as the calls with ``y`` do.
+
+    shap does not check it: with fewer columns its interaction values came back without an error
+    and wrong (8.3 off the predictions on a random forest), with more the extra columns got
+    zeros, and XGBoost aborted the whole process (``free(): invalid next size``).  Inputs
+    without a shape (an ``xgboost.DMatrix``, a ``catboost.Pool``) go to shap as they are.
+    """
+    shape = np.shape(X) if hasattr(X, "shape") else ()
+    if n_features is None or len(shape) not in (1, 2) or shape[-1] == n_features:
+        return
+    raise ValueError(f"X has {shape[-1]} features, but the model was fitted with {n_features} features.")
+
+
+def _fitted_width(model: Any) -> int | None:
+    """The number of features a model shap explains was fitted on, where it says (scikit-learn's
+    ``n_features_in_``, which XGBoost's, LightGBM's and CatBoost's estimators set too, or a
+    booster's own count); ``None`` where it does not."""
+    width = getattr(model, "n_features_in_", None)
+    for method in ("num_features", "num_feature"):  # xgboost.Booster, lightgbm.Booster
+        if width is None and callable(getattr(model, method, None)):
+            width = getattr(model, method)()
+    return None if width is None else int(width)
 
 
 def _recorded_names(model: Any) -> tuple[list[str] | None, str]:

@@ -382,3 +382,30 @@ def test_a_model_without_an_r2_decomposition_matches_a_frame_by_name_too():
     np.testing.assert_array_equal(interactions, theirs.shap_interaction_values(X)[:, moved][:, :, moved])
     with pytest.raises(ValueError, match="missing 'b'; unexpected 'B'"):
         ours(reordered.rename(columns={"b": "B"}))
+
+
+@pytest.mark.parametrize("kind", ["forest", "lightgbm", "xgboost", "xgboost classifier"])
+def test_calls_without_y_refuse_rows_of_another_width_as_calls_with_y_do(kind):
+    # shap does not check the width of an array: with a column fewer its interaction values came
+    # back wrong (8.3 off the predictions of a random forest) without an error, with one more the
+    # extra column got zeros, and XGBoost aborted the whole process ("free(): invalid next size")
+    from sklearn.ensemble import RandomForestRegressor
+
+    X, y, _ = make_data(seed=2)
+    if kind == "forest":
+        model = RandomForestRegressor(4, max_depth=3, random_state=0).fit(X, y)
+    elif kind == "lightgbm":
+        model = pytest.importorskip("lightgbm").LGBMRegressor(n_estimators=5, verbose=-1).fit(X, y)
+    elif kind == "xgboost":
+        model = xgboost.XGBRegressor(n_estimators=5, max_depth=3).fit(X, y)
+    else:  # shap's explainer alone (no R² decomposition): the width the model says it was fitted on
+        model = xgboost.XGBClassifier(n_estimators=5, max_depth=3).fit(X, y > np.median(y))
+    explainer = RSquaredExplainer(model)
+    p = X.shape[1]
+    for rows in (X[:, :-1], np.c_[X, X[:, :1]], pd.DataFrame(X[:, :-1]), X[0, :-1]):
+        width = np.shape(rows)[-1]
+        message = f"X has {width} features, but the model was fitted with {p} features"
+        for call in (explainer.shap_values, explainer, explainer.shap_interaction_values):
+            with pytest.raises(ValueError, match=message):
+                call(rows)
+    np.testing.assert_array_equal(explainer.shap_values(X), shap.TreeExplainer(model).shap_values(X))
