@@ -260,6 +260,17 @@ def test_target_problems_are_named(data, explainer, method):
         call(X, np.full_like(y, 2.5))
 
 
+def test_dates_and_durations_are_refused_where_numbers_are_expected(data, explainer):
+    # NumPy reads them as counts of their unit: a Series of dates as y gave an R² of 1.7e-9, silently
+    X, y, _ = data
+    dates = pd.Series(pd.date_range("2020-01-01", periods=len(y), freq="D"))
+    for target in (dates, dates.dt.tz_localize("UTC"), dates - dates[0], dates.to_numpy().astype("datetime64[D]")):
+        with pytest.raises(ValueError, match=r"y holds dates or durations \((datetime|timedelta)64"):
+            explainer.rsq(X, target)
+    with pytest.raises(ValueError, match="sample_weight holds dates or durations"):
+        explainer.rsq(X, y, sample_weight=dates - dates[0])
+
+
 def test_rows_problems_are_named(data, explainer):
     X, y, _ = data
     with pytest.raises(ValueError, match="X has 5 features, but the model was fitted with 6 features"):

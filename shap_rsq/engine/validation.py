@@ -280,8 +280,14 @@ def numeric_dtype(name: str, dtype: Any) -> None:
     dtype : dtype-like
         The input's dtype.
     """
-    if getattr(dtype, "kind", None) in ("U", "S"):
+    kind = getattr(dtype, "kind", None)
+    if kind in ("U", "S"):
         raise ValueError(f"{name} holds text ({dtype}); pass numbers.")
+    if kind in ("M", "m"):
+        # NumPy and scikit-learn read them as counts of their unit: a target of dates gave an R² of 1.7e-9
+        raise ValueError(
+            f"{name} holds dates or durations ({dtype}), which would be read as counts of their unit; pass numbers."
+        )
 
 
 def _native_column(values: Any) -> Any:
