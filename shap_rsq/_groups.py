@@ -18,7 +18,7 @@ import pandas as pd
 
 from ._names import did_you_mean
 
-__all__ = ["GroupedGames", "Players", "player_index", "position_labels", "resolve_groups"]
+__all__ = ["GroupedGames", "Players", "player_data", "player_index", "position_labels", "resolve_groups"]
 
 
 @dataclass(frozen=True)
@@ -183,6 +183,18 @@ def _label(j: int, names: list[str] | None, quote: bool = True) -> str:
     if names is None:
         return str(j) if quote else f"Feature {j}"
     return repr(names[j]) if quote else names[j]
+
+
+def player_data(rows: np.ndarray, players: Players) -> np.ndarray:
+    """The rows' values beside a grouped game's shares, one column per player: the column of a
+    player of one column (ungrouped, or a group of one), and NaN for a group of several, which has
+    no one value (shap's plots draw NaN in gray).  Without them ``shap.plots.scatter`` of an
+    ungrouped player failed inside shap."""
+    size = np.bincount(players.of_feature, minlength=len(players.names))
+    alone = np.flatnonzero(size[players.of_feature] == 1)  # the features that are a player by themselves
+    data = np.full((rows.shape[0], len(players.names)), np.nan)
+    data[:, players.of_feature[alone]] = rows[:, alone]
+    return data
 
 
 def player_index(columns: list | None, players: Players | None) -> pd.Index | None:

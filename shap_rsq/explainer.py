@@ -20,7 +20,7 @@ from ._explainer_checks import (
 )
 from ._explainer_inputs import ExplainerInputs
 from ._explainer_names import ExplainerNames
-from ._groups import GroupedGames, player_index
+from ._groups import GroupedGames, player_data, player_index
 from ._interactions import InteractionShares
 from ._prediction_shap import PredictionShap, explanation_in_input_order
 from ._several_outputs import SeveralOutputs
@@ -330,9 +330,8 @@ class RSquaredExplainer(
         explanation = shap.Explanation(
             values=values,
             base_values=base,
-            # a grouped game's players are not the columns: its rows are not shown beside them, even
-            # when there are as many players as columns (singleton groups come in their own order)
-            data=rows.array if groups is None else None,
+            # a grouped game's players are not the columns: beside them, each ungrouped player's column
+            data=rows.array if groups is None else player_data(rows.array, self._players(groups, rows)),
             feature_names=self._explanation_names(names, groups, values.shape[1]),
             output_names=share_label(output_names, values, base, interactions),
         )

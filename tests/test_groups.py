@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import shap
 from conftest import FAMILIES, NO_NAN
 from oracle import rsq_oracle
 from sklearn.ensemble import RandomForestClassifier
@@ -69,15 +70,29 @@ def test_an_explanation_of_groups_on_an_array_is_labelled_by_its_players(fitted)
     np.testing.assert_allclose(named.values, explanation.values, atol=1e-12)
 
 
-def test_an_explanation_of_groups_shows_no_column_beside_a_player(fitted):
+def test_an_explanation_of_groups_shows_each_players_own_column_beside_it(fitted):
     # as many players as columns: the rows were attached in the model's order, so the player
-    # 'only_c' stood beside the values of column a in beeswarm and scatter plots
+    # 'only_c' stood beside the values of column a in beeswarm and scatter plots; then no rows were
+    # attached, and shap.plots.scatter of an ungrouped player failed inside shap
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     model, X, y, _ = fitted("XGBRegressor")
     singletons = {f"only_{j}": [j] for j in reversed(range(X.shape[1]))}
     for interactions in (False, True):
         explanation = RSquaredExplainer(model)(X, y, groups=singletons, interactions=interactions)
         assert explanation.feature_names[0] == f"only_{X.shape[1] - 1}"
-        assert explanation.data is None
+        np.testing.assert_array_equal(explanation.data, X[:, ::-1])
+    explanation = RSquaredExplainer(model)(X, y, groups=GROUPS)  # ab, cde, then feature 3 alone
+    assert np.isnan(explanation.data[:, :2]).all()  # a group of several columns has no one value
+    np.testing.assert_array_equal(explanation.data[:, 2], X[:, 3])
+    shap.plots.scatter(explanation[:, "Feature 3"], show=False)
+    drawn = np.asarray(plt.gca().collections[0].get_offsets())  # the points, in shap's own order
+    expected = np.c_[X[:, 3], explanation.values[:, 2]]
+    np.testing.assert_array_equal(drawn[np.lexsort(drawn.T[::-1])], expected[np.lexsort(expected.T[::-1])])
+    plt.close("all")
 
 
 def test_a_group_the_model_never_uses_gets_zero():
