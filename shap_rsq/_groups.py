@@ -158,7 +158,8 @@ def _position(
         if frame is not None and int(column) in frame.by_label:
             return frame.by_label[int(column)]
         if not 0 <= column < n_features:
-            raise ValueError(f"Group {group!r}: column {column} is out of range for {n_features} features.")
+            features = "1 feature" if n_features == 1 else f"{n_features} features"
+            raise ValueError(f"Group {group!r}: column {column} is out of range for {features}.")
         return int(column) if frame is None else int(frame.by_position[column])
     if names is None or index is None:
         raise ValueError(

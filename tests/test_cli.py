@@ -679,6 +679,17 @@ def test_groups_file_explains_each_group_as_one_player(files, table, capsys, tmp
     (tmp_path / "list.json").write_text("[1, 2]")
     code, _, err = run([*argv, "--groups", tmp_path / "list.json"], capsys)
     assert code == 1 and "must hold an object from group name to a non-empty list of columns" in err
+    # the target is not a feature: a "did you mean" pointed at an unrelated column; every mistake
+    # names the file, a column listed twice or in two groups too
+    mistakes = {
+        "target.json": ({"g": [NAMES[0], "y"]}, "group 'g' lists 'y', the --target column, not a feature."),
+        "twice.json": ({"g": [NAMES[0], NAMES[0]]}, "Group 'g' lists a column twice."),
+        "two.json": ({"g": [NAMES[0]], "h": NAMES[:2]}, f"Column '{NAMES[0]}' is in group 'g' and in group 'h'"),
+    }
+    for name, (content, message) in mistakes.items():
+        (tmp_path / name).write_text(json.dumps(content))
+        code, _, err = run([*argv, "--groups", tmp_path / name], capsys)
+        assert code == 1 and f"--groups {tmp_path / name}: " in err and message in err and "Did you mean" not in err
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs a folder no file can be made in")

@@ -107,7 +107,7 @@ def run_explain(args: argparse.Namespace) -> int:
     inputs = _read_inputs(args, explainer)
     # a model that records no names is given a bare array, so its predict does not compare column names
     X = inputs.X if inputs.by_name else inputs.X.to_numpy()
-    groups, names = column_groups(args.groups, list(inputs.X.columns))
+    groups, names = column_groups(args.groups, list(inputs.X.columns), args.target)
     if classifier:
         from .classes import run_explain_classes
 
@@ -150,7 +150,7 @@ def run_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def column_groups(path: str | None, columns: list[str]) -> tuple[dict | None, list[str]]:
+def column_groups(path: str | None, columns: list[str], target: str | None = None) -> tuple[dict | None, list[str]]:
     """The ``--groups`` file's groups by column position, and the names of the players.
 
     Parameters
@@ -159,6 +159,8 @@ def column_groups(path: str | None, columns: list[str]) -> tuple[dict | None, li
         The ``--groups`` file (``None``: every feature is a player).
     columns : list of str
         The model's feature columns, in its order.
+    target : str, optional
+        The ``--target`` column, named as such when a group lists it.
 
     Returns
     -------
@@ -178,13 +180,19 @@ def column_groups(path: str | None, columns: list[str]) -> tuple[dict | None, li
                 f"columns, e.g. {', '.join(repr(c) for c in columns[:3])}."
             )
         unknown = [m for m in members if str(m) not in columns]
+        if unknown and str(unknown[0]) == target:
+            raise InputError(f"--groups {path}: group {name!r} lists {target!r}, the --target column, not a feature.")
         if unknown:
             raise InputError(
                 f"--groups {path}: group {name!r} names {unknown[0]!r}, which is not one of the model's features."
                 f"{did_you_mean(str(unknown[0]), columns)} The features are {preview(columns, limit=LISTED)}."
             )
         groups[name] = [columns.index(str(m)) for m in members]
-    return groups, resolve_groups(groups, columns, len(columns)).names
+    try:
+        players = resolve_groups(groups, columns, len(columns))
+    except ValueError as error:  # a column listed twice, or in two groups: name the file, as above
+        raise InputError(f"--groups {path}: {error}") from None
+    return groups, players.names
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
