@@ -83,8 +83,11 @@ class RSquaredExplainer(
         them (about half a second) and are kept for later calls.  Forests with less
         work than about 100 depth-5 trees on 1,000 rows, and forests of shallow
         (depth 3 or less) or symmetric trees, run in this process whatever ``n_jobs``
-        says: they take less time than handing their rows to another process.  ``rsq``
-        gives the same bits whatever ``n_jobs``; per-row shares agree to rounding (within 1e-16).
+        says: they take less time than handing their rows to another process.  Under
+        ``joblib.parallel_config(backend="threading")`` the blocks run on threads of this
+        process instead, sharing its compiled trees (as fast as processes on deep trees, slower
+        on shallower ones: docs/benchmarks.md).  ``rsq`` gives the same bits whatever ``n_jobs``
+        and backend; per-row shares agree to rounding (within 1e-16).
     progress : bool, default=False
         Show a progress bar over trees, labelled with the call's estimated time when that is
         10 s or more.  Without it, a call estimated at two minutes or more (deep trees: fully

@@ -168,6 +168,60 @@ def test_worker_processes_send_back_the_trees_they_compiled(frame_model):
     assert any(_lca_unit.compiled_plans(units, [(False, False)] * len(units)))
 
 
+def test_a_threading_backend_runs_the_blocks_here_on_the_plans_this_process_holds(frame_model, monkeypatch):
+    # joblib.parallel_config(backend="threading") wins over the worker processes: the units went
+    # without their plans as to a process, so each call compiled every tree again
+    import joblib
+
+    from shap_rsq.engine import run
+
+    _, frame, y, w = frame_model
+    model = xgboost.XGBRegressor(n_estimators=12, max_depth=5, random_state=0).fit(frame, y)
+    serial = RSquaredExplainer(model)
+    expected, expected_local = serial.rsq(frame, y, sample_weight=w), serial(frame, y, sample_weight=w).values
+    eager = replace(DEFAULT_TUNING, parallel_work=0.0)
+    # at 4 MiB the workers' blocks of patterns are cut to a share of the budget each: on threads,
+    # copies of the units carry the cut, and the plans they compile come back to the explainer's
+    tight = replace(eager, memory_budget=1 << 22)
+    ran_in = []
+    real = run._run_block
+
+    def record(*args, **kwargs):
+        ran_in.append(os.getpid())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run, "_run_block", record)
+    compiled = []
+    real_compile = _lca_unit.compile_tree
+
+    def count(tree):
+        compiled.append(tree)
+        return real_compile(tree)
+
+    monkeypatch.setattr(_lca_unit, "compile_tree", count)
+    for tuning in (eager, tight):
+        explainer = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=tuning)
+        units = explainer._units.units()
+        assert len(_unit_blocks(units, 2, local=False, n_rows=len(y), tuning=tuning)) > 1
+        with joblib.parallel_config(backend="threading"):
+            first = explainer.rsq(frame, y, sample_weight=w)
+            plans = [unit._plan for unit in units if isinstance(unit, _lca_unit.LcaUnit)]
+            compiled.clear()
+            second = explainer.rsq(frame, y, sample_weight=w)
+            assert len(compiled) == plans.count(None)  # only the plans the budget could not keep
+            again = [unit._plan for unit in units if isinstance(unit, _lca_unit.LcaUnit)]
+            local = explainer(frame, y, sample_weight=w).values
+        # compiled once and kept, as many as the budget keeps (an eighth of it: 512 KiB of 4 MiB)
+        kept = [plan for plan in plans if plan is not None]
+        assert len(kept) == len(plans) if tuning is eager else 0 < len(kept) < len(plans)
+        assert all(a is b for a, b in zip(plans, again, strict=True) if a is not None)
+        assert all(unit.tuning is tuning for unit in units)
+        np.testing.assert_array_equal(first, expected)
+        np.testing.assert_array_equal(second, expected)
+        np.testing.assert_allclose(local, expected_local, rtol=0, atol=1e-15)
+    assert len(ran_in) > 6 and set(ran_in) == {os.getpid()}
+
+
 def test_blocks_of_compiled_trees_are_balanced_by_their_counted_work(frame_model):
     # before compiling, blocks split the estimated work (off by up to 3x per tree); once the plans
     # exist they split what the plans count, each block within one tree of an equal share

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from joblib.externals.loky.process_executor import TerminatedWorkerError
+from joblib.parallel import get_active_backend
+from threadpoolctl import threadpool_limits
 
 from ..kernels import lca
 from ..kernels.lca_local import pattern_gradients
@@ -159,18 +162,21 @@ def _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning) -
     if len(blocks) == 1:
         results = [_run_block(units, X, y, w, starts[0], forest, local, inner, room=room)]
     else:
-        # units go without their plans: a worker keeps the plans it compiled (engine.worker_plans)
-        # and sends back those this process lacks
+        # units go to worker processes without their plans: a worker keeps the plans it compiled
+        # (engine.worker_plans) and sends back those this process lacks; threads share them
+        threads = _on_threads()
+        parts = [[units[u] for u in block] for block in blocks]
+        workers = [None if threads else _for_worker(part, tuning) for part in parts]
         tasks = [
-            delayed(_run_block)(
-                shipped(part, split), X, y, w, start, forest, local, inner, _for_worker(part, tuning), room
-            )
-            for part, start in zip(([units[u] for u in block] for block in blocks), starts, strict=True)
+            delayed(_run_block)(shipped(part, split, threads), X, y, w, start, forest, local, inner, worker, room)
+            for part, start, worker in zip(parts, starts, workers, strict=True)
         ]
         # the costliest blocks first, so that no worker starts a long block as the others finish;
         # results are summed in the order of the trees whatever the order they ran in
         order = np.argsort([-sum(_unit_work(units[u]) for u in block) for block in blocks], kind="stable")
-        ran = _run_parallel([tasks[i] for i in order], [blocks[i] for i in order], units, n_jobs, label)
+        # threads each calling a multi-threaded BLAS would ask for more cores than there are
+        with threadpool_limits(limits=1, user_api="blas") if threads else nullcontext():
+            ran = _run_parallel([tasks[i] for i in order], [blocks[i] for i in order], units, n_jobs, label)
         results = [ran[i] for i in np.argsort(order)]
     values = sum(r[0] for r in results) if local else _tree_order_sum([r[0] for r in results], forest.n_players)
     return Decomposition(values, results[-1][1], mean_prediction)
@@ -190,9 +196,11 @@ def _tree_order_sum(blocks: list[list], n_players: int) -> np.ndarray:
 def _run_parallel(tasks: list, blocks: list[np.ndarray], units: Sequence, n_jobs: int | None, progress: bool):
     """Blocks in worker processes (a configured joblib backend, such as dask, still wins).
 
-    Processes, not threads: the kernel's NumPy and SciPy passes are short enough that two
-    threads mostly wait for each other's GIL (depth-6 XGBoost: 1.12x-1.21x on two threads,
-    1.3x-1.45x on two processes; 1.6x-1.8x on depth 8).  Plans that a worker compiled come
+    Processes, not threads, unless the caller configured threads: on trees of depth 6-8 the
+    kernel's NumPy and SciPy passes are short enough that two threads wait for each other's GIL
+    (per-row shares of depth-8 XGBoost on 1,000 rows: 7.1 s on two threads, 5.5 s on two
+    processes, 9.3 s on one); on deep trees they release it nearly all the time (depth-10
+    forests on 2,000 rows: 24.7 s and 23.7 s, 42 s on one).  Plans that a worker compiled come
     back with its results, so that a reused explainer compiles each tree once.
     """
     results = []
@@ -209,6 +217,13 @@ def _run_parallel(tasks: list, blocks: list[np.ndarray], units: Sequence, n_jobs
                 "operating system, out of memory): lower memory_budget or n_jobs, or run with n_jobs=1."
             ) from error
     return results
+
+
+def _on_threads() -> bool:
+    """Whether the blocks will run on threads of this process: a joblib backend configured by the
+    caller (``joblib.parallel_config(backend="threading")``) wins over the worker processes."""
+    backend, _ = get_active_backend(prefer="processes")
+    return bool(getattr(backend, "uses_threads", False))
 
 
 def _parallel(n_jobs: int | None) -> Parallel:

@@ -25,13 +25,17 @@ __all__ = ["held_bytes", "keep_within", "plan_bytes", "remember", "restore", "re
 _CACHE: OrderedDict[str, tuple] = OrderedDict()
 
 
-def shipped(units, split: int = 1) -> list:
+def shipped(units, split: int = 1, threads: bool = False) -> list:
     """Shallow copies of ``units`` without their compiled plans (the units themselves keep them),
-    their kernels' blocks sized for ``split`` workers sharing the budget (``budget.worker_tuning``)."""
+    their kernels' blocks sized for ``split`` workers sharing the budget (``budget.worker_tuning``).
+
+    For ``threads`` of this process the plans stay: the threads share them with this process,
+    and a copy is made only to cut the blocks."""
+    if threads and split == 1:
+        return list(units)
+    plans = {} if threads else {"_plan": None, "_junction_plan": None}
     return [
-        replace(unit, _plan=None, _junction_plan=None, tuning=worker_tuning(unit.tuning, split))
-        if isinstance(unit, LcaUnit)
-        else unit
+        replace(unit, **plans, tuning=worker_tuning(unit.tuning, split)) if isinstance(unit, LcaUnit) else unit
         for unit in units
     ]
 
