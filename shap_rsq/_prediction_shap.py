@@ -16,6 +16,7 @@ import shap
 
 from .engine.budget import check_shap_output
 from .engine.columns import aligned_frame, in_input_order
+from .engine.validation import check_width
 from .models.shap_trees import forest_model
 
 __all__ = ["PredictionShap", "explanation_in_input_order"]
@@ -112,9 +113,8 @@ def _check_width(X: Any, n_features: int | None) -> None:
     without a shape (an ``xgboost.DMatrix``, a ``catboost.Pool``) go to shap as they are.
     """
     shape = np.shape(X) if hasattr(X, "shape") else ()
-    if n_features is None or len(shape) not in (1, 2) or shape[-1] == n_features:
-        return
-    raise ValueError(f"X has {shape[-1]} features, but the model was fitted with {n_features} features.")
+    if n_features is not None and len(shape) in (1, 2):
+        check_width(shape[-1], n_features)
 
 
 def _fitted_width(model: Any) -> int | None:

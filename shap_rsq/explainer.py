@@ -85,8 +85,8 @@ class RSquaredExplainer(
         (depth 3 or less) or symmetric trees, run in this process whatever ``n_jobs``
         says: they take less time than handing their rows to another process.  Under
         ``joblib.parallel_config(backend="threading")`` the blocks run on threads of this
-        process instead, sharing its compiled trees (as fast as processes on deep trees, slower
-        on shallower ones: docs/benchmarks.md).  ``rsq`` gives the same bits whatever ``n_jobs``
+        process instead, sharing its compiled trees (nearly as fast as processes on deep trees,
+        slower on shallower ones: docs/benchmarks.md).  ``rsq`` gives the same bits whatever ``n_jobs``
         and backend; per-row shares agree to rounding (within 1e-16).
     progress : bool, default=False
         Show a progress bar over trees, labelled with the call's estimated time when that is
@@ -333,7 +333,7 @@ class RSquaredExplainer(
         explanation = shap.Explanation(
             values=values,
             base_values=base,
-            # a grouped game's players are not the columns: beside them, each ungrouped player's column
+            # a grouped game's players are not the columns: beside each, its column if it is one
             data=rows.array if groups is None else player_data(rows.array, self._players(groups, rows)),
             feature_names=self._explanation_names(names, groups, values.shape[1]),
             output_names=share_label(output_names, values, base, interactions),

@@ -22,6 +22,7 @@ from .validation import (
     check_weight_total,
     check_weights,
     check_weights_are_a_vector,
+    check_width,
     numeric_dtype,
     target_values,
 )
@@ -118,8 +119,7 @@ def _check_dask_rows(X, n_features: int) -> None:
         )
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (rows by features); got shape {X.shape}.")
-    if X.shape[1] != n_features:
-        raise ValueError(f"X has {X.shape[1]} features, but the model was fitted with {n_features} features.")
+    check_width(X.shape[1], n_features)
 
 
 def _column_in_blocks(name: str, values, n_rows: int, rows: tuple[int, ...]):

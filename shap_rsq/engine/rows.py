@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
 from .columns import as_frame, in_model_order, listed, read_by_position
-from .validation import INFINITE_ROWS, numeric_dtype
+from .validation import INFINITE_ROWS, check_width, numeric_dtype
 
 __all__ = ["Rows", "check_rows", "user_stacklevel"]
 
@@ -112,8 +112,7 @@ def check_rows(
                 f"X holds values beyond {np.dtype(precision).name}'s range (±{largest:.3g}), the precision this "
                 "model compares features in: it would read them as infinite.  Rescale those features."
             )
-    if array.shape[1] != n_features:
-        raise ValueError(f"X has {array.shape[1]} features, but the model was fitted with {n_features} features.")
+    check_width(array.shape[1], n_features)
     return Rows(array, columns, labels, order)
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "check_weight_total",
     "check_weights",
     "check_weights_are_a_vector",
+    "check_width",
     "numeric_dtype",
     "ratio_weights",
     "target_values",
@@ -268,6 +269,20 @@ def check_weight_total(total: float) -> None:
     """
     if not total > 0:
         raise ValueError("Sample weights must contain at least one non-zero number.")
+
+
+def check_width(n_columns: int, n_features: int) -> None:
+    """Refuse rows of ``n_columns`` columns for a model fitted on ``n_features`` (scikit-learn's words).
+
+    Parameters
+    ----------
+    n_columns : int
+        The rows' columns.
+    n_features : int
+        The features the model was fitted with.
+    """
+    if n_columns != n_features:
+        raise ValueError(f"X has {n_columns} features, but the model was fitted with {n_features} features.")
 
 
 def numeric_dtype(name: str, dtype: Any) -> None:
