@@ -81,3 +81,28 @@ def test_tiled_one_hot_is_the_block_diagonal_of_its_copies(path, index_type):
     expected = sparse.block_diag([public] * 3) @ stack
     np.testing.assert_allclose(tiled.sums(stack), expected, rtol=1e-14, atol=1e-14)
     assert not np.allclose(tiled.sums(stack[::-1]), expected)  # each copy reads its own table
+
+
+def test_pattern_values_add_each_rows_weighted_pattern_values_into_its_columns_only(path):
+    # per-row values of a tree: row r adds w_quad[r] g_quad[pattern r] + w_lin[r] g_lin[pattern r]
+    # into the tree's columns; the compiled kernel adds the terms in this order, bit for bit
+    rng = np.random.default_rng(5)
+    n, n_patterns, columns = 50, 7, np.array([4, 1, 6])
+    inverse = rng.integers(0, n_patterns, size=n)
+    w_quad, w_lin = rng.normal(size=n), rng.normal(size=n)
+    g_quad, g_lin = rng.normal(size=(n_patterns, 3)), rng.normal(size=(n_patterns, 3))
+    start = rng.normal(size=(n, 8))
+    expected = start.copy()
+    expected[:, columns] += w_quad[:, None] * g_quad[inverse] + w_lin[:, None] * g_lin[inverse]
+
+    out = start.copy()
+    _sparse.add_pattern_values(out, columns, inverse, (w_quad, g_quad), (w_lin, g_lin))
+    np.testing.assert_allclose(out, expected, rtol=1e-15, atol=1e-15)
+    if path == "compiled":
+        np.testing.assert_array_equal(out, expected)
+    untouched = np.setdiff1d(np.arange(8), columns)
+    np.testing.assert_array_equal(out[:, untouched], start[:, untouched])
+
+    one = start.copy()
+    _sparse.add_pattern_values(one, columns, inverse, (w_quad, g_quad))
+    np.testing.assert_allclose(one[:, columns], start[:, columns] + w_quad[:, None] * g_quad[inverse], rtol=1e-15)

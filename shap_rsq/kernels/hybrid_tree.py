@@ -23,6 +23,7 @@ from .lca_plan import TreePlan, compile_tree
 from .lca_tree import LcaUnit
 from .leaf_paths import tree_paths
 from .pairs import PairPlan, compile_pairs, pair_values, passes
+from .sparse import add_pattern_values
 
 __all__ = ["HybridUnit", "plan_pieces"]
 
@@ -106,7 +107,7 @@ class HybridUnit(LcaUnit):
             for start in range(0, n_patterns, step):
                 rows = first[start : start + step]
                 slopes[start : start + step] = pair_values(plan, passes(plan, X, dtype, rows), None, block)
-            out[:, plan.features] += w_quad[:, :1] * slopes[inverse]
+            add_pattern_values(out, plan.features, inverse, (w_quad[:, 0], slopes))
             return
         per_quad = np.bincount(inverse, weights=w_quad[:, 0], minlength=n_patterns)
         for start in range(0, n_patterns, step):

@@ -31,6 +31,7 @@ from .conditioned_passes import gradient_on_patterns
 from .conditioned_rows import reverse_work, row_gradients
 from .lca_local import pattern_gradients
 from .lca_plan import TreePlan, compile_tree
+from .sparse import add_pattern_values
 
 __all__ = ["LcaUnit", "adopt_plans", "compiled_plans", "distinct_rows", "lca_work", "plans_present", "routed_patterns"]
 
@@ -93,7 +94,7 @@ class LcaUnit:
         X, dtype, first, inverse = state
         if local:
             features, g_quad, g_lin = self._junction_rows(X, dtype, first) or self._lca_rows(X, dtype, first)
-            out[:, features] += w_quad[:, :1] * g_quad[inverse] + w_lin[:, :1] * g_lin[inverse]
+            add_pattern_values(out, features, inverse, (w_quad[:, 0], g_quad), (w_lin[:, 0], g_lin))
             return
         n_patterns = len(first)
         per_quad = np.bincount(inverse, weights=w_quad[:, 0], minlength=n_patterns)

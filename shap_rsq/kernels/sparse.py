@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import sparse
 
-__all__ = ["OneHot", "offsets", "ranges", "segment_sums", "weighted_sums"]
+__all__ = ["OneHot", "add_pattern_values", "offsets", "ranges", "segment_sums", "weighted_sums"]
 
 _ONES = np.ones(0)
 
@@ -108,6 +108,20 @@ def weighted_sums(
     ``out`` adds the table rows its entries pick, each times its entry (``out`` C-contiguous float64)."""
     matrix = OneHot(indptr, indices, table.shape[0])
     _product(matrix, np.ascontiguousarray(table, dtype=float), out, transposed=False, data=data)
+
+
+def add_pattern_values(out: np.ndarray, columns: np.ndarray, inverse: np.ndarray, *parts) -> None:
+    """``out[:, columns] += sum_k w_k[:, None] * g_k[inverse]`` for ``parts`` ``(w_k (n,), g_k (P, K))``:
+    each row's weighted values of its pattern, as one sparse product with ``len(parts)`` entries a
+    row (no ``(n, K)`` temporary per part); the terms add up in the order of ``parts``."""
+    n_rows, n_parts = len(inverse), len(parts)
+    n_patterns = parts[0][1].shape[0]
+    indptr = np.arange(0, n_parts * n_rows + 1, n_parts, dtype=np.int64)
+    indices = (inverse.astype(np.int64)[:, None] + n_patterns * np.arange(n_parts)).ravel()
+    data = np.stack([np.asarray(w, dtype=float) for w, _ in parts], axis=1).ravel()
+    values = np.zeros((n_rows, parts[0][1].shape[1]))
+    weighted_sums(indptr, indices, data, np.concatenate([g for _, g in parts]), values)
+    out[:, columns] += values
 
 
 def _product(matrix: OneHot, x: np.ndarray, out: np.ndarray, transposed: bool, data: np.ndarray | None = None) -> None:
