@@ -290,7 +290,36 @@ def test_label_binarize_of_a_binary_classifier_is_its_one_column_of_the_positive
     reverse = pd.Series(pd.Categorical(y, categories=model.classes_[::-1]))
     kept = pd.get_dummies(reverse, drop_first=True, dtype=int)
     assert list(kept.columns) == [model.classes_[0]]
-    np.testing.assert_allclose(explainer.rsq(X, kept, sample_weight=w), expected, atol=1e-14)
+    if model.classes_.tolist() == [0, 1]:  # 0/1 are labels too, and they say the opposite: refused
+        with pytest.raises(ValueError, match=r"one column named 0 holds only \[0, 1\]"):
+            explainer.rsq(X, kept, sample_weight=w)
+    else:
+        np.testing.assert_allclose(explainer.rsq(X, kept, sample_weight=w), expected, atol=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("classes", "column", "named"),
+    [([1, 2], "ones", None), ([1, 5], "ones", None), ([0, 1], "labels", 0)],
+)
+def test_a_binary_column_that_is_both_labels_and_an_indicator_and_reads_two_ways_is_refused(classes, column, named):
+    # the column was read as an indicator without a word: classes [1, 2] and rows whose labels are
+    # all 1 became class 2 on every row (loss_reduction -67.7 per feature instead of +24.5); a
+    # DataFrame column of 0/1 labels named 0 marked class 0, and the shares summed to -1.85, not 0.66
+    X, code, _ = _data(2, nan=False)
+    y = np.array(classes)[code]
+    model = RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)
+    rows = y == classes[0] if column == "ones" else np.ones(len(y), dtype=bool)
+    values = (y[rows] == classes[1]).astype(int) if column == "labels" else y[rows]
+    y_2d = pd.DataFrame({named: values}) if named is not None else values[:, None]
+    with pytest.raises(ValueError, match=r"class labels of this classifier .* the two readings give different"):
+        explainer.loss_reduction(X[rows], y_2d)
+    with pytest.raises(ValueError, match=r"Pass labels as a 1-D y"):
+        explainer(X[rows], y_2d)
+    # where the readings agree nothing changes: 0/1 labels of classes [0, 1] in an unnamed column
+    if classes == [0, 1]:
+        np.testing.assert_array_equal(explainer.rsq(X, y[:, None]), explainer.rsq(X, y))
+        np.testing.assert_array_equal(explainer.rsq(X, pd.Series(y).to_frame()), explainer.rsq(X, y))
 
 
 def test_per_row_shares_of_many_outputs_are_refused_when_their_arrays_cannot_fit():

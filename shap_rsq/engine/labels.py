@@ -4,7 +4,8 @@ Labels are compared with the classes by value, whatever holds them (``1.0`` and 
 class ``1``, text held as an object is the same text held as ``<U``), and a label that is not a
 class is refused by name.  An indicator's columns are matched with the classes by name when a
 DataFrame names them, else by position; a binary classifier's one 0/1 column is what
-:func:`sklearn.preprocessing.label_binarize` returns, 1 marking ``classes_[1]``.
+:func:`sklearn.preprocessing.label_binarize` returns, 1 marking ``classes_[1]``, unless its values
+are also class labels that say otherwise: then it is refused.
 """
 
 from __future__ import annotations
@@ -104,7 +105,9 @@ def one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:
     """
     names, labels = _named_columns(y)
     if labels.ndim == 2 and labels.shape[1] == 1 and len(classes) == 2 and _zero_one(labels):
-        return _binary_indicator(labels[:, 0], classes, n_rows, names)
+        indicator = _binary_indicator(labels[:, 0], classes, n_rows, names)
+        _refuse_two_readings(labels[:, 0], indicator, classes, names)
+        return indicator
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim == 2 and labels.shape[1] == len(classes) > 1:
@@ -157,6 +160,24 @@ def _binary_indicator(column: np.ndarray, classes: np.ndarray, n_rows: int, name
         marked = int(named[0]) if named.size == 1 else 1
     positive = column.astype(np.float64)
     return np.column_stack([positive, 1.0 - positive] if marked == 0 else [1.0 - positive, positive])
+
+
+def _refuse_two_readings(column: np.ndarray, indicator: np.ndarray, classes: np.ndarray, names) -> None:
+    """Refuse a binary classifier's one 0/1 column whose values are also its class labels, when the
+    two readings disagree: classes ``[1, 2]`` and a column of 1s (labels: class 1 every row; an
+    indicator: ``classes_[1]``), or classes ``[0, 1]`` in a DataFrame column named ``0`` (an
+    indicator of class 0).  Either reading would give a score without a word about the other."""
+    matches = match_labels(column, classes)
+    if not matches.any(axis=1).all() or np.array_equal(matches, indicator == 1.0):
+        return
+    named = "" if names is None else f" named {names[0]!r}"
+    marked = classes.tolist()[1 if np.array_equal(indicator[:, 1], column.astype(np.float64)) else 0]
+    raise ValueError(
+        f"y's one column{named} holds only {sorted(set(column.tolist()))}: class labels of this classifier "
+        f"(classes {classes.tolist()}), and also a 0/1 indicator in which 1 marks the class {marked!r}; "
+        "the two readings give different targets.  Pass labels as a 1-D y (y.ravel()), or an indicator "
+        "with one column per class."
+    )
 
 
 def _name_matches(names: list, classes: np.ndarray) -> np.ndarray:
