@@ -209,7 +209,7 @@ class RSquaredExplainer(
         if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, multioutput, local=False, groups=groups)
             shares = combine(games.values, games.sst(), games.multioutput, brier=games.brier)
-            return labelled(shares, games.names, self.model_info, "rsq")
+            return labelled(shares, games.names, self.model_info, "rsq", multioutput=games.multioutput)
         checked_multioutput(multioutput, self.model_info)
         if is_dask_array(X):
             players = self._players(groups, None)

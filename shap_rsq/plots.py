@@ -142,6 +142,13 @@ def class_bar(
             f"explainer.loss_reduction(X, y) divided by the one-hot target's total sum of squares; got "
             f"{type(parts).__name__}."
         )
+    if parts.attrs.get("multioutput") == "raw_values":
+        raise ValueError(
+            "class_bar stacks each feature's parts of one Brier skill score share, but this table holds each "
+            "class's own R² shares (rsq(..., multioutput='raw_values')), each on its class's scale: stacked, they "
+            "add up to no score.  Pass explainer.loss_reduction(X, y) divided by the one-hot target's total sum "
+            "of squares (docs/classification.md), or plot one class's column with plots.bar."
+        )
     order = top_shares(parts.sum(axis=1), max_display).index
     rows = [parts.loc[name] if name in parts.index else parts.drop(index=order[:-1]).sum() for name in order]
     table = pd.DataFrame(rows, index=[str(name) for name in order]).iloc[::-1]  # the largest on top

@@ -91,6 +91,21 @@ def test_class_bar_stacks_the_parts_with_a_legend_of_classes(wine_files):
     assert any("model BSS" in t.get_text() for t in ax.texts)
 
 
+def test_class_bar_refuses_each_class_s_own_r2_shares(wine_files):
+    # rsq(multioutput="raw_values") was stacked and titled as Brier skill score shares ("sum of
+    # shares = 1.606"): each column is its class's own R² share, on that class's scale
+    _, model, X, labels = wine_files
+    explainer = RSquaredExplainer(model)
+    raw = explainer.rsq(X, labels, multioutput="raw_values")
+    with pytest.raises(ValueError, match=r"each class's own R² shares .*loss_reduction"):
+        plots.class_bar(raw, show=False)
+    with pytest.raises(ValueError, match=r"multioutput='raw_values'"):
+        plots.class_bar(raw.iloc[:5], show=False)  # a slice keeps the mark
+    parts, _ = class_parts(explainer, X, labels, None)
+    assert "multioutput" not in parts.attrs
+    matplotlib.pyplot.close("all")
+
+
 def test_groups_reach_the_class_parts(wine_files, tmp_path, capsys):
     folder, model, X, labels = wine_files
     groups = {"colour": ["alcohol", "malic_acid"], "ash": ["ash", "alcalinity_of_ash"]}

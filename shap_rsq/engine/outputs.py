@@ -251,7 +251,7 @@ def local_output_shares(games: OutputGames, check_additivity: bool) -> tuple[np.
     return combine(games.values, sst, **how), combine(base, sst, **how)
 
 
-def labelled(shares: np.ndarray, names: Any, info: ModelInfo, name: str) -> Any:
+def labelled(shares: np.ndarray, names: Any, info: ModelInfo, name: str, multioutput: str | None = None) -> Any:
     """A Series (one score) or a DataFrame (one column per output) when the values have ``names``.
 
     Parameters
@@ -264,6 +264,10 @@ def labelled(shares: np.ndarray, names: Any, info: ModelInfo, name: str) -> Any:
         The model's record (its output names).
     name : str
         The Series' name.
+    multioutput : str, optional
+        How the shares were combined, kept in a DataFrame's ``attrs["multioutput"]`` when given:
+        ``"raw_values"`` shares are each output's own R² share, on that output's scale, which
+        :func:`shap_rsq.plots.class_bar` (the parts of one score, stacked) reads and refuses.
 
     Returns
     -------
@@ -274,5 +278,8 @@ def labelled(shares: np.ndarray, names: Any, info: ModelInfo, name: str) -> Any:
         return shares
     index = pd.Index(names)
     if shares.ndim == 2:
-        return pd.DataFrame(shares, index=index, columns=pd.Index(list(info.outputs), name="output"))
+        frame = pd.DataFrame(shares, index=index, columns=pd.Index(list(info.outputs), name="output"))
+        if multioutput is not None:
+            frame.attrs["multioutput"] = multioutput
+        return frame
     return pd.Series(shares, index=index, name=name)
