@@ -196,6 +196,15 @@ def test_a_missing_label_is_refused_by_name_whatever_holds_the_labels(dtype):
     np.testing.assert_allclose(explainer.rsq(X, complete), explainer.rsq(X, y), atol=1e-14)
 
 
+def test_dates_as_labels_of_a_classifier_of_numbers_are_refused_as_dates():
+    # their values printed as counts of their unit: "labels [0, 1, 2] are not among the model's classes [0, 1, 2]"
+    X, code, _ = _data(3, nan=False)
+    explainer = RSquaredExplainer(RandomForestClassifier(3, max_depth=3, random_state=0).fit(X, code))
+    for dates in (code.astype("datetime64[ns]"), pd.Series(pd.to_datetime(code)), code.astype("timedelta64[s]")):
+        with pytest.raises(ValueError, match=r"^y holds dates or durations \(\w+64\[n?s\]\), but the classifier"):
+            explainer.rsq(X, dates)
+
+
 def test_a_classifier_of_one_class_is_a_classifier_at_every_entry_point():
     # it has one output, which sent it down the regressor's path: labels it never saw gave shares 0,
     # text labels failed with "y holds text" and interaction shares of R² were computed

@@ -104,6 +104,11 @@ def one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:
         shape that fits neither form.
     """
     names, labels = _named_columns(y)
+    if labels.dtype.kind in "mM" and np.asarray(classes).dtype.kind not in "mM":
+        # their values print as counts of their unit: "labels [0, 1, 2] are not among the classes [0, 1, 2]"
+        raise ValueError(
+            f"y holds dates or durations ({labels.dtype}), but the classifier's classes are {classes.tolist()}."
+        )
     if labels.ndim == 2 and labels.shape[1] == 1 and len(classes) == 2 and _zero_one(labels):
         indicator = _binary_indicator(labels[:, 0], classes, n_rows, names)
         _refuse_two_readings(labels[:, 0], indicator, classes, names)
