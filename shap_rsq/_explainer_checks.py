@@ -27,10 +27,10 @@ __all__ = [
 
 def check_budget(memory_budget: Any) -> float:
     """``memory_budget`` in GiB: a positive finite number (below 1/64 GiB nothing useful fits)."""
-    try:
-        budget = float(memory_budget)
-    except (TypeError, ValueError):
-        raise TypeError(f"memory_budget must be a number of GiB; got {memory_budget!r}.") from None
+    # float() takes the text "1" and True as 1 GiB: only real numbers are numbers of GiB here
+    if isinstance(memory_budget, bool) or not isinstance(memory_budget, numbers.Real):
+        raise TypeError(f"memory_budget must be a number of GiB; got {memory_budget!r}.")
+    budget = float(memory_budget)
     if not np.isfinite(budget):  # no call could be sized or refused against it
         raise ValueError(f"memory_budget must be a finite number of GiB; got {memory_budget!r}.")
     if budget < 1.0 / 64:

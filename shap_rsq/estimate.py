@@ -114,6 +114,13 @@ def estimate_rsq(
         )
     if isinstance(n_sample, bool) or not isinstance(n_sample, numbers.Integral):
         raise ValueError(f"n_sample must be an integer number of rows; got {n_sample!r}.")
+    if sample_weight is not None and np.ndim(sample_weight) == 0:
+        # the fourth argument is rsq's sample_weight: estimate_rsq(explainer, X, y, 50) weighted every
+        # row by 50 (which changes no share) and drew the default 500 rows
+        raise ValueError(
+            f"sample_weight is one number ({sample_weight!r}), not a weight per row; to draw that many rows, "
+            f"pass n_sample={sample_weight!r}."
+        )
     if int(n_sample) < 2:
         raise ValueError(f"n_sample must be at least 2 (a standard error needs two rows); got {n_sample!r}.")
     if not isinstance(control_variate, (bool, np.bool_)):

@@ -475,6 +475,24 @@ def test_n_jobs_is_checked_when_the_explainer_is_made(n_jobs):
         RSquaredExplainer(model, n_jobs=n_jobs)
 
 
+@pytest.mark.parametrize(
+    ("budget", "error", "message"),
+    [
+        ("1", TypeError, "a number of GiB"),
+        (True, TypeError, "a number of GiB"),
+        (None, TypeError, "a number of GiB"),
+        (float("nan"), ValueError, "finite"),
+        (0.001, ValueError, "at least 1/64 GiB"),
+    ],
+)
+def test_memory_budget_is_a_real_number_of_gib(budget, error, message):
+    # the text "1" and True became 1 GiB without a word, where n_jobs refuses "2" and True
+    model = DecisionTreeRegressor(max_depth=2).fit(*make_data(seed=35, n=50)[:2])
+    with pytest.raises(error, match=rf"memory_budget must be .*{message}.*; got {budget!r}"):
+        RSquaredExplainer(model, memory_budget=budget)
+    assert RSquaredExplainer(model, memory_budget=np.float32(0.5)).memory_budget == 0.5
+
+
 def test_joblibs_multiprocessing_backend_runs_the_blocks(frame_model):
     # joblib's own error: "does not support return_as=generator"
     from joblib import parallel_config

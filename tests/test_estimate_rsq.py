@@ -212,6 +212,10 @@ def test_estimate_refuses_multioutput_and_tiny_samples():
     for loose in (2.5, "10", True):  # 2.5 drew 2 rows, "10" ten
         with pytest.raises(ValueError, match="n_sample must be an integer number of rows"):
             estimate_rsq(single, X, y, n_sample=loose)
+    # the fourth argument is sample_weight, as in rsq: a number there weighted every row by it (no
+    # share changes) and the default 500 rows were drawn, all 60 here: exact, with standard errors 0
+    with pytest.raises(ValueError, match=r"sample_weight is one number \(20\), .* pass n_sample=20"):
+        estimate_rsq(single, X, y, 20)
 
 
 def test_estimate_rsq_refuses_a_sample_that_cannot_fit_before_copying_its_rows():
