@@ -110,9 +110,7 @@ def one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:
             f"y holds dates or durations ({labels.dtype}), but the classifier's classes are {classes.tolist()}."
         )
     if labels.ndim == 2 and labels.shape[1] == 1 and len(classes) == 2 and _zero_one(labels):
-        indicator = _binary_indicator(labels[:, 0], classes, n_rows, names)
-        _refuse_two_readings(labels[:, 0], indicator, classes, names)
-        return indicator
+        return _binary_indicator(labels[:, 0], classes, n_rows, names)
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim == 2 and labels.shape[1] == len(classes) > 1:
@@ -152,8 +150,8 @@ def _binary_indicator(column: np.ndarray, classes: np.ndarray, n_rows: int, name
     """A binary classifier's one 0/1 column, as ``label_binarize`` gives it: 1 marks ``classes[1]``.
 
     A DataFrame whose column is named after a class marks that class instead (``pd.get_dummies(y,
-    drop_first=True)`` keeps whichever category came second); for classes ``0`` and ``1`` either
-    reading is the labels themselves.
+    drop_first=True)`` keeps whichever category came second).  A column whose values are also class
+    labels is refused where the two readings differ.
     """
     if column.shape[0] != n_rows:
         raise ValueError(f"y has {column.shape[0]} rows but X has {n_rows} rows.")
@@ -163,25 +161,28 @@ def _binary_indicator(column: np.ndarray, classes: np.ndarray, n_rows: int, name
         if named.size == 0:
             named = np.flatnonzero([str(names[0]) == str(c) for c in classes])
         marked = int(named[0]) if named.size == 1 else 1
+    _refuse_two_readings(column, marked, classes, names)
     positive = column.astype(np.float64)
     return np.column_stack([positive, 1.0 - positive] if marked == 0 else [1.0 - positive, positive])
 
 
-def _refuse_two_readings(column: np.ndarray, indicator: np.ndarray, classes: np.ndarray, names) -> None:
+def _refuse_two_readings(column: np.ndarray, marked: int, classes: np.ndarray, names) -> None:
     """Refuse a binary classifier's one 0/1 column whose values are also its class labels, when the
     two readings disagree: classes ``[1, 2]`` and a column of 1s (labels: class 1 every row; an
     indicator: ``classes_[1]``), or classes ``[0, 1]`` in a DataFrame column named ``0`` (an
-    indicator of class 0).  Either reading would give a score without a word about the other."""
-    matches = match_labels(column, classes)
-    if not matches.any(axis=1).all() or np.array_equal(matches, indicator == 1.0):
+    indicator of class 0).  Either reading would give a score without a word about the other.
+    ``marked`` is the class the indicator's 1 stands for."""
+    as_labels = match_labels(column, classes)
+    as_indicator = np.empty_like(as_labels)
+    as_indicator[:, marked], as_indicator[:, 1 - marked] = column == 1, column == 0
+    if not as_labels.any(axis=1).all() or np.array_equal(as_labels, as_indicator):
         return
     named = "" if names is None else f" named {names[0]!r}"
-    marked = classes.tolist()[1 if np.array_equal(indicator[:, 1], column.astype(np.float64)) else 0]
     raise ValueError(
         f"y's one column{named} holds only {sorted(set(column.tolist()))}: class labels of this classifier "
-        f"(classes {classes.tolist()}), and also a 0/1 indicator in which 1 marks the class {marked!r}; "
-        "the two readings give different targets.  Pass labels as a 1-D y (y.ravel()), or an indicator "
-        "with one column per class."
+        f"(classes {classes.tolist()}), and also a 0/1 indicator in which 1 marks the class "
+        f"{classes.tolist()[marked]!r}; the two readings give different targets.  Pass labels as a 1-D y "
+        "(y.ravel()), or an indicator with one column per class."
     )
 
 
