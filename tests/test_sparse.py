@@ -106,3 +106,21 @@ def test_pattern_values_add_each_rows_weighted_pattern_values_into_its_columns_o
     one = start.copy()
     _sparse.add_pattern_values(one, columns, inverse, (w_quad, g_quad))
     np.testing.assert_allclose(one[:, columns], start[:, columns] + w_quad[:, None] * g_quad[inverse], rtol=1e-15)
+
+
+def test_pattern_values_of_a_batch_add_one_pattern_per_tree_and_part(path):
+    # a batch of trees: row r adds, for each tree t, w_quad[r, t] g_quad[cell r t] + w_lin[r, t] g_lin[cell r t]
+    rng = np.random.default_rng(6)
+    n, n_trees, n_cells, columns = 40, 3, 11, np.array([0, 5, 2, 7])
+    cell = rng.integers(0, n_cells, size=(n, n_trees))
+    w_quad, w_lin = rng.normal(size=(n, n_trees)), rng.normal(size=(n, n_trees))
+    g_quad, g_lin = rng.normal(size=(n_cells, 4)), rng.normal(size=(n_cells, 4))
+    start = rng.normal(size=(n, 9))
+    expected = start.copy()
+    expected[:, columns] += np.einsum("rt,rtk->rk", w_quad, g_quad[cell]) + np.einsum("rt,rtk->rk", w_lin, g_lin[cell])
+
+    out = start.copy()
+    _sparse.add_pattern_values(out, columns, cell, (w_quad, g_quad), (w_lin, g_lin))
+    np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-14)
+    untouched = np.setdiff1d(np.arange(9), columns)
+    np.testing.assert_array_equal(out[:, untouched], start[:, untouched])

@@ -30,7 +30,7 @@ from .lca import gauss_legendre
 from .sparse import ranges
 from .split_patterns import HeapBatch
 
-__all__ = ["recursion_gradients", "repeated_players", "summed_recursion_gradients"]
+__all__ = ["conditioned_players", "recursion_gradients", "repeated_players", "summed_recursion_gradients"]
 
 # Heaps up to this depth run the root on the whole cube of split patterns (2 x 8 x 8 at depth 3);
 # deeper ones on the patterns that occur (a depth-4 cube has 2^15, a dataset reaches few of them).
@@ -45,6 +45,22 @@ def repeated_players(batch: HeapBatch) -> np.ndarray:
     return counts > 1
 
 
+def conditioned_players(batch: HeapBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the recursion conditions on: ``order (T, R)`` the repeated player each conditioned bit
+    stands for, ``bit_of_player (T, K)`` the bit of each player (``-1`` for a coin), and the
+    ``2^R`` known/unknown ``assignments (S, R)`` of the bits.  ``R`` is the most repeated players
+    of a tree of the batch: a tree with fewer conditions on other players (or unused player
+    slots) too, which is as exact, and costs the same as the batch's widest tree."""
+    repeated = repeated_players(batch)
+    n_repeated = int(repeated.sum(axis=1).max())
+    order = np.argsort(~repeated, axis=1, kind="stable")[:, :n_repeated]
+    bit_of_player = np.full(batch.features.shape, -1, dtype=np.int64)
+    for r in range(n_repeated):
+        bit_of_player[np.arange(batch.n_trees), order[:, r]] = r
+    assignments = (np.arange(1 << n_repeated)[:, None] >> np.arange(n_repeated)) & 1 == 1
+    return order, bit_of_player, assignments
+
+
 def recursion_gradients(batch: HeapBatch, left: np.ndarray, seed_quad: np.ndarray, seed_lin: np.ndarray):
     """Shapley values of ``seed_quad * m_S^2 + seed_lin * m_S`` per tree and pattern: ``(T, U, K)``.
 
@@ -52,16 +68,10 @@ def recursion_gradients(batch: HeapBatch, left: np.ndarray, seed_quad: np.ndarra
     ``seed_quad, seed_lin (T, U)`` their weights; all trees of the batch must have
     the same number ``R`` of repeated players (``R`` small: the work grows as ``2^R``).
     """
-    repeated = repeated_players(batch)
-    n_repeated = int(repeated.sum(axis=1).max())
+    order, bit_of_player, assignments = conditioned_players(batch)
+    n_repeated = assignments.shape[1]
     q, gl = gauss_legendre(max(1, batch.depth))
     n_trees, n_patterns = left.shape[:2]
-    # which repeated player each conditioned bit stands for, per tree
-    order = np.argsort(~repeated, axis=1, kind="stable")[:, :n_repeated]  # (T, R)
-    bit_of_player = np.full(batch.features.shape, -1, dtype=np.int64)
-    for r in range(n_repeated):
-        bit_of_player[np.arange(n_trees), order[:, r]] = r
-    assignments = (np.arange(1 << n_repeated)[:, None] >> np.arange(n_repeated)) & 1 == 1  # (S, R)
 
     forward = _forward(batch, left, bit_of_player, assignments, q)
     grad = np.zeros((n_trees, n_patterns, batch.features.shape[1]))  # integrated over q
@@ -211,14 +221,9 @@ def _summed_gradients(batch: HeapBatch, quad: np.ndarray, lin: np.ndarray) -> np
     the root works on the patterns that occur instead (a depth-4 cube has 2^15).
     """
     n_trees = batch.n_trees
-    repeated = repeated_players(batch)
-    n_repeated = int(repeated.sum(axis=1).max())
+    order, bit_of_player, assignments = conditioned_players(batch)
+    n_repeated = assignments.shape[1]
     q, gl = gauss_legendre(max(1, batch.depth))
-    order = np.argsort(~repeated, axis=1, kind="stable")[:, :n_repeated]
-    bit_of_player = np.full(batch.features.shape, -1, dtype=np.int64)
-    for r in range(n_repeated):
-        bit_of_player[np.arange(n_trees), order[:, r]] = r
-    assignments = (np.arange(1 << n_repeated)[:, None] >> np.arange(n_repeated)) & 1 == 1  # (S, R)
 
     observed = batch.depth > CUBE_ROOT_DEPTH
     levels, top_a, top_b = _forward_on_subpatterns(batch, bit_of_player, assignments, q, top=int(observed))

@@ -113,12 +113,18 @@ def weighted_sums(
 def add_pattern_values(out: np.ndarray, columns: np.ndarray, inverse: np.ndarray, *parts) -> None:
     """``out[:, columns] += sum_k w_k[:, None] * g_k[inverse]`` for ``parts`` ``(w_k (n,), g_k (P, K))``:
     each row's weighted values of its pattern, as one sparse product with ``len(parts)`` entries a
-    row (no ``(n, K)`` temporary per part); the terms add up in the order of ``parts``."""
+    row (no ``(n, K)`` temporary per part); the terms add up in the order of ``parts``.
+
+    ``inverse`` and every ``w_k`` may also be ``(n, E)``: each row then adds ``E`` patterns (one per
+    tree of a batch whose tables are stacked in ``g_k``), summed per part, then over the parts.
+    """
     n_rows, n_parts = len(inverse), len(parts)
     n_patterns = parts[0][1].shape[0]
-    indptr = np.arange(0, n_parts * n_rows + 1, n_parts, dtype=np.int64)
-    indices = (inverse.astype(np.int64)[:, None] + n_patterns * np.arange(n_parts)).ravel()
-    data = np.stack([np.asarray(w, dtype=float) for w, _ in parts], axis=1).ravel()
+    inverse = inverse.reshape(n_rows, 1, -1).astype(np.int64)
+    per_row = n_parts * inverse.shape[2]
+    indptr = np.arange(0, per_row * n_rows + 1, per_row, dtype=np.int64)
+    indices = (inverse + n_patterns * np.arange(n_parts)[:, None]).ravel()
+    data = np.stack([np.asarray(w, dtype=float).reshape(n_rows, -1) for w, _ in parts], axis=1).ravel()
     values = np.zeros((n_rows, parts[0][1].shape[1]))
     weighted_sums(indptr, indices, data, np.concatenate([g for _, g in parts]), values)
     out[:, columns] += values
