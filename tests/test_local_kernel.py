@@ -47,9 +47,9 @@ def cases():
 @pytest.mark.parametrize("name", MODELS)
 def test_per_row_values_of_deeper_trees_match_subset_enumeration(cases, name, nan):
     model, X, y, w = cases(name, nan)
-    explainer = RSquaredExplainer(model)
+    # depth-4 trees take the side tables of kernels.pattern_rows by default (tests/test_pattern_rows.py)
+    explainer = RSquaredExplainer(model)._set_engine(kernel="lca")
     units = explainer._units.units(local=True)
-    # every tree of these models goes through the LCA kernel for per-row values
     assert units and all(isinstance(unit, LcaUnit) for unit in units)
     expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
     values = explainer(X, y, sample_weight=w).values

@@ -88,7 +88,7 @@ def test_random_trees_match_enumeration_and_are_efficient(strategy, problem):
     cache = UnitCache(forest, strategy)
     sst = np.sum(w * (y - np.average(y, weights=w)) ** 2)
     shares = decompose(forest, cache.units(), X, y, w).values / sst
-    # per-row values have their own units: depth-4 trees leave the global-only recursion
+    # per-row values have their own units: depth-4 trees take the side tables of kernels.pattern_rows
     local = decompose(forest, cache.units(local=True), X, y, w, local=True)
     expected_global, expected_local = rsq_oracle(forest, X, y, w)
 

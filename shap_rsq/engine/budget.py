@@ -101,14 +101,17 @@ def _batch_bytes(unit, n_rows: int, local: bool, tuning: Tuning) -> int:
     grow with the rows (except at the root of a depth-4 batch, below): the pattern weights summed
     over chunks (``6 T P`` floats), each group's subset tables (``2^K P`` floats a tree, kept),
     its recursion over ``S`` states of the repeated features and ``Q`` quadrature nodes, and for
-    per-row values the ``(T, P, K)`` tables of unit values.
+    per-row values the ``(T, P, K)`` tables of unit values.  Per-row values of a depth-4 batch
+    tabulate its root's two sides on their ``2^7`` sub-patterns instead (kept) and the units on
+    the patterns of a chunk, whose derivatives are gathered in blocks (``Tuning.root_elements``).
 
     Measured with ``tracemalloc`` (``decompose`` of one process, less its ``(n, p)`` output; the
     estimate above every peak): one tree of depth 2-3 0.01-0.4 MiB on 20-2,000 rows (estimate
     0.3-0.7), 9-20 MiB on 200,000 (21-32); 100-300 XGBoost trees of depth 2-3 on 20 rows 0.2-20
     MiB (0.6-20), on 2,000-200,000 rows 8-76 MiB global (14-100) and 25-171 MiB per row
     (31-244); depth-4 batches (32 trees) 33-98 MiB (55-412: their root's patterns are counted
-    as ``min(n, 2^15)``).  The flat 64 MiB charged before refused a depth-2 tree on 20 rows at
+    as ``min(n, 2^15)``), per row on 10,000 rows 3-33 MiB for 1-32 trees (24-337: each row of a
+    chunk counted as a pattern of its own).  The flat 64 MiB charged before refused a depth-2 tree on 20 rows at
     the smallest budget and fell short on 200,000 rows.
     """
     batch = unit.batch
@@ -119,8 +122,11 @@ def _batch_bytes(unit, n_rows: int, local: bool, tuning: Tuning) -> int:
     per_row = 8 * (columns + 4 + n_trees * ((5 * n_players + 5) if local else 9))
     chunk = min(n_rows, unit.chunk_rows()) * per_row
     floats = 0 if local else 6 * n_trees * n_patterns
-    if local:
-        floats += 3 * n_trees * n_patterns * n_players
+    # per-row values of depth-4 heaps are tabulated on the patterns of a chunk, not on the cube
+    observed = depth > pattern_recursion.CUBE_ROOT_DEPTH and not oblivious
+    seen = min(n_rows, unit.chunk_rows(), n_patterns) if observed else n_patterns
+    if local:  # the unit tables, and laid out over the batch's columns for the sparse product
+        floats += n_trees * seen * (3 * n_players + 2 * min(columns, tuning.local_columns_per_player * n_players))
     if oblivious:  # tables by known levels (T, 2^D, 2^D), built with the unit; squared, and weighted
         floats += 3 * n_trees * n_patterns * (n_patterns + n_players)
         return int(_SMALL + chunk + 8 * floats)
@@ -135,7 +141,13 @@ def _batch_bytes(unit, n_rows: int, local: bool, tuning: Tuning) -> int:
             largest = max(largest, (3 << (depth - 1)) * subsets + subsets)
             continue
         states = 1 << int(repeated[group].max())
-        if local:  # every level's values on every pattern, kept for the reverse pass
+        if local and observed:  # each side's tables (kept), then the patterns that occur in blocks
+            side = splits // 2
+            tables = len(group) * states * quadrature * (2 << side) * (side + 2)
+            floats += tables
+            size = 6 * tables + min(len(group) * seen * states * quadrature * side, tuning.root_elements_within)
+            size += len(group) * seen * 3 * (splits + n_players)
+        elif local:  # every level's values on every pattern, kept for the reverse pass
             size = 12 * len(group) * states * quadrature * splits * n_patterns
         elif depth <= pattern_recursion.CUBE_ROOT_DEPTH:  # each node on its own sub-patterns
             size = 8 * len(group) * states * quadrature * n_patterns

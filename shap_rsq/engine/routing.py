@@ -9,7 +9,8 @@ subset enumeration        depth <= ``heap_depth``, batched on the cube of split 
                           (``kernels.small_trees.HeapUnit``), and symmetric trees whose
                           ``depth + players <= 16`` (``ObliviousUnit``)
 two-particle recursion    depth ``observed_depth`` with at most ``max_repeated`` repeated
-                          features, global values only (``HeapUnit``, method "recursion")
+                          features (``HeapUnit``, method "recursion"); their per-row values
+                          chain the root to tables of its two sides (``kernels.pattern_rows``)
 conditioned recursion     leaf-wise trees with at most ``junction_repeated`` repeated features
                           try it, global values only, when cheaper on the rows at hand
                           (``kernels.lca_tree.LcaUnit``, ``junction="cheaper"``)
@@ -192,7 +193,7 @@ def _kinds(nodes: NodeArrays, kernel: str, local: bool, tuning: Tuning) -> list[
         shallow = depth <= tuning.heap_depth
         small_oblivious = oblivious & ~shallow & ((depth + players <= 16) | forced)
         kinds[shallow] = "heap"
-        if not local and kernel != "enumerate":
+        if kernel != "enumerate":
             repeated = _repeated_features(nodes)
             # each repeated feature doubles the recursion's states: past a few, the LCA kernel is cheaper
             cheap = (repeated <= tuning.max_repeated) | (kernel == "recursion")

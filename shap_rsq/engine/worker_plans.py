@@ -17,6 +17,7 @@ from collections import OrderedDict
 from dataclasses import fields, is_dataclass, replace
 
 from ..kernels.lca_tree import LcaUnit
+from ..kernels.small_trees import HeapUnit
 from .budget import worker_tuning
 
 __all__ = ["held_bytes", "keep_within", "plan_bytes", "remember", "restore", "return_freed_memory", "shipped"]
@@ -79,19 +80,23 @@ def plan_bytes(plan) -> int:
 
 
 def held_bytes(units) -> int:
-    """Bytes of the compiled plans ``units`` hold."""
-    return sum(plan_bytes(unit._plan) + plan_bytes(unit._junction_plan) for unit in units if isinstance(unit, LcaUnit))
+    """Bytes of the compiled plans (and batches' per-row side tables) ``units`` hold."""
+    plans = sum(plan_bytes(unit._plan) + plan_bytes(unit._junction_plan) for unit in units if isinstance(unit, LcaUnit))
+    return plans + sum(unit.table_bytes for unit in units if isinstance(unit, HeapUnit))
 
 
 def keep_within(unit, present: tuple[bool, bool], room: int) -> int:
-    """Keep the plans ``unit`` compiled in this call (those ``present`` says it lacked) if they fit
-    in ``room`` bytes, else drop them; the bytes kept.
+    """Keep the plans ``unit`` compiled in this call (those ``present`` says it lacked), or the
+    side tables a batch of depth-4 trees made for per-row values, if they fit in ``room`` bytes,
+    else drop them; the bytes kept.
 
     An explainer keeps every tree's plan for its next call, and the plans of deep trees are
     large (40-140 MB each for XGBoost of depth 12 on 10,000 rows): unbounded, a booster of a few
     hundred such trees would hold more than the machine has.  Past the room, a tree is compiled
     again on each call (a few percent of evaluating it).
     """
+    if isinstance(unit, HeapUnit):
+        return unit.keep_tables_within(room)
     if not isinstance(unit, LcaUnit):
         return 0
     new_plan = not present[0] and unit._plan is not None

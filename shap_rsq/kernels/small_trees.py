@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..tuning import DEFAULT_TUNING, Tuning
-from . import pattern_recursion, split_patterns
+from . import pattern_recursion, pattern_rows, split_patterns
+from .sparse import add_pattern_values, offsets
 
 __all__ = ["HeapUnit", "ObliviousUnit"]
 
@@ -36,6 +37,7 @@ class HeapUnit:
     method: str = "auto"  # "enumerate" or "recursion" when the routing forces one
     tuning: Tuning = DEFAULT_TUNING
     _tables: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _fresh: list = field(default_factory=list, init=False, repr=False, compare=False)  # side tables of this call
 
     # milliseconds for hundreds of trees: not worth sending to another process
     parallel_work = 0.0
@@ -61,9 +63,60 @@ class HeapUnit:
         (cell,) = state
         if not local:
             return _pattern_weights(cell, self.n_patterns, w_quad, w_lin)
-        unit_quad, unit_lin = self._local_tables()
-        _scatter_local(_weighted_units(unit_quad, unit_lin, cell, w_quad, w_lin), self.batch.features, out)
+        if self.batch.depth > pattern_recursion.CUBE_ROOT_DEPTH:
+            unit_quad, unit_lin, cell = self._observed_tables(cell)
+        else:
+            unit_quad, unit_lin = self._local_tables()
+        _add_local(unit_quad, unit_lin, cell, w_quad, w_lin, self.batch.features, out, self.tuning)
         return None
+
+    def _observed_tables(self, cell: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(T, C, K)`` Shapley values of ``m_S^2`` and of ``m_S`` on the patterns of ``cell`` (at
+        most ``C`` a tree; a 2^15 cube is out of reach), and each row's cell in those tables."""
+        # the cube is 2^15 a tree and batches hold 2^20 / 2^15 trees: mark the cells seen, no sort
+        seen = np.zeros(len(self.trees) * self.n_patterns, dtype=bool)
+        seen[cell.ravel()] = True
+        distinct = np.flatnonzero(seen)
+        tree, pattern = np.divmod(distinct, self.n_patterns)
+        count = np.bincount(tree, minlength=len(self.trees))
+        rank = np.arange(len(distinct)) - offsets(count)[tree]
+        patterns = np.zeros((len(self.trees), int(count.max())), dtype=np.int64)  # pads with pattern 0
+        patterns[tree, rank] = pattern
+        shape = (*patterns.shape, self.batch.n_players)
+        unit_quad, unit_lin = np.zeros(shape), np.zeros(shape)
+        for _, k, group in self.method_groups():
+            if ("sides", k, group[0]) not in self._tables:  # row-independent: kept (keep_tables_within)
+                self._tables["sides", k, group[0]] = pattern_rows.side_tables(self.batch.select(group, k))
+                self._fresh.append(("sides", k, group[0]))
+            tables = self._tables["sides", k, group[0]]
+            batch = self.batch.select(group, k)
+            # each pattern gathers its sides' (columns, states x nodes) derivatives: in blocks
+            per_pattern = len(group) * tables.cross[0, 0, 0].size
+            step = max(1, self.tuning.root_elements_within // per_pattern)
+            for start in range(0, patterns.shape[1], step):
+                block = slice(start, start + step)
+                quad, lin = pattern_rows.pattern_unit_gradients(batch, tables, patterns[group, block])
+                unit_quad[group, block, :k], unit_lin[group, block, :k] = quad, lin
+        local_cell = np.zeros(len(seen), dtype=np.int64)
+        local_cell[distinct] = tree * patterns.shape[1] + rank
+        return unit_quad, unit_lin, local_cell[cell]
+
+    @property
+    def table_bytes(self) -> int:
+        """Bytes of the per-row side tables the unit keeps (:func:`~.pattern_rows.side_tables`)."""
+        return sum(table.nbytes for key, table in self._tables.items() if key[0] == "sides")
+
+    def keep_tables_within(self, room: int) -> int:
+        """Keep the side tables made since the last call if they fit in ``room`` bytes, else drop
+        them (they take 1-3 ms a tree to make, and about 0.5 MB a tree of 3 repeated features);
+        the bytes kept."""
+        size = sum(self._tables[key].nbytes for key in self._fresh)
+        if size > room:
+            for key in self._fresh:
+                del self._tables[key]
+            size = 0
+        self._fresh.clear()
+        return size
 
     def finish(self, weights: tuple[np.ndarray, np.ndarray], out: np.ndarray) -> None:
         """Add the values of the games weighted by ``weights``, each ``(T, 2^N)`` summed over rows."""
@@ -245,6 +298,31 @@ class _SubsetTables:
                     np.einsum("tmu,tmk->tuk", self.values, weights),
                 )
         return self._units
+
+
+def _add_local(unit_quad, unit_lin, cell, w_quad, w_lin, features: np.ndarray, out: np.ndarray, tuning: Tuning) -> None:
+    """Add per-row values ``w_quad G_quad + w_lin G_lin`` at ``cell`` (flat ``t, u`` into the unit
+    tables ``(T, U, K)``) into ``out (n, p)`` at columns ``features (T, K)``.
+
+    When the batch reads few columns (``Tuning.local_columns_per_player``), one sparse product:
+    each row adds ``2 T`` table rows laid out over those columns.  Otherwise (wide data, each tree
+    on its own few of thousands of columns) the ``(n, T, K)`` values are gathered and summed per
+    column.
+    """
+    used = features >= 0
+    columns, position = np.unique(features[used], return_inverse=True)
+    if len(columns) > tuning.local_columns_per_player * features.shape[1]:
+        _scatter_local(_weighted_units(unit_quad, unit_lin, cell, w_quad, w_lin), features, out)
+        return
+    n_trees, n_units = unit_quad.shape[:2]
+    tree = np.nonzero(used)[0]
+    tables = []
+    for unit in (unit_quad, unit_lin):
+        table = np.zeros((n_trees, n_units, len(columns)))
+        # a tree's players are distinct columns: a plain assignment, no sums
+        table[tree, :, position] = unit[tree, :, np.nonzero(used)[1]]
+        tables.append(table.reshape(n_trees * n_units, -1))
+    add_pattern_values(out, columns, cell, (w_quad, tables[0]), (w_lin, tables[1]))
 
 
 def _weighted_units(unit_quad, unit_lin, cell, w_quad, w_lin) -> np.ndarray:

@@ -1,0 +1,104 @@
+"""Per-row values of depth-4 trees through the side tables of ``kernels.pattern_rows``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest import make_data
+from oracle import rsq_oracle
+
+from shap_rsq import RSquaredExplainer
+from shap_rsq.kernels import pattern_recursion, pattern_rows
+from shap_rsq.kernels.small_trees import HeapUnit
+from shap_rsq.kernels.split_patterns import pattern_bits
+from shap_rsq.tuning import DEFAULT_TUNING
+
+
+@pytest.fixture(scope="module")
+def boosters():
+    import xgboost
+    from sklearn.ensemble import RandomForestRegressor
+
+    X, y, w = make_data(seed=12, nan=True, n=160, p=8)
+    xgb = xgboost.XGBRegressor(n_estimators=12, max_depth=4, learning_rate=0.3, random_state=0).fit(X, y)
+    X_forest = np.nan_to_num(X)
+    forest = RandomForestRegressor(12, max_depth=4, max_features=0.5, random_state=0).fit(X_forest, y)
+    return {"xgboost": (xgb, X, y, w), "forest": (forest, X_forest, y, w)}
+
+
+def _observed(explainer) -> list[HeapUnit]:
+    units = explainer._units.units(local=True)
+    return [unit for unit in units if isinstance(unit, HeapUnit) and unit.batch.depth == 4]
+
+
+@pytest.mark.parametrize("name", ["xgboost", "forest"])
+def test_per_row_values_of_depth_four_trees_match_subset_enumeration(boosters, name):
+    model, X, y, w = boosters[name]
+    explainer = RSquaredExplainer(model)
+    observed = _observed(explainer)
+    assert sum(len(unit.trees) for unit in observed) >= 4
+    # batches mix trees with 0 to 3 repeated features: one table group per count
+    assert len({k for unit in observed for k in _repeated_counts(unit)}) >= 2
+    expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
+    values = explainer(X, y, sample_weight=w).values
+    np.testing.assert_allclose(values, expected_local, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(values.sum(axis=0), explainer.rsq(X, y, sample_weight=w), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(values.sum(axis=0), expected_global, rtol=0, atol=1e-9)
+    assert np.abs(expected_local).max() > 1e-3
+
+
+def _repeated_counts(unit: HeapUnit) -> set[int]:
+    return set(pattern_recursion.repeated_players(unit.batch).sum(axis=1).tolist())
+
+
+def test_pattern_gradients_equal_the_recursions_reverse_pass_on_any_pattern(boosters):
+    # every pattern of the 2^15 cube, not only those the rows reach: the chain rule at the root
+    # against the two-particle recursion's reverse pass on the same patterns, per tree
+    rng = np.random.default_rng(0)
+    explainer = RSquaredExplainer(boosters["xgboost"][0])
+    for unit in _observed(explainer):
+        for _, k, group in unit.method_groups():
+            batch = unit.batch.select(group, k)
+            patterns = rng.integers(0, 1 << 15, size=(batch.n_trees, 40))
+            left = (patterns[:, :, None] >> pattern_bits(4)) & 1 == 1
+            ones, zeros = np.ones(patterns.shape), np.zeros(patterns.shape)
+            quad, lin = pattern_rows.pattern_unit_gradients(batch, pattern_rows.side_tables(batch), patterns)
+            expected_quad = pattern_recursion.recursion_gradients(batch, left, ones, zeros)
+            expected_lin = pattern_recursion.recursion_gradients(batch, left, zeros, ones)
+            np.testing.assert_allclose(quad, expected_quad, rtol=0, atol=1e-14)
+            np.testing.assert_allclose(lin, expected_lin, rtol=0, atol=1e-14)
+            assert np.abs(expected_quad).max() > 1e-3
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"root_elements": 1},  # one pattern per block
+        {"chunk_elements": 1, "min_chunk_rows": 32},  # rows in chunks of 32, tables per chunk
+        {"local_columns_per_player": 0},  # (n, T, K) gathers instead of the sparse product
+        {"batch_patterns": 1 << 15},  # one tree per batch
+    ],
+)
+def test_per_row_values_do_not_depend_on_blocks_chunks_or_layout(boosters, change):
+    model, X, y, w = boosters["xgboost"]
+    reference = RSquaredExplainer(model)(X, y, sample_weight=w).values
+    explainer = RSquaredExplainer(model)._set_engine(tuning=replace(DEFAULT_TUNING, **change))
+    assert _observed(explainer)
+    np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, reference, rtol=0, atol=1e-13)
+
+
+def test_side_tables_are_kept_for_the_next_call_within_the_room(boosters):
+    model, X, y, w = boosters["forest"]
+    explainer = RSquaredExplainer(model)
+    first = explainer(X, y, sample_weight=w).values
+    kept = sum(unit.table_bytes for unit in _observed(explainer))
+    assert kept > 0
+    np.testing.assert_array_equal(explainer(X, y, sample_weight=w).values, first)  # from the kept tables
+
+    tight = RSquaredExplainer(model)._set_engine(tuning=replace(DEFAULT_TUNING, kept_plan_bytes=kept // 2))
+    np.testing.assert_array_equal(tight(X, y, sample_weight=w).values, first)
+    held = sum(unit.table_bytes for unit in _observed(tight))
+    assert 0 < held <= kept // 2 or held == 0
+    assert held < kept
