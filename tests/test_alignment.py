@@ -204,3 +204,26 @@ def test_numeric_strings_are_refused_the_same_way_by_a_fresh_and_a_used_explaine
             explainer.rsq(X.astype(str), y)
         with pytest.raises(ValueError, match=r"y holds text"):
             explainer.rsq(X, y.astype(str))
+
+
+def test_object_arrays_are_read_as_numbers_only(rows):
+    # as a DataFrame's object columns: numbers (None missing) are read, anything else is named;
+    # NumPy had turned the strings '0.5' into numbers silently and a Timestamp into a TypeError
+    X, y = rows
+    explainer = RSquaredExplainer(_fit("xgboost", X, y))
+    expected = explainer.rsq(X, y)
+    np.testing.assert_array_equal(explainer.rsq(X.astype(object), y), expected)
+    holed = X.astype(object)
+    holed[0, 1] = None
+    np.testing.assert_array_equal(explainer.rsq(holed, y), explainer.rsq(_with_nan(X, 0, 1), y))
+    for value, shown in [("0.5", "'0.5'"), (pd.Timestamp("2020-01-01"), "Timestamp"), ("a", "'a'")]:
+        bad = X.astype(object)
+        bad[3, 2] = value
+        with pytest.raises(ValueError, match=rf"X is an object array holding {shown}.*which is not a number"):
+            explainer.rsq(bad, y)
+
+
+def _with_nan(X, row, column):
+    X = X.copy()
+    X[row, column] = np.nan
+    return X

@@ -228,7 +228,16 @@ def _dense_pandas(X: Any) -> Any:
 
 def _check_not_text(X: Any) -> None:
     dtype = getattr(X, "dtype", None)
-    numeric_dtype("X", np.asarray(X).dtype if dtype is None else dtype)
+    array = np.asarray(X) if dtype is None or getattr(dtype, "kind", None) == "O" else None
+    numeric_dtype("X", array.dtype if array is not None else dtype)
+    if array is not None and array.dtype.kind == "O":
+        # as a DataFrame's object columns (_check_numeric_columns): numbers and None only, else
+        # NumPy turns '1.5' into a number silently and a Timestamp into a TypeError
+        values = array.ravel()
+        kind = pd.api.types.infer_dtype(values, skipna=True)
+        if kind not in _NUMBER_KINDS and not (kind == "mixed" and all(map(_is_number_value, values))):
+            example = next(v for v in values if not _is_number_value(v))
+            raise ValueError(f"X is an object array holding {example!r}, which is not a number; pass numbers.")
 
 
 def _array(data: Any, min_rows: int) -> np.ndarray:
