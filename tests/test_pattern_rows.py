@@ -79,12 +79,13 @@ def test_pattern_gradients_equal_the_recursions_reverse_pass_on_any_pattern(boos
         {"chunk_elements": 1, "min_chunk_rows": 32},  # rows in chunks of 32, tables per chunk
         {"local_columns_per_player": 0},  # (n, T, K) gathers instead of the sparse product
         {"batch_patterns": 1 << 15},  # one tree per batch
+        {"parallel_work": 0.0},  # batches in two worker processes (n_jobs=2)
     ],
 )
-def test_per_row_values_do_not_depend_on_blocks_chunks_or_layout(boosters, change):
+def test_per_row_values_do_not_depend_on_blocks_chunks_layout_or_jobs(boosters, change):
     model, X, y, w = boosters["xgboost"]
     reference = RSquaredExplainer(model)(X, y, sample_weight=w).values
-    explainer = RSquaredExplainer(model)._set_engine(tuning=replace(DEFAULT_TUNING, **change))
+    explainer = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=replace(DEFAULT_TUNING, **change))
     assert _observed(explainer)
     np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, reference, rtol=0, atol=1e-13)
 
