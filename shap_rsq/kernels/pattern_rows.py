@@ -172,8 +172,8 @@ def pattern_unit_gradients(batch: HeapBatch, tables: SideTables, patterns: np.nd
     diff_b = np.where(goes_left, b_l, b_r) - mix_b
     node_quad = np.zeros((*patterns.shape, batch.local.shape[1]))  # (T, C, N)
     node_lin = np.zeros_like(node_quad)
-    # the root's own split, when it is a coin: dA / dq = known - mix
     weights = _mixing_weights(tables.assignments, q) * gl  # (S, Q): mixed and integrated
+    # the root's own split, when it is a coin: dA / dq = known - mix
     coin = _root_coin(batch, tables)[:, None, :, None]  # (T, 1, S, 1)
     node_lin[:, :, 0] = np.einsum("tcsq,sq->tc", coin * diff_a, weights)
     node_quad[:, :, 0] = np.einsum("tcsq,sq->tc", coin * diff_b, weights)
