@@ -168,16 +168,22 @@ def _check_numeric_columns(frame, columns: list[str]) -> None:
             if pd.api.types.is_numeric_dtype(categories.dtype):
                 continue
         if dtype == nw.Object and frame.implementation.is_pandas():
-            values = nw.to_native(frame).iloc[:, position]
-            kind = pd.api.types.infer_dtype(values, skipna=True)
-            if kind in _NUMBER_KINDS or (kind == "mixed" and all(map(_is_number_value, values))):
+            found = _first_non_number(nw.to_native(frame).iloc[:, position])
+            if found is None:
                 continue
-            if example is None:  # the first value that is not a number says what the column holds
-                example = next(v for v in values if not _is_number_value(v))
+            example = found if example is None else example  # the first one says what the column holds
         bad.append(name)
     if bad:
         held = f" (object dtype holding {example!r}, which is not a number)" if example is not None else ""
         raise ValueError(f"X has non-numeric columns {listed(bad)}{held}; encode them as numbers first.")
+
+
+def _first_non_number(values: Any) -> Any:
+    """The first of the object ``values`` that scikit-learn would not read as a number, or ``None``
+    when they all are (``None`` itself is a missing value)."""
+    if pd.api.types.infer_dtype(values, skipna=True) in _NUMBER_KINDS:
+        return None
+    return next((value for value in values if not _is_number_value(value)), None)
 
 
 def _is_number_value(value: Any) -> bool:
@@ -233,10 +239,8 @@ def _check_not_text(X: Any) -> None:
     if array is not None and array.dtype.kind == "O":
         # as a DataFrame's object columns (_check_numeric_columns): numbers and None only, else
         # NumPy turns '1.5' into a number silently and a Timestamp into a TypeError
-        values = array.ravel()
-        kind = pd.api.types.infer_dtype(values, skipna=True)
-        if kind not in _NUMBER_KINDS and not (kind == "mixed" and all(map(_is_number_value, values))):
-            example = next(v for v in values if not _is_number_value(v))
+        example = _first_non_number(array.ravel())
+        if example is not None:
             raise ValueError(f"X is an object array holding {example!r}, which is not a number; pass numbers.")
 
 

@@ -41,7 +41,10 @@ class SideTables:
     ``dB / dq_n``, mixed and integrated, for each decision of the root (0: right); ``cross (T, 2, s,
     J, S x Q)`` is ``dA_side / dq_n`` times ``(1 - p) 2 r_L r_R``, mixed and integrated: the ``X``
     part of ``dB / dq_n`` is its product with the other side's ``A``.  Column ``j`` is heap node
-    ``columns[side, j]``.
+    ``columns[side, j]``.  The root's own factors: ``p (T, 1, S, Q)`` the probability its split is
+    known and ``coin (T, 1, S, 1)`` whether it is a coin; ``weights (S, Q)`` mix and integrate,
+    ``signed (R, S, Q)`` are their derivatives with respect to each conditioned player
+    (``order (T, R)``), and ``players (T, N, K)`` maps heap nodes to players.
     """
 
     a: np.ndarray
@@ -50,9 +53,12 @@ class SideTables:
     quad: np.ndarray
     cross: np.ndarray
     columns: np.ndarray
+    p: np.ndarray
+    coin: np.ndarray
+    weights: np.ndarray
+    signed: np.ndarray
     order: np.ndarray
-    bit_of_player: np.ndarray
-    assignments: np.ndarray
+    players: np.ndarray
 
     @property
     def nbytes(self) -> int:
@@ -65,7 +71,9 @@ def side_tables(batch: HeapBatch) -> SideTables:
     q, gl = gauss_legendre(max(1, batch.depth))
     a, b, da, db, columns = _sides(batch, bit_of_player, assignments, q)
     n_trees, _, n_sub, n_columns, _ = da.shape
-    p, to_mix = _root_known(batch, bit_of_player, assignments, q)  # (T, S, Q)
+    mode = _node_modes(batch, bit_of_player, assignments, np.array([0]))  # (T, S, 1): the root's
+    p = np.where(mode == 0, q, (mode == 1).astype(float))  # (T, S, Q)
+    to_mix = 1.0 - p
     weights = (_mixing_weights(assignments, q) * gl).ravel()  # (S x Q): mixed and integrated
     decisions = np.array([0.0, 1.0])[:, None]  # decision 1 takes the left side
     lin, quad = [], []
@@ -81,7 +89,22 @@ def side_tables(batch: HeapBatch) -> SideTables:
     cross = to_mix * 2.0 * batch.ratio_left[:, :1, None] * batch.ratio_right[:, :1, None]  # (T, S, Q)
     cross = da * (cross.reshape(n_trees, 1, 1, 1, -1) * weights)
     lin, quad = (np.stack(table, axis=1).swapaxes(3, 4).copy() for table in (lin, quad))
-    return SideTables(a, b, lin, quad, cross, columns, order, bit_of_player, assignments)
+    signed = np.array([_signed_weights(assignments, r, q) * gl for r in range(assignments.shape[1])])
+    players = (batch.local[:, :, None] == np.arange(batch.features.shape[1])).astype(float)  # (T, N, K)
+    return SideTables(
+        a,
+        b,
+        lin,
+        quad,
+        cross,
+        columns,
+        p[:, None],
+        (mode == 0)[:, None],
+        weights.reshape(p.shape[1:]),
+        signed.reshape(-1, *p.shape[1:]),
+        order,
+        players,
+    )
 
 
 def _sides(batch: HeapBatch, bit_of_player, assignments, q):
@@ -104,13 +127,6 @@ def _sides(batch: HeapBatch, bit_of_player, assignments, q):
     shape = (n_trees, 2, n_sub, columns.shape[1], n_states * n_q)
     da, db = (np.ascontiguousarray(x.transpose(0, 3, 4, 5, 1, 2)).reshape(shape) for x in (da, db))
     return a, b, da, db, columns
-
-
-def _root_known(batch, bit_of_player, assignments, q) -> tuple[np.ndarray, np.ndarray]:
-    """``(T, S, Q)`` the probability that the root's split is known, and its complement."""
-    mode = _node_modes(batch, bit_of_player, assignments, np.array([0]))  # (T, S, 1)
-    p = np.where(mode == 0, q, (mode == 1).astype(float))
-    return p, 1.0 - p
 
 
 def _level(batch, nodes, mode, q, a, b, da, db):
@@ -155,14 +171,13 @@ def _level(batch, nodes, mode, q, a, b, da, db):
 def pattern_unit_gradients(batch: HeapBatch, tables: SideTables, patterns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(T, C, K)`` Shapley values of ``m_S^2`` and of ``m_S`` on patterns ``(T, C)`` (cube
     indices, :func:`~shap_rsq.kernels.split_patterns.pattern_bits`) of each tree."""
-    q, gl = gauss_legendre(max(1, batch.depth))
     n_sub = tables.a.shape[2]
     decision = patterns // (n_sub * n_sub)
     sides = ((patterns // n_sub) % n_sub, patterns % n_sub)
     trees = np.arange(batch.n_trees)[:, None]
     a_l, a_r = tables.a[trees, 0, sides[0]], tables.a[trees, 1, sides[1]]  # (T, C, S, Q)
     b_l, b_r = tables.b[trees, 0, sides[0]], tables.b[trees, 1, sides[1]]
-    p = _root_known(batch, tables.bit_of_player, tables.assignments, q)[0][:, None]  # (T, 1, S, Q)
+    p, weights = tables.p, tables.weights
     r_left = batch.ratio_left[:, :1, None, None]  # (T, 1, 1, 1)
     r_right = batch.ratio_right[:, :1, None, None]
     mix_a = r_left * a_l + r_right * a_r
@@ -172,11 +187,9 @@ def pattern_unit_gradients(batch: HeapBatch, tables: SideTables, patterns: np.nd
     diff_b = np.where(goes_left, b_l, b_r) - mix_b
     node_quad = np.zeros((*patterns.shape, batch.local.shape[1]))  # (T, C, N)
     node_lin = np.zeros_like(node_quad)
-    weights = _mixing_weights(tables.assignments, q) * gl  # (S, Q): mixed and integrated
     # the root's own split, when it is a coin: dA / dq = known - mix
-    coin = _root_coin(batch, tables)[:, None, :, None]  # (T, 1, S, 1)
-    node_lin[:, :, 0] = np.einsum("tcsq,sq->tc", coin * diff_a, weights)
-    node_quad[:, :, 0] = np.einsum("tcsq,sq->tc", coin * diff_b, weights)
+    node_lin[:, :, 0] = np.einsum("tcsq,sq->tc", tables.coin * diff_a, weights)
+    node_quad[:, :, 0] = np.einsum("tcsq,sq->tc", tables.coin * diff_b, weights)
     for side, other in ((0, a_r), (1, a_l)):
         at = (trees, side, sides[side])
         columns = tables.columns[side]
@@ -184,18 +197,10 @@ def pattern_unit_gradients(batch: HeapBatch, tables: SideTables, patterns: np.nd
         node_quad[:, :, columns] += tables.quad[(*at, decision)]
         other = other.reshape(*patterns.shape, -1, 1)  # (T, C, S x Q, 1)
         node_quad[:, :, columns] += np.matmul(tables.cross[at], other)[..., 0]
-    onehot = (batch.local[:, :, None] == np.arange(batch.features.shape[1])).astype(float)  # (T, N, K)
-    grad_quad, grad_lin = np.matmul(node_quad, onehot), np.matmul(node_lin, onehot)
+    grad_quad, grad_lin = np.matmul(node_quad, tables.players), np.matmul(node_lin, tables.players)
     root_a, root_b = mix_a + p * diff_a, mix_b + p * diff_b
     # repeated players: the mixing weights are their only dependence on q
-    for r in range(tables.assignments.shape[1]):
-        signed = _signed_weights(tables.assignments, r, q) * gl
-        player = tables.order[:, r]
-        grad_quad[np.arange(batch.n_trees), :, player] += np.einsum("tcsq,sq->tc", root_b, signed)
-        grad_lin[np.arange(batch.n_trees), :, player] += np.einsum("tcsq,sq->tc", root_a, signed)
+    for signed, player in zip(tables.signed, tables.order.T, strict=True):
+        grad_quad[trees[:, 0], :, player] += np.einsum("tcsq,sq->tc", root_b, signed)
+        grad_lin[trees[:, 0], :, player] += np.einsum("tcsq,sq->tc", root_a, signed)
     return grad_quad, grad_lin
-
-
-def _root_coin(batch, tables: SideTables) -> np.ndarray:
-    """``(T, S)`` whether the root's split is a coin (not conditioned on) in each assignment."""
-    return _node_modes(batch, tables.bit_of_player, tables.assignments, np.array([0]))[:, :, 0] == 0

@@ -85,11 +85,11 @@ class HeapUnit:
         shape = (*patterns.shape, self.batch.n_players)
         unit_quad, unit_lin = np.zeros(shape), np.zeros(shape)
         for _, k, group in self.method_groups():
-            if ("sides", k, group[0]) not in self._tables:  # row-independent: kept (keep_tables_within)
-                self._tables["sides", k, group[0]] = pattern_rows.side_tables(self.batch.select(group, k))
-                self._fresh.append(("sides", k, group[0]))
-            tables = self._tables["sides", k, group[0]]
-            batch = self.batch.select(group, k)
+            batch, key = self.batch.select(group, k), ("sides", k, group[0])
+            if key not in self._tables:  # row-independent: kept (keep_tables_within)
+                self._tables[key] = pattern_rows.side_tables(batch)
+                self._fresh.append(key)
+            tables = self._tables[key]
             # each pattern gathers its sides' (columns, states x nodes) derivatives: in blocks
             per_pattern = len(group) * tables.cross[0, 0, 0].size
             step = max(1, self.tuning.root_elements_within // per_pattern)
@@ -315,12 +315,12 @@ def _add_local(unit_quad, unit_lin, cell, w_quad, w_lin, features: np.ndarray, o
         _scatter_local(_weighted_units(unit_quad, unit_lin, cell, w_quad, w_lin), features, out)
         return
     n_trees, n_units = unit_quad.shape[:2]
-    tree = np.nonzero(used)[0]
+    tree, player = np.nonzero(used)
     tables = []
     for unit in (unit_quad, unit_lin):
         table = np.zeros((n_trees, n_units, len(columns)))
         # a tree's players are distinct columns: a plain assignment, no sums
-        table[tree, :, position] = unit[tree, :, np.nonzero(used)[1]]
+        table[tree, :, position] = unit[tree, :, player]
         tables.append(table.reshape(n_trees * n_units, -1))
     add_pattern_values(out, columns, cell, (w_quad, tables[0]), (w_lin, tables[1]))
 
