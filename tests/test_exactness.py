@@ -208,6 +208,8 @@ def test_models_trained_without_nan_route_it_as_their_predict_does(fitted, famil
     together = forest.nodes.leaf_values(holes, np.arange(forest.n_trees), forest.input_dtype)
     one_by_one = np.stack([tree.value[tree.leaf_of(holes, forest.input_dtype)] for tree in forest.trees], axis=1)
     np.testing.assert_array_equal(together, one_by_one)
+    fortran = forest.nodes.leaf_values(np.asfortranarray(holes), np.arange(forest.n_trees), forest.input_dtype)
+    np.testing.assert_array_equal(fortran, one_by_one)  # columns gathered, not a flat index
     expected_global, _ = rsq_oracle(explainer.forest, holes, y, w)
     np.testing.assert_allclose(explainer.rsq(holes, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
 
