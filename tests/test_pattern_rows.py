@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import replace
 
 import numpy as np
@@ -104,3 +105,45 @@ def test_side_tables_are_kept_for_the_next_call_within_the_room(boosters):
     held = sum(unit.table_bytes for unit in _observed(tight))
     assert held <= kept // 2
     np.testing.assert_array_equal(tight(X, y, sample_weight=w).values, first)
+
+
+def test_workers_keep_side_tables_and_batches_travel_without_them(boosters, monkeypatch):
+    # a worker keeps the side tables it made, by unit token: the next call's copies arrive
+    # without tables (none pickled) and find them there instead of making them again
+    from collections import OrderedDict
+
+    from shap_rsq.engine import run, worker_plans
+
+    monkeypatch.setattr(worker_plans, "_CACHE", OrderedDict())
+    model, X, y, w = boosters["forest"]
+    explainer = RSquaredExplainer(model)
+    explainer(X, y, sample_weight=w)
+    units = explainer._units.units(local=True)
+    observed = _observed(explainer)
+    assert all(unit.table_bytes > 0 for unit in observed)  # made by the call above, in this process
+    forest = explainer.forest
+    start = np.full(len(y), forest.base_offset + forest.nodes.tree_mean.sum())
+    other = {"present": [(True, True)] * len(units), "keep": 1 << 30, "caller": -1}  # another process's units
+
+    made = []
+    make = pattern_rows.side_tables
+    monkeypatch.setattr(pattern_rows, "side_tables", lambda batch: made.append(batch) or make(batch))
+    copies = worker_plans.shipped(units)
+    assert all(getattr(c, "table_bytes", 0) == 0 and c.token == u.token for c, u in zip(copies, units, strict=True))
+    assert len(pickle.dumps(copies)) < len(pickle.dumps(units)) / 5
+    first, _, _ = run._run_block(copies, X, y, w, start.copy(), forest, True, False, other)
+    assert len(made) >= len(observed)
+    made.clear()
+    again = worker_plans.shipped(units)
+    second, _, _ = run._run_block(again, X, y, w, start.copy(), forest, True, False, other)
+    assert not made  # every table restored from this "worker's" cache
+    tokens = {unit.token for unit in observed}
+    assert all(a.table_bytes == c.table_bytes > 0 for a, c in zip(again, copies, strict=True) if a.token in tokens)
+    np.testing.assert_array_equal(second, first)
+    own, _, _ = run._run_block(units, X, y, w, start.copy(), forest, True, False)  # this process's tables
+    np.testing.assert_array_equal(first, own)
+    # a bound smaller than a batch's tables keeps none of them
+    worker_plans._CACHE.clear()
+    batches = [unit for unit in again if unit.token in tokens]
+    worker_plans.remember(batches, limit=min(unit.table_bytes for unit in batches) - 1)
+    assert not worker_plans._CACHE

@@ -5,9 +5,11 @@ A block of trees sent to a worker carried every compiled plan of its units: 49-8
 a depth-8 forest's, as long as compiling them all: 0.16-0.23 s).  Instead, units go without
 their plans (:func:`shipped`); a worker restores the plans it compiled on an earlier call from
 its own cache (:func:`restore`), compiles the others, and keeps them (:func:`remember`), least
-recently used first out once they pass a byte bound.  Units are told apart by their ``token``,
-unique to each unit object, so two explainers never share an entry.  The caller still gets the
-plans it lacks back with the results (``kernels.lca_tree.compiled_plans``).
+recently used first out once they pass a byte bound.  Batches of depth-4 trees keep their
+per-row side tables the same way (made again on each call, they took a fifth of two workers'
+time on a depth-4 booster).  Units are told apart by their ``token``, unique to each unit
+object, so two explainers never share an entry.  The caller still gets the plans it lacks
+back with the results (``kernels.lca_tree.compiled_plans``); side tables stay in the workers.
 """
 
 from __future__ import annotations
@@ -22,49 +24,68 @@ from .budget import worker_tuning
 
 __all__ = ["held_bytes", "keep_within", "plan_bytes", "remember", "restore", "return_freed_memory", "shipped"]
 
-# token -> (plan, junction plan, bytes); only worker processes fill it (see _run_block)
-_CACHE: OrderedDict[str, tuple] = OrderedDict()
+# token -> (what the unit keeps: attribute -> value, bytes); only worker processes fill it (_run_block)
+_CACHE: OrderedDict[str, tuple[dict, int]] = OrderedDict()
 
 
 def shipped(units, split: int = 1, threads: bool = False) -> list:
-    """Shallow copies of ``units`` without their compiled plans (the units themselves keep them),
-    their kernels' blocks sized for ``split`` workers sharing the budget (``budget.worker_tuning``).
+    """Shallow copies of ``units`` without their compiled plans and side tables (the units
+    themselves keep them), their kernels' blocks sized for ``split`` workers sharing the budget
+    (``budget.worker_tuning``).
 
     For ``threads`` of this process the plans stay: the threads share them with this process,
     and a copy is made only to cut the blocks."""
     if threads and split == 1:
         return list(units)
     plans = {} if threads else {"_plan": None, "_junction_plan": None}
-    return [
-        replace(unit, **plans, tuning=worker_tuning(unit.tuning, split)) if isinstance(unit, LcaUnit) else unit
-        for unit in units
-    ]
+    copies = []
+    for unit in units:
+        if isinstance(unit, LcaUnit):
+            unit = replace(unit, **plans, tuning=worker_tuning(unit.tuning, split))
+        elif isinstance(unit, HeapUnit) and not threads:
+            unit = replace(unit, tuning=worker_tuning(unit.tuning, split))  # a copy starts without tables
+        copies.append(unit)
+    return copies
 
 
 def restore(units) -> None:
-    """Give each LCA unit the plans this process kept for its token, if any."""
+    """Give each unit the plans or side tables this process kept for its token, if any."""
     for unit in units:
-        if isinstance(unit, LcaUnit) and unit.token in _CACHE:
-            _CACHE.move_to_end(unit.token)
-            plan, junction_plan, _ = _CACHE[unit.token]
-            unit._plan = unit._plan if plan is None else plan
-            unit._junction_plan = unit._junction_plan if junction_plan is None else junction_plan
+        if getattr(unit, "token", None) not in _CACHE:
+            continue
+        _CACHE.move_to_end(unit.token)
+        for name, value in _CACHE[unit.token][0].items():
+            if name == "_tables":
+                unit._tables = {**value, **unit._tables}
+            elif getattr(unit, name) is None:
+                setattr(unit, name, value)
 
 
 def remember(units, limit: int) -> None:
-    """Keep the units' plans, at most ``limit`` bytes of them in all (the least recently used go)."""
+    """Keep the units' plans and side tables, at most ``limit`` bytes of them in all (the least
+    recently used go)."""
     for unit in units:
-        if not isinstance(unit, LcaUnit) or (unit._plan is None and unit._junction_plan is None):
+        kept = _kept(unit)
+        if not kept:
             continue
-        size = plan_bytes(unit._plan) + plan_bytes(unit._junction_plan)
+        size = sum(plan_bytes(value) for value in kept.values())
         if size > limit:
             continue
         _CACHE.pop(unit.token, None)
-        _CACHE[unit.token] = (unit._plan, unit._junction_plan, size)
-    total = sum(entry[2] for entry in _CACHE.values())
+        _CACHE[unit.token] = (kept, size)
+    total = sum(entry[1] for entry in _CACHE.values())
     while total > limit:
-        _, (_, _, size) = _CACHE.popitem(last=False)
+        _, (_, size) = _CACHE.popitem(last=False)
         total -= size
+
+
+def _kept(unit) -> dict:
+    """What a worker keeps of ``unit``: its compiled plans, or a batch's per-row side tables."""
+    if isinstance(unit, LcaUnit):
+        return {name: value for name in ("_plan", "_junction_plan") if (value := getattr(unit, name)) is not None}
+    if isinstance(unit, HeapUnit):
+        return {"_tables": unit.side_tables} if unit.side_tables else {}
+    return {}
 
 
 def plan_bytes(plan) -> int:
@@ -74,6 +95,8 @@ def plan_bytes(plan) -> int:
         return int(plan.nbytes)
     if isinstance(plan, tuple | list):
         return sum(plan_bytes(part) for part in plan)
+    if isinstance(plan, dict):
+        return sum(plan_bytes(part) for part in plan.values())
     if is_dataclass(plan):
         return sum(plan_bytes(getattr(plan, f.name)) for f in fields(plan))
     return 0

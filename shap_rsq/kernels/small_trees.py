@@ -10,6 +10,7 @@ per pattern instead; the engine adds them up over chunks and hands the total to
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,6 +39,8 @@ class HeapUnit:
     tuning: Tuning = DEFAULT_TUNING
     _tables: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _fresh: list = field(default_factory=list, init=False, repr=False, compare=False)  # side tables of this call
+    # tells this unit's tables apart in a worker's cache (``engine.worker_plans``); copies keep it
+    token: str = field(default_factory=lambda: uuid.uuid4().hex, repr=False, compare=False)
 
     # milliseconds for hundreds of trees: not worth sending to another process
     parallel_work = 0.0
@@ -107,9 +110,14 @@ class HeapUnit:
         return unit_quad, unit_lin, local_cell[cell]
 
     @property
+    def side_tables(self) -> dict:
+        """The per-row side tables the unit keeps (:func:`~.pattern_rows.side_tables`), by key."""
+        return {key: table for key, table in self._tables.items() if key[0] == "sides"}
+
+    @property
     def table_bytes(self) -> int:
-        """Bytes of the per-row side tables the unit keeps (:func:`~.pattern_rows.side_tables`)."""
-        return sum(table.nbytes for key, table in self._tables.items() if key[0] == "sides")
+        """Bytes of the per-row side tables the unit keeps."""
+        return sum(table.nbytes for table in self.side_tables.values())
 
     def keep_tables_within(self, room: int) -> int:
         """Keep the side tables made since the last call if they fit in ``room`` bytes, else drop
