@@ -42,9 +42,10 @@ class HeapUnit:
     # tells this unit's tables apart in a worker's cache (``engine.worker_plans``); copies keep it
     token: str = field(default_factory=lambda: uuid.uuid4().hex, repr=False, compare=False)
 
-    # milliseconds for hundreds of trees: not worth sending to another process
+    # milliseconds for hundreds of trees (a few a tree for per-row values on 10,000 rows): never
+    # worth another process on their own; they go along in the blocks of a forest that is
     parallel_work = 0.0
-    compiled_work = None  # nothing compiled apart from the tables: ``work`` is the count
+    compiled_work = None  # nothing compiled apart from the tables: ``work`` is the estimate
 
     @property
     def work(self) -> float:
