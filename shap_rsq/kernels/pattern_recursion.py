@@ -30,7 +30,14 @@ from .lca import gauss_legendre
 from .sparse import ranges
 from .split_patterns import HeapBatch
 
-__all__ = ["conditioned_players", "recursion_gradients", "repeated_players", "summed_recursion_gradients"]
+__all__ = [
+    "conditioned_players",
+    "known_probability",
+    "node_values",
+    "recursion_gradients",
+    "repeated_players",
+    "summed_recursion_gradients",
+]
 
 # Heaps up to this depth run the root on the whole cube of split patterns (2 x 8 x 8 at depth 3);
 # deeper ones on the patterns that occur (a depth-4 cube has 2^15, a dataset reaches few of them).
@@ -96,6 +103,22 @@ def _node_modes(batch: HeapBatch, bit_of_player, assignments, nodes):
     return np.moveaxis(mode, 0, 1)  # (T, S, n)
 
 
+def known_probability(mode: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The probability that a split of mode ``mode`` (:func:`_node_modes`) is known: ``q`` for a
+    coin, 1 or 0 for a conditioned player known or unknown (``q`` shaped to broadcast)."""
+    return np.where(mode == 0, q, (mode == 1).astype(float))
+
+
+def node_values(r_left, r_right, a_l, a_r, b_l, b_r, goes_left):
+    """A split's ``A = E m`` and ``B = E m^2`` from its children's: ``(mix_a, mix_b, diff_a,
+    diff_b)``, the split mixed (unknown: cover-weighted) and the child ``goes_left`` picks minus
+    the mix, so that the split's values are ``mix + p diff`` with ``p`` the probability it is
+    known.  ``B`` mixes with ``2 r_L r_R A_L A_R``: the two particles may part at the split."""
+    mix_a = r_left * a_l + r_right * a_r
+    mix_b = r_left * r_left * b_l + r_right * r_right * b_r + 2.0 * r_left * r_right * a_l * a_r
+    return mix_a, mix_b, np.where(goes_left, a_l, a_r) - mix_a, np.where(goes_left, b_l, b_r) - mix_b
+
+
 def _forward(batch, left, bit_of_player, assignments, q):
     """Bottom-up ``A`` and ``B``, each ``(T, S, Q, nodes, U)`` (broadcastable), keeping what the
     reverse pass needs at every level."""
@@ -117,7 +140,7 @@ def _forward(batch, left, bit_of_player, assignments, q):
         known_b = np.where(go_left, b_l, b_r)
         mix_a = ratios[0] * a_l + ratios[1] * a_r
         mix_b = ratios[2] * b_l + ratios[3] * b_r + ratios[4] * (a_l * a_r)
-        p_known = np.where(mode == 0, qq, (mode == 1).astype(float))  # (T, S, Q, n, 1)
+        p_known = known_probability(mode, qq)  # (T, S, Q, n, 1)
         levels.append((nodes, a_l, a_r, known_a, known_b, mix_a, mix_b, p_known, go_left, ratios, mode == 0))
         a = mix_a + p_known * (known_a - mix_a)
         b = mix_b + p_known * (known_b - mix_b)
@@ -324,12 +347,9 @@ def _root_on_patterns(batch, mode, q, top_a, top_b, patterns) -> _Root:
     b_l, b_r = _child_values(top_b, 0, left), _child_values(top_b, 1, right)
     r_left = batch.ratio_left[:, :1, None, None]
     r_right = batch.ratio_right[:, :1, None, None]
-    mix_a = r_left * a_l + r_right * a_r
-    mix_b = r_left * r_left * b_l + r_right * r_right * b_r + 2.0 * r_left * r_right * a_l * a_r
-    diff_a = np.where(go_left, a_l, a_r) - mix_a
-    diff_b = np.where(go_left, b_l, b_r) - mix_b
+    mix_a, mix_b, diff_a, diff_b = node_values(r_left, r_right, a_l, a_r, b_l, b_r, go_left)
     mode = mode[:, :, 0]  # (T, S)
-    p = np.where(mode[:, :, None] == 0, q[None, None, :], (mode[:, :, None] == 1).astype(float))[..., None]
+    p = known_probability(mode[:, :, None], q[None, None, :])[..., None]
     return _Root(
         mix_a + p * diff_a,
         mix_b + p * diff_b,
@@ -348,6 +368,10 @@ def _root_on_patterns(batch, mode, q, top_a, top_b, patterns) -> _Root:
     )
 
 
+# a decision axis before two sub-pattern axes: 0 takes the right child, 1 the left one
+_DECISIONS = np.array([False, True])[:, None, None]
+
+
 def _forward_on_subpatterns(batch, bit_of_player, assignments, q, top: int = 0):
     """Bottom-up ``A``, ``B`` of every node on its sub-patterns: ``(T, S, Q, nodes, 2 s^2)`` at a
     level whose children have ``s`` sub-patterns, up to level ``top``; keeps what the reverse
@@ -359,19 +383,15 @@ def _forward_on_subpatterns(batch, bit_of_player, assignments, q, top: int = 0):
     for level in range(batch.depth - 1, top - 1, -1):
         nodes = np.arange((1 << level) - 1, (1 << (level + 1)) - 1)
         mode = _node_modes(batch, bit_of_player, assignments, nodes)[:, :, None, :]  # (T, S, 1, n)
-        p_known = np.where(mode == 0, qq, (mode == 1).astype(float))[..., None, None]  # (T, S, Q, n, 1, 1)
+        p_known = known_probability(mode, qq)[..., None, None]  # (T, S, Q, n, 1, 1)
         r_left = batch.ratio_left[:, nodes][:, None, None, :, None, None]
         r_right = batch.ratio_right[:, nodes][:, None, None, :, None, None]
         a_l, a_r = a[:, :, :, 0::2, :, None], a[:, :, :, 1::2, None, :]  # (..., n, s, 1), (..., n, 1, s)
         b_l, b_r = b[:, :, :, 0::2, :, None], b[:, :, :, 1::2, None, :]
-        mix_a = r_left * a_l + r_right * a_r  # (..., n, s, s)
-        mix_b = r_left * r_left * b_l + r_right * r_right * b_r + 2.0 * r_left * r_right * a_l * a_r
-        # decision 1 (left) takes the left child, decision 0 the right one
-        known_a = np.stack(np.broadcast_arrays(a_r, a_l), axis=4)  # (..., n, 2, s, s)
-        known_b = np.stack(np.broadcast_arrays(b_r, b_l), axis=4)
-        mix_a, mix_b = mix_a[:, :, :, :, None], mix_b[:, :, :, :, None]
+        # (..., n, decision, s, s): decision 1 (left) takes the left child, decision 0 the right one
+        children = (x[:, :, :, :, None] for x in (r_left, r_right, a_l, a_r, b_l, b_r))
+        mix_a, mix_b, diff_a, diff_b = node_values(*children, _DECISIONS)
         p = p_known[:, :, :, :, None]
-        diff_a, diff_b = known_a - mix_a, known_b - mix_b
         a, b = mix_a + p * diff_a, mix_b + p * diff_b  # (T, S, Q, n, 2, s, s)
         levels.append((nodes, a.shape, a_l, a_r, diff_a, diff_b, p, mode == 0, r_left, r_right))
         a, b = a.reshape(*a.shape[:4], -1), b.reshape(*b.shape[:4], -1)

@@ -26,7 +26,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .lca import gauss_legendre
-from .pattern_recursion import _mixing_weights, _node_modes, _signed_weights, conditioned_players
+from .pattern_recursion import (
+    _mixing_weights,
+    _node_modes,
+    _signed_weights,
+    conditioned_players,
+    known_probability,
+    node_values,
+)
 from .split_patterns import HeapBatch
 
 __all__ = ["SideTables", "pattern_unit_gradients", "side_tables"]
@@ -72,7 +79,7 @@ def side_tables(batch: HeapBatch) -> SideTables:
     a, b, da, db, columns = _sides(batch, bit_of_player, assignments, q)
     n_trees, _, n_sub, n_columns, _ = da.shape
     mode = _node_modes(batch, bit_of_player, assignments, np.array([0]))  # (T, S, 1): the root's
-    p = np.where(mode == 0, q, (mode == 1).astype(float))  # (T, S, Q)
+    p = known_probability(mode, q)  # (T, S, Q)
     to_mix = 1.0 - p
     weights = (_mixing_weights(assignments, q) * gl).ravel()  # (S x Q): mixed and integrated
     decisions = np.array([0.0, 1.0])[:, None]  # decision 1 takes the left side
@@ -133,7 +140,7 @@ def _level(batch, nodes, mode, q, a, b, da, db):
     """One level of the forward pass: ``A``, ``B`` of ``nodes`` on their sub-patterns ``(T, S, Q, n,
     2 s^2)`` (their decision, then each child's sub-pattern) and their derivatives ``(..., J)``
     with respect to the ``q`` of each split of their subtrees, from their children's."""
-    p = np.where(mode == 0, q[None, None, :, None], (mode == 1).astype(float))[..., None, None, None]
+    p = known_probability(mode, q[None, None, :, None])[..., None, None, None]
     coin = (mode == 0)[..., None, None, None]  # (T, S, 1, n, 1, 1, 1)
     r_left = batch.ratio_left[:, nodes][:, None, None, :, None, None, None]
     r_right = batch.ratio_right[:, nodes][:, None, None, :, None, None, None]
@@ -143,10 +150,7 @@ def _level(batch, nodes, mode, q, a, b, da, db):
     da_l, da_r = da[:, :, :, 0::2, None, :, None], da[:, :, :, 1::2, None, None, :]
     db_l, db_r = db[:, :, :, 0::2, None, :, None], db[:, :, :, 1::2, None, None, :]
     goes_left = np.array([0.0, 1.0])[:, None, None]
-    mix_a = r_left * a_l + r_right * a_r
-    mix_b = r_left * r_left * b_l + r_right * r_right * b_r + 2.0 * r_left * r_right * a_l * a_r
-    diff_a = np.where(goes_left == 1.0, a_l, a_r) - mix_a  # (T, S, Q, n, 2, s, s)
-    diff_b = np.where(goes_left == 1.0, b_l, b_r) - mix_b
+    mix_a, mix_b, diff_a, diff_b = node_values(r_left, r_right, a_l, a_r, b_l, b_r, goes_left == 1.0)
     to_mix = 1.0 - p
     cross = to_mix * 2.0 * r_left * r_right
     shape = (*np.broadcast_shapes(diff_a.shape, p.shape), 1 + da_l.shape[-1] + da_r.shape[-1])
@@ -180,11 +184,8 @@ def pattern_unit_gradients(batch: HeapBatch, tables: SideTables, patterns: np.nd
     p, weights = tables.p, tables.weights
     r_left = batch.ratio_left[:, :1, None, None]  # (T, 1, 1, 1)
     r_right = batch.ratio_right[:, :1, None, None]
-    mix_a = r_left * a_l + r_right * a_r
-    mix_b = r_left * r_left * b_l + r_right * r_right * b_r + 2.0 * r_left * r_right * a_l * a_r
     goes_left = (decision == 1)[:, :, None, None]
-    diff_a = np.where(goes_left, a_l, a_r) - mix_a  # (T, C, S, Q)
-    diff_b = np.where(goes_left, b_l, b_r) - mix_b
+    mix_a, mix_b, diff_a, diff_b = node_values(r_left, r_right, a_l, a_r, b_l, b_r, goes_left)  # (T, C, S, Q)
     node_quad = np.zeros((*patterns.shape, batch.local.shape[1]))  # (T, C, N)
     node_lin = np.zeros_like(node_quad)
     # the root's own split, when it is a coin: dA / dq = known - mix
