@@ -5,7 +5,7 @@ Two parts:
 ``coverage``: for models small enough to compute every row's exact contributions, draws of
 ``n_sample`` rows are simulated (``--draws`` of them, without replacement) from those
 contributions and the rows' additive parts, with the arithmetic of ``estimate_rsq``
-(``shap_rsq.estimate.scaled_sample``), with and without the control variate.  Per workload and
+(``shap_rsq.explainer._estimate.scaled_sample``), with and without the control variate.  Per workload and
 ``n_sample``: the largest standard error, and the share of draws whose 95% interval (+-1.96
 standard errors) covers the exact share, for the worst-covered share among those above 0.005.
 
@@ -54,8 +54,8 @@ def _coverage_workloads():
 
 def coverage(draws: int, sizes: tuple[int, ...]) -> None:
     from shap_rsq import RSquaredExplainer
-    from shap_rsq._additive_part import additive_part
-    from shap_rsq.estimate import scaled_sample
+    from shap_rsq.explainer._additive_part import additive_part
+    from shap_rsq.explainer._estimate import scaled_sample
 
     print("| model | rows | n_sample | largest SE, plain | coverage, plain | largest SE, control | coverage, control |")
     print("|---|---:|---:|---:|---:|---:|---:|")

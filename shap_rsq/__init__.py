@@ -20,21 +20,18 @@ __version__ = "0.1.0.dev0"
 # The public names are imported on first use: the engine's worker processes import only the
 # kernel modules (NumPy, SciPy), not shap and scikit-learn, which take seconds to load.
 _PUBLIC = {
-    "LongCallWarning": "engine.estimates",
-    "MemoryBudgetError": "engine.budget",
+    "LongCallWarning": "exceptions",
+    "MemoryBudgetError": "exceptions",
     "RSquaredExplainer": "explainer",
     "RSquaredSelector": "selector",
-    "RsqEstimate": "estimate",
-    "estimate_rsq": "estimate",
-    "UnsupportedModelError": "models.info",
+    "RsqEstimate": "explainer",
+    "estimate_rsq": "explainer",
+    "UnsupportedModelError": "exceptions",
 }
 
 if TYPE_CHECKING:
-    from .engine.budget import MemoryBudgetError
-    from .engine.estimates import LongCallWarning
-    from .estimate import RsqEstimate, estimate_rsq
-    from .explainer import RSquaredExplainer
-    from .models.info import UnsupportedModelError
+    from .exceptions import LongCallWarning, MemoryBudgetError, UnsupportedModelError
+    from .explainer import RsqEstimate, RSquaredExplainer, estimate_rsq
     from .selector import RSquaredSelector
 
 

@@ -160,11 +160,12 @@ def test_each_model_format_gives_the_explainers_shares(kind, files, table, tmp_p
 def test_a_long_call_is_announced_in_the_commands_words(files, tmp_path, capsys, monkeypatch):
     from dataclasses import replace
 
-    import shap_rsq.explainer
+    import shap_rsq.explainer._explainer
 
     # every call counts as long: the warning's path without a long call
+    explainer_module = shap_rsq.explainer._explainer
     monkeypatch.setattr(
-        shap_rsq.explainer, "DEFAULT_TUNING", replace(shap_rsq.explainer.DEFAULT_TUNING, long_call_seconds=0.0)
+        explainer_module, "DEFAULT_TUNING", replace(explainer_module.DEFAULT_TUNING, long_call_seconds=0.0)
     )
     path, _ = files("sklearn.joblib")
     argv = ["explain", "--model", path, "--data", files.folder / "data.csv", "--target", "y", "--trust-pickle"]

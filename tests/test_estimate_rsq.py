@@ -14,8 +14,8 @@ from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
-from shap_rsq._additive_part import additive_part
-from shap_rsq.estimate import _sample_total
+from shap_rsq.explainer._additive_part import additive_part
+from shap_rsq.explainer._estimate import _sample_total
 
 _data = partial(deep_data, noise=0.5)
 

@@ -15,17 +15,26 @@ from shap_rsq.tuning import DEFAULT_TUNING
 
 PACKAGE = Path(__file__).resolve().parents[1] / "shap_rsq"
 
-# what each layer may import from the package (by top-level name below shap_rsq)
+# What each part of the package may import from the package, by top-level name below shap_rsq.
+# Data flows one way: models -> kernels -> engine -> explainer -> selector; the plots read what the
+# explainer returns; the command line sits on top of everything and nothing imports it.  The root's
+# modules (the exceptions, Tuning, name suggestions) import nothing of the package.
+ROOT_MODULES = {"exceptions", "tuning", "_names"}
 ALLOWED = {
-    "models": {"models", "tuning"},
+    "models": {"models", "exceptions", "tuning"},
     "kernels": {"kernels", "models", "tuning"},
-    "engine": {"engine", "kernels", "models", "tuning"},
+    "engine": {"engine", "kernels", "models", "exceptions", "tuning"},
+    "explainer": {"explainer", "engine", "models", "exceptions", "tuning", "_names"},
+    "selector": {"selector", "explainer", "engine", "models", "exceptions", "tuning", "_names"},
+    "plots": {"plots", "explainer"},
+    "cli": {"cli", "plots", "selector", "explainer", "engine", "models", "exceptions", "tuning", "_names"}
+    | {"__version__"},
 }
 
 
-def _package_imports(path: Path) -> set[str]:
+def _package_imports(path: Path, package: Path = PACKAGE) -> set[str]:
     """Top-level names below ``shap_rsq`` that a module imports (relative or absolute)."""
-    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    parts = path.relative_to(package).with_suffix("").parts
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
@@ -45,9 +54,40 @@ def _package_imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("layer", sorted(ALLOWED))
 def test_each_layer_imports_only_the_layers_below_it(layer):
-    for path in sorted((PACKAGE / layer).glob("*.py")):
+    paths = sorted((PACKAGE / layer).rglob("*.py"))
+    assert paths
+    for path in paths:
         stray = _package_imports(path) - ALLOWED[layer]
         assert not stray, f"{path.relative_to(PACKAGE)} imports {sorted(stray)}"
+
+
+def test_every_module_belongs_to_a_layer_or_the_root():
+    folders = {path.parent.relative_to(PACKAGE).parts[0] for path in PACKAGE.rglob("*.py") if path.parent != PACKAGE}
+    assert folders == set(ALLOWED)
+    root = {path.stem for path in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
+    assert root == ROOT_MODULES
+
+
+@pytest.mark.parametrize("module", sorted(ROOT_MODULES))
+def test_the_roots_modules_import_nothing_of_the_package(module):
+    assert not _package_imports(PACKAGE / f"{module}.py")
+
+
+def test_the_explainer_never_imports_the_selector_nor_anything_the_cli():
+    # the two rules the table above exists for, stated where a reader looks for them
+    assert "selector" not in ALLOWED["explainer"]
+    assert all("cli" not in allowed for layer, allowed in ALLOWED.items() if layer != "cli")
+
+
+def test_the_layer_check_sees_a_stray_import(tmp_path):
+    # the parser must catch every spelling of an import that breaks the direction
+    probe = tmp_path / "shap_rsq" / "explainer" / "_probe.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text(
+        "from ..selector import RSquaredSelector\nimport shap_rsq.cli.commands\n"
+        "def late():\n    from .. import plots\n"
+    )
+    assert _package_imports(probe, tmp_path / "shap_rsq") == {"selector", "cli", "plots"}
 
 
 def test_kernels_pull_in_neither_shap_nor_sklearn_nor_pandas():
@@ -60,11 +100,6 @@ def test_kernels_pull_in_neither_shap_nor_sklearn_nor_pandas():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
-
-
-def test_no_module_is_long():
-    lengths = {p.relative_to(PACKAGE): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
-    assert max(lengths.values()) <= 430, sorted(lengths.items(), key=lambda kv: -kv[1])[:3]
 
 
 def test_tuning_is_one_frozen_record():

@@ -17,7 +17,7 @@ from sklearn.feature_selection._from_model import _calculate_threshold
 from sklearn.utils.validation import validate_data
 
 from shap_rsq import RSquaredExplainer, plots
-from shap_rsq._selection_rule import threshold_rule
+from shap_rsq.selector._selection_rule import threshold_rule
 
 matplotlib.use("Agg")
 

@@ -19,7 +19,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from sklearn.utils._param_validation import InvalidParameterError
 
 from shap_rsq import RSquaredExplainer, RSquaredSelector, UnsupportedModelError
-from shap_rsq._selection_rule import support_mask, threshold_rule
+from shap_rsq.selector._selection_rule import support_mask, threshold_rule
 
 
 def linear_data(n: int = 200, p: int = 8, n_signal: int = 3, seed: int = 0):

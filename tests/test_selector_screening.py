@@ -13,7 +13,7 @@ from sklearn.metrics import r2_score
 from sklearn.model_selection import KFold, cross_val_predict
 from sklearn.tree import DecisionTreeRegressor
 
-import shap_rsq._screening as screening
+import shap_rsq.selector._screening as screening
 from shap_rsq import RSquaredExplainer, RSquaredSelector
 
 

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import r2_score
 
-from .._groups import resolve_groups
-from ..explainer import RSquaredExplainer
+from ..explainer._explainer import RSquaredExplainer
+from ..explainer._groups import resolve_groups
 from .columns import LISTED, ModelInputs, model_inputs, preview
 from .errors import did_you_mean
 from .files import InputError, load_data, load_groups, load_model, missing_pyarrow, text_column

@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 
 from ..engine.outputs import output_sst, target_columns
-from ..explainer import RSquaredExplainer
+from ..explainer._explainer import RSquaredExplainer
+from ..plots._shares import sorted_shares
 from .files import write_atomic
-from .report import format_table, save_figure, sorted_shares, write_local
+from .report import format_table, save_figure, write_local
 
 __all__ = ["class_parts", "format_class_table", "run_explain_classes"]
 

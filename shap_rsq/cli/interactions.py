@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..explainer import RSquaredExplainer
+from ..explainer._explainer import RSquaredExplainer
 from .errors import first_line
 from .files import InputError, write_atomic
 from .report import SHARE_SUFFIXES, check_suffix, save_figure

@@ -10,56 +10,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..plots._shares import sorted_shares, top_shares
 from .files import InputError, missing_pyarrow, write_atomic
 
-__all__ = ["format_table", "save_figure", "sorted_shares", "top_shares", "write_local", "write_shares"]
+__all__ = ["format_table", "save_figure", "write_local", "write_shares"]
 
 SHARE_SUFFIXES = (".csv", ".json")
 LOCAL_SUFFIXES = (".csv", ".parquet", ".pq")
-
-
-def sorted_shares(shares: pd.Series) -> pd.Series:
-    """Shares from largest to smallest; ties keep the column order.
-
-    Parameters
-    ----------
-    shares : pandas.Series
-        Shares indexed by feature name.
-
-    Returns
-    -------
-    pandas.Series
-        The same shares, sorted.
-    """
-    return shares.sort_values(ascending=False, kind="stable")
-
-
-def top_shares(shares: pd.Series, max_display: int) -> pd.Series:
-    """The largest ``max_display - 1`` shares and one entry adding up the rest (as in the paper's tables).
-
-    With ``max_display`` features or fewer, all of them are kept as they are.
-
-    Parameters
-    ----------
-    shares : pandas.Series
-        Shares indexed by feature name.
-    max_display : int
-        Entries to return, at least 1.
-
-    Returns
-    -------
-    pandas.Series
-        At most ``max_display`` entries, largest first, the last one named ``"<k> other features"``.
-    """
-    ordered = sorted_shares(shares)
-    if max_display < 1:
-        raise ValueError(f"max_display must be at least 1, got {max_display}.")
-    if len(ordered) <= max_display:
-        return ordered
-    keep = max_display - 1
-    rest = ordered.iloc[keep:]
-    others = pd.Series([rest.sum()], index=[f"{len(rest)} other features"])
-    return pd.concat([ordered.iloc[:keep], others]).rename(shares.name)
 
 
 def format_table(

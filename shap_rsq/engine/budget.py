@@ -21,6 +21,7 @@ from dataclasses import replace
 import numpy as np
 from joblib import effective_n_jobs
 
+from ..exceptions import MemoryBudgetError
 from ..kernels import pattern_recursion
 from ..kernels.lca_tree import LcaUnit
 from ..kernels.leaf_paths import node_depth
@@ -44,13 +45,6 @@ __all__ = [
 
 _GIB = float(1 << 30)
 _SMALL = 1 << 18  # a batch's small arrays and index tables, whatever its size (measured 20-90 KiB)
-
-
-class MemoryBudgetError(ValueError):
-    """A call whose working memory cannot fit within the explainer's ``memory_budget``.
-
-    Raised before any work starts; the message gives the estimate and what to change.
-    """
 
 
 def row_bytes(n_rows: int, n_features: int, n_trees: int, local: bool, jobs: int) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ..exceptions import LongCallWarning
 from ..kernels.hybrid_tree import HybridUnit
 from ..kernels.lca_tree import LcaUnit
 from ..models.node_arrays import NodeArrays
@@ -40,10 +41,6 @@ __all__ = [
     "warn_if_long",
     "warn_if_long_sample",
 ]
-
-
-class LongCallWarning(UserWarning):
-    """A call is estimated to run for minutes, and no progress bar was asked for."""
 
 
 def estimated_seconds(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> float:

@@ -8,13 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from ..exceptions import UnsupportedModelError
 from .forest import Forest
 
 __all__ = ["ModelInfo", "UnsupportedModelError", "as_names", "refuse"]
-
-
-class UnsupportedModelError(ValueError):
-    """The model cannot be decomposed exactly (wrong task, objective, split type or output shape)."""
 
 
 @dataclass(frozen=True)

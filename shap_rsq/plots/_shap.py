@@ -15,7 +15,7 @@ import numpy as np
 import shap
 from matplotlib.axes import Axes
 
-from ._share_label import holds_interactions, is_whole, labelled_shares, rows_computed, transformed
+from ..explainer._share_label import holds_interactions, is_whole, labelled_shares, rows_computed, transformed
 
 __all__ = ["for_shap", "refuse_not_shares", "shap_plot"]
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .engine.columns import generic_names
-from .models.inspect import ModelInfo, UnsupportedModelError
+from ..engine.columns import generic_names
+from ..models.inspect import ModelInfo, UnsupportedModelError
 
 __all__ = [
     "PredictionCheck",

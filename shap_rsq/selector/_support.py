@@ -15,8 +15,8 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from ._bootstrap import selection_frequency
+from ._groups import first_columns, player_support, summary_table
 from ._selection_rule import check_max_features, threshold_rule
-from ._selector_groups import first_columns, player_support, summary_table
 
 __all__ = ["SelectorSupport"]
 

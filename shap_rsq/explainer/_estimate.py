@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..engine.budget import MemoryBudgetError, fit_jobs
+from ..engine.estimates import warn_if_long_sample
 from ._additive_part import AdditivePart, additive_part
 from ._groups import player_index
-from .engine.budget import MemoryBudgetError, fit_jobs
-from .engine.estimates import warn_if_long_sample
 
 __all__ = ["RsqEstimate", "estimate_rsq"]
 
@@ -76,7 +76,7 @@ def estimate_rsq(
     control_variate : bool, default=True
         Sample only what is not additive: each row's contributions, were each tree's expected
         predictions additive in the features, follow from its trees' TreeSHAP values
-        (:mod:`shap_rsq._additive_part`); that part is computed for every row, by shap's TreeSHAP
+        (:mod:`shap_rsq.explainer._additive_part`); that part is computed for every row, by shap's TreeSHAP
         one tree at a time (about the time of ``shap.TreeExplainer(model).shap_values(X)``), and
         only the rest of the sampled rows' exact contributions is scaled up.  Unbiased either
         way; the standard errors shrink 3x for one fully grown tree, 20x for a fully grown forest

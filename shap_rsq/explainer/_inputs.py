@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine.rows import check_rows
-from .engine.validation import check_target, check_weights, ratio_weights, weighted_mean
-from .models.inspect import ModelInfo, UnsupportedModelError
+from ..engine.rows import check_rows
+from ..engine.validation import check_target, check_weights, ratio_weights, weighted_mean
+from ..models.inspect import ModelInfo, UnsupportedModelError
 
 __all__ = ["ExplainerInputs"]
 

@@ -15,7 +15,7 @@ import shap
 from matplotlib.axes import Axes
 from matplotlib.colors import Normalize
 
-from ._shap_plots import _names, refuse_not_shares
+from ._shap import _names, refuse_not_shares
 
 __all__ = ["interaction_heatmap"]
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import shap
 
-from .engine.estimates import progress_bar
-from .models.forest import Forest
-from .models.shap_trees import forest_model
+from ..engine.estimates import progress_bar
+from ..models.forest import Forest
+from ..models.shap_trees import forest_model
 
 __all__ = ["AdditivePart", "additive_part"]
 

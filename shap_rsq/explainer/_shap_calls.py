@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import shap
 
-from .engine.budget import check_shap_output
-from .engine.columns import aligned_frame, in_input_order
-from .engine.validation import check_width
-from .models.shap_trees import forest_model
+from ..engine.budget import check_shap_output
+from ..engine.columns import aligned_frame, in_input_order
+from ..engine.validation import check_width
+from ..models.shap_trees import forest_model
 
 __all__ = ["PredictionShap", "explanation_in_input_order"]
 

@@ -1,5 +1,5 @@
 """Helpers of :class:`~shap_rsq.RSquaredSelector`: the shares of one fitted model on some rows
-(:func:`evaluate`, as :class:`~shap_rsq._moments.Moments` that folds and row blocks add up), the
+(:func:`evaluate`, as :class:`~shap_rsq.selector._moments.Moments` that folds and row blocks add up), the
 paper's two-stage screen, and out-of-fold shares.
 """
 
@@ -16,10 +16,10 @@ from sklearn.model_selection import cross_validate
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
+from ..explainer._explainer import RSquaredExplainer
+from ..tuning import DEFAULT_TUNING
+from ._groups import PlayerMap
 from ._moments import Moments, pooled_means, squares, target
-from ._selector_groups import PlayerMap
-from .explainer import RSquaredExplainer
-from .tuning import DEFAULT_TUNING
 
 __all__ = ["check_split_rows", "evaluate", "out_of_fold", "screen_and_fit", "subset_params"]
 
@@ -126,7 +126,7 @@ def _contributions(explainer: RSquaredExplainer, X: Any, y: np.ndarray, w: np.nd
 
 def _loss_reduction(explainer: RSquaredExplainer, X: Any, y: np.ndarray, w: np.ndarray, local: bool, groups) -> Any:
     """The explainer's loss reductions; a classifier's of the one-hot ``model_columns`` of
-    :func:`~shap_rsq._moments.target` (rows of zeros where a held-out label is not among the
+    :func:`~shap_rsq.selector._moments.target` (rows of zeros where a held-out label is not among the
     model's classes)."""
     if explainer.model_info.classes is None:
         return explainer.loss_reduction(X, y, w, local=local, groups=groups)

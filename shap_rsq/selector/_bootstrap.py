@@ -14,11 +14,11 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils import _safe_indexing, resample
 
+from ..engine.rows import user_stacklevel
+from ._groups import PlayerMap
 from ._moments import UndefinedScoreError
 from ._screening import evaluate, screen_and_fit, subset_params
 from ._selection_rule import support_mask
-from ._selector_groups import PlayerMap
-from .engine.rows import user_stacklevel
 
 __all__ = ["bootstrap_shares", "check_replicates", "defined_replicates", "selection_frequency"]
 

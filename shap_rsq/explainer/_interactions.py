@@ -16,14 +16,14 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._explainer_checks import refuse_without_target
+from ..engine.budget import check_matrix_budget
+from ..engine.columns import in_input_order
+from ..engine.distributed import is_dask_array
+from ..engine.interactions import interaction_indices
+from ..engine.run import check_row_totals
+from ..engine.validation import weighted_mean
+from ._checks import refuse_without_target
 from ._groups import player_index, position_labels
-from .engine.budget import check_matrix_budget
-from .engine.columns import in_input_order
-from .engine.distributed import is_dask_array
-from .engine.interactions import interaction_indices
-from .engine.run import check_row_totals
-from .engine.validation import weighted_mean
 
 __all__ = ["NO_MULTIOUTPUT_INTERACTIONS", "InteractionShares", "model_outputs", "shares_matrix", "top_pairs"]
 

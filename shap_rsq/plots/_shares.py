@@ -1,11 +1,6 @@
-"""Pictures of R² shares: shap-rsq's own bar chart and heatmaps, and shap's plots made to read in R².
-
-:func:`bar`, :func:`heatmap` and :func:`interaction_heatmap` take what
-:class:`~shap_rsq.RSquaredExplainer` returns and draw on matplotlib Axes, which they return.
-:func:`for_shap` turns the Explanation of ``explainer(X, y)`` into percentage points of R², the
-scale on which ``shap.plots`` prints readable numbers, and :func:`shap_plot` draws one of
-``shap.plots`` on it with axes that say R² instead of "SHAP value".
-"""
+"""shap-rsq's own pictures of the shares: the bar chart of global shares, the stacked bars of a
+classifier's classes, and the heatmap of per-row shares; and the ordering (:func:`top_shares`) that
+the bar chart and the command line's table share."""
 
 from __future__ import annotations
 
@@ -19,16 +14,58 @@ import pandas as pd
 import shap
 from matplotlib.axes import Axes
 
-from ._interaction_plot import interaction_heatmap
-from ._shap_plots import _names, for_shap, refuse_not_shares, shap_plot
-from ._share_label import is_whole
-from .cli.report import top_shares
+from ..explainer._share_label import is_whole
+from ._shap import _names, refuse_not_shares
 
-__all__ = ["bar", "class_bar", "for_shap", "heatmap", "interaction_heatmap", "shap_plot"]
+__all__ = ["bar", "class_bar", "heatmap", "sorted_shares", "top_shares"]
 
 POSITIVE = "#1f6fb4"
 NEGATIVE = "#d6404e"
 OTHERS = "#9a9a9a"
+
+
+def sorted_shares(shares: pd.Series) -> pd.Series:
+    """Shares from largest to smallest; ties keep the column order.
+
+    Parameters
+    ----------
+    shares : pandas.Series
+        Shares indexed by feature name.
+
+    Returns
+    -------
+    pandas.Series
+        The same shares, sorted.
+    """
+    return shares.sort_values(ascending=False, kind="stable")
+
+
+def top_shares(shares: pd.Series, max_display: int) -> pd.Series:
+    """The largest ``max_display - 1`` shares and one entry adding up the rest (as in the paper's tables).
+
+    With ``max_display`` features or fewer, all of them are kept as they are.
+
+    Parameters
+    ----------
+    shares : pandas.Series
+        Shares indexed by feature name.
+    max_display : int
+        Entries to return, at least 1.
+
+    Returns
+    -------
+    pandas.Series
+        At most ``max_display`` entries, largest first, the last one named ``"<k> other features"``.
+    """
+    ordered = sorted_shares(shares)
+    if max_display < 1:
+        raise ValueError(f"max_display must be at least 1, got {max_display}.")
+    if len(ordered) <= max_display:
+        return ordered
+    keep = max_display - 1
+    rest = ordered.iloc[keep:]
+    others = pd.Series([rest.sum()], index=[f"{len(rest)} other features"])
+    return pd.concat([ordered.iloc[:keep], others]).rename(shares.name)
 
 
 def bar(

@@ -9,7 +9,15 @@ import numpy as np
 import pandas as pd
 import shap
 
-from ._explainer_checks import (
+from ..engine.columns import in_input_order
+from ..engine.distributed import is_dask_array, rsq_over_blocks
+from ..engine.outputs import checked_multioutput, combine, labelled, local_output_shares
+from ..engine.routing import Kernel
+from ..engine.run import Decomposition, UnitCache, check_row_totals, decompose
+from ..engine.validation import weighted_mean
+from ..models.inspect import UnsupportedModelError, inspect_model, read_forests
+from ..tuning import DEFAULT_TUNING, Tuning
+from ._checks import (
     PredictionCheck,
     check_budget,
     check_n_jobs,
@@ -18,21 +26,13 @@ from ._explainer_checks import (
     refuse_non_flag,
     refuse_without_target,
 )
-from ._explainer_inputs import ExplainerInputs
-from ._explainer_names import ExplainerNames
 from ._groups import GroupedGames, player_data, player_index
+from ._inputs import ExplainerInputs
 from ._interactions import InteractionShares
-from ._prediction_shap import PredictionShap, explanation_in_input_order
-from ._several_outputs import SeveralOutputs
+from ._names import ExplainerNames
+from ._outputs import SeveralOutputs
+from ._shap_calls import PredictionShap, explanation_in_input_order
 from ._share_label import share_label
-from .engine.columns import in_input_order
-from .engine.distributed import is_dask_array, rsq_over_blocks
-from .engine.outputs import checked_multioutput, combine, labelled, local_output_shares
-from .engine.routing import Kernel
-from .engine.run import Decomposition, UnitCache, check_row_totals, decompose
-from .engine.validation import weighted_mean
-from .models.inspect import UnsupportedModelError, inspect_model, read_forests
-from .tuning import DEFAULT_TUNING, Tuning
 
 __all__ = ["RSquaredExplainer"]
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._groups import resolve_groups
+from ..explainer._groups import resolve_groups
 from ._selection_rule import support_mask
 
 __all__ = ["PlayerMap", "first_columns", "player_support", "resolve_players", "summary_table"]

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.budget import check_output_rows
+from ..engine.columns import in_input_order
+from ..engine.distributed import is_dask_array
+from ..engine.outputs import OutputGames, checked_multioutput, target_columns
+from ..engine.run import decompose
 from ._groups import player_index
-from .engine.budget import check_output_rows
-from .engine.columns import in_input_order
-from .engine.distributed import is_dask_array
-from .engine.outputs import OutputGames, checked_multioutput, target_columns
-from .engine.run import decompose
 
 __all__ = ["SeveralOutputs"]
 

@@ -20,14 +20,14 @@ from sklearn.utils.metadata_routing import MetadataRouter
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from ..engine.validation import check_spread
+from ..models.inspect import refuse_boosted_classifier, unfrozen
 from ._bootstrap import bootstrap_shares, check_replicates
+from ._groups import PlayerMap, resolve_players
+from ._routing import metadata_router, route, rsq_weights
 from ._screening import check_split_rows, evaluate, out_of_fold, screen_and_fit
 from ._selection_rule import check_max_features, threshold_rule
-from ._selector_groups import PlayerMap, resolve_players
-from ._selector_routing import metadata_router, route, rsq_weights
-from ._selector_support import SelectorSupport
-from .engine.validation import check_spread
-from .models.inspect import refuse_boosted_classifier, unfrozen
+from ._support import SelectorSupport
 
 __all__ = ["RSquaredSelector"]
 

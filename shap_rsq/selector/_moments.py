@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .engine.labels import match_labels, refuse_unknown_labels
-from .engine.validation import check_squares_finite, weighted_mean
-from .explainer import RSquaredExplainer
-from .models.inspect import UnsupportedModelError
+from ..engine.labels import match_labels, refuse_unknown_labels
+from ..engine.validation import check_squares_finite, weighted_mean
+from ..explainer._explainer import RSquaredExplainer
+from ..models.inspect import UnsupportedModelError
 
 __all__ = ["Moments", "Target", "UndefinedScoreError", "pooled_means", "squares", "target"]
 

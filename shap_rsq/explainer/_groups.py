@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._names import did_you_mean
+from .._names import did_you_mean
 
 __all__ = ["GroupedGames", "Players", "player_data", "player_index", "position_labels", "resolve_groups"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..engine.columns import generic_names
+from ..engine.rows import Rows
 from ._groups import Players, resolve_groups
-from .engine.columns import generic_names
-from .engine.rows import Rows
 
 __all__ = ["ExplainerNames"]
 

@@ -1,0 +1,21 @@
+"""The explainer: :class:`RSquaredExplainer` (a ``shap.TreeExplainer`` that also knows R²) and
+:func:`estimate_rsq`, the opt-in sampling estimate for forests too deep to decompose exactly.
+
+Modules, one subject each:
+
+- :mod:`._explainer`: the class and its calls (``rsq``, ``loss_reduction``, ``__call__``,
+  ``shap_values``);
+- :mod:`._inputs`, :mod:`._names`, :mod:`._checks`: the rows, target and weights of a call, the
+  names columns are matched by, and the checks around a decomposition;
+- :mod:`._groups`: groups of columns as players (``groups=``);
+- :mod:`._interactions`: interaction shares (``rsq_interactions``, ``shap_interaction_values``);
+- :mod:`._outputs`: classes and targets of a model with several outputs;
+- :mod:`._shap_calls`: shap's own calls without ``y``;
+- :mod:`._share_label`: the output name an Explanation of shares carries (read by the plots);
+- :mod:`._estimate`, :mod:`._additive_part`: :func:`estimate_rsq` and its control variate.
+"""
+
+from ._estimate import RsqEstimate, estimate_rsq
+from ._explainer import RSquaredExplainer
+
+__all__ = ["RSquaredExplainer", "RsqEstimate", "estimate_rsq"]
