@@ -126,7 +126,7 @@ def estimate_rsq(
     if not isinstance(control_variate, (bool, np.bool_)):
         raise ValueError(f"control_variate must be True or False; got {control_variate!r}.")
     rng = _generator(random_state)
-    rows, target, weights, sst = explainer._inputs(X, y, sample_weight)
+    rows, target, weights, sst = explainer._inputs.for_rsq(X, y, sample_weight)
     # rows of weight 0 contribute exactly 0: the population is the rows with positive weight (a draw
     # of zero-weight rows only returned 0 with a standard error of 0 for a share of 0.83)
     population = np.flatnonzero(weights > 0)
