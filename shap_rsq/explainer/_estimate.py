@@ -27,9 +27,9 @@ __all__ = ["RsqEstimate", "estimate_rsq"]
 
 @dataclass(frozen=True)
 class RsqEstimate:
-    """Estimated shares of R² and their standard errors.
+    """Estimated shares of R² and their standard errors, as :func:`estimate_rsq` returns them.
 
-    Attributes
+    Parameters
     ----------
     values : ndarray or pandas Series of shape (n_features,)
         Unbiased estimates of :meth:`RSquaredExplainer.rsq`'s shares, labelled as ``rsq`` labels
@@ -38,8 +38,10 @@ class RsqEstimate:
     standard_error : ndarray or pandas Series of shape (n_features,)
         Standard error of each estimate, labelled the same way (sampling without replacement:
         zero when every row with positive weight was sampled).
-    n_sampled, n_rows : int
-        Rows evaluated exactly, and rows in ``X``.
+    n_sampled : int
+        Rows evaluated exactly.
+    n_rows : int
+        Rows in ``X``.
     """
 
     values: np.ndarray | pd.Series
