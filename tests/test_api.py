@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import tracemalloc
@@ -409,8 +410,9 @@ def test_prediction_check_runs_once_and_again_for_the_first_missing_values():
     explainer = RSquaredExplainer(model)
     calls = []
     original = explainer.model_info.predict
-    explainer.model_info = replace_predict(explainer.model_info, lambda rows: calls.append(len(rows)) or original(rows))
-    explainer._prediction_check.info = explainer.model_info
+    info = replace_predict(explainer.model_info, lambda rows: calls.append(len(rows)) or original(rows))
+    explainer._call_inputs = dataclasses.replace(explainer._call_inputs, info=info)
+    explainer._prediction_check.info = info
     explainer.rsq(X, y)
     explainer.rsq(X, y)
     assert len(calls) == 1 and calls[0] <= 32

@@ -49,3 +49,35 @@ def test_page_runs_as_written(page, tmp_path, monkeypatch):
             warnings.filterwarnings("ignore", message=".*non-interactive.*")  # plt.show() under Agg
             exec(code, namespace)
         plt.close("all")
+
+
+def _public_names() -> list[str]:
+    """Every public class, function and method a user reaches from ``shap_rsq`` and ``shap_rsq.plots``."""
+    import shap_rsq
+    from shap_rsq import plots
+
+    names = []
+    for name in shap_rsq.__all__:
+        if name == "__version__":
+            continue
+        value = getattr(shap_rsq, name)
+        names.append(f"{value.__module__}.{value.__qualname__}")
+        if isinstance(value, type):
+            for klass in value.__mro__:
+                if not klass.__module__.startswith("shap_rsq"):
+                    continue
+                for member, attribute in vars(klass).items():
+                    if callable(attribute) and (not member.startswith("_") or member == "__call__"):
+                        names.append(f"{klass.__module__}.{klass.__qualname__}.{member}")
+    names += [f"shap_rsq.plots.{name}" for name in plots.__all__]
+    return sorted(set(names))
+
+
+@pytest.mark.parametrize("name", _public_names())
+def test_every_public_name_documents_its_parameters_and_returns(name):
+    # numpydoc's own checks: a Parameters entry for each parameter and none for another, a Returns
+    # section where something is returned, and a docstring at all
+    validate = pytest.importorskip("numpydoc.validate").validate
+    checked = ("GL08", "PR01", "PR02", "RT01")
+    missing = [f"{code}: {message}" for code, message in validate(name)["errors"] if code in checked]
+    assert not missing, missing

@@ -12,6 +12,7 @@ from conftest import make_data
 from sklearn.ensemble import HistGradientBoostingRegressor
 
 from shap_rsq import RSquaredExplainer, plots
+from shap_rsq.plots._shares import NEGATIVE, OTHERS
 
 matplotlib.use("Agg")  # no window, whatever the machine has
 
@@ -72,7 +73,7 @@ def test_bar_groups_the_smallest_shares_into_others(explanation):
     shares = pd.Series(explanation.values.sum(0), index=NAMES).sort_values(ascending=False)
     assert bar_labels(ax) == [*shares.index[:2], "4 other features"]
     assert bar_values(ax)[-1] == pytest.approx(shares.iloc[2:].sum())
-    assert ax.patches[0].get_facecolor()[:3] == pytest.approx(matplotlib.colors.to_rgb(plots.OTHERS))
+    assert ax.patches[0].get_facecolor()[:3] == pytest.approx(matplotlib.colors.to_rgb(OTHERS))
 
 
 @pytest.mark.parametrize("kind", ["series", "mapping", "array", "global explanation"])
@@ -93,7 +94,7 @@ def test_bar_accepts_every_form_of_shares(kind, explanation):
 def test_bar_colours_negative_shares_and_names_array_features():
     ax = plots.bar(np.array([0.4, -0.1, 0.2]), show=False, title=None, model_rsq=0.55)
     assert bar_labels(ax) == ["Feature 0", "Feature 2", "Feature 1"]
-    assert ax.patches[0].get_facecolor()[:3] == pytest.approx(matplotlib.colors.to_rgb(plots.NEGATIVE))
+    assert ax.patches[0].get_facecolor()[:3] == pytest.approx(matplotlib.colors.to_rgb(NEGATIVE))
     assert "model R² = 0.550" in annotation(ax)
     assert ax.get_title() == ""
     # shares below a thousandth keep two digits: -0.0003 read "-0.000", and 0.0002 as nothing

@@ -5,8 +5,9 @@ Modules, one subject each:
 
 - :mod:`._explainer`: the class and its calls (``rsq``, ``loss_reduction``, ``__call__``,
   ``shap_values``);
-- :mod:`._inputs`, :mod:`._names`, :mod:`._checks`: the rows, target and weights of a call, the
-  names columns are matched by, and the checks around a decomposition;
+- :mod:`._inputs`: :class:`~._inputs.CallInputs`, the one object that owns the model's record and
+  names and checks a call's rows, target and weights (the explainer holds it, as ``_inputs``);
+- :mod:`._checks`: the constructor's arguments and the checks around a decomposition;
 - :mod:`._groups`: groups of columns as players (``groups=``);
 - :mod:`._interactions`: interaction shares (``rsq_interactions``, ``shap_interaction_values``);
 - :mod:`._outputs`: classes and targets of a model with several outputs;

@@ -27,9 +27,9 @@ __all__ = ["RsqEstimate", "estimate_rsq"]
 
 @dataclass(frozen=True)
 class RsqEstimate:
-    """Estimated shares of R² and their standard errors.
+    """Estimated shares of R² and their standard errors, as :func:`estimate_rsq` returns them.
 
-    Attributes
+    Parameters
     ----------
     values : ndarray or pandas Series of shape (n_features,)
         Unbiased estimates of :meth:`RSquaredExplainer.rsq`'s shares, labelled as ``rsq`` labels
@@ -38,8 +38,10 @@ class RsqEstimate:
     standard_error : ndarray or pandas Series of shape (n_features,)
         Standard error of each estimate, labelled the same way (sampling without replacement:
         zero when every row with positive weight was sampled).
-    n_sampled, n_rows : int
-        Rows evaluated exactly, and rows in ``X``.
+    n_sampled : int
+        Rows evaluated exactly.
+    n_rows : int
+        Rows in ``X``.
     """
 
     values: np.ndarray | pd.Series
@@ -126,7 +128,7 @@ def estimate_rsq(
     if not isinstance(control_variate, (bool, np.bool_)):
         raise ValueError(f"control_variate must be True or False; got {control_variate!r}.")
     rng = _generator(random_state)
-    rows, target, weights, sst = explainer._inputs(X, y, sample_weight)
+    rows, target, weights, sst = explainer._inputs.for_rsq(X, y, sample_weight)
     # rows of weight 0 contribute exactly 0: the population is the rows with positive weight (a draw
     # of zero-weight rows only returned 0 with a standard error of 0 for a share of 0.83)
     population = np.flatnonzero(weights > 0)

@@ -15,7 +15,7 @@ from ..engine.outputs import checked_multioutput, combine, labelled, local_outpu
 from ..engine.routing import Kernel
 from ..engine.run import Decomposition, UnitCache, check_row_totals, decompose
 from ..engine.validation import weighted_mean
-from ..models.inspect import UnsupportedModelError, inspect_model, read_forests
+from ..models.inspect import ModelInfo, UnsupportedModelError, inspect_model, read_forests
 from ..tuning import DEFAULT_TUNING, Tuning
 from ._checks import (
     PredictionCheck,
@@ -27,9 +27,8 @@ from ._checks import (
     refuse_without_target,
 )
 from ._groups import GroupedGames, player_data, player_index
-from ._inputs import ExplainerInputs
+from ._inputs import CallInputs
 from ._interactions import InteractionShares
-from ._names import ExplainerNames
 from ._outputs import SeveralOutputs
 from ._shap_calls import PredictionShap, explanation_in_input_order
 from ._share_label import share_label
@@ -37,9 +36,7 @@ from ._share_label import share_label
 __all__ = ["RSquaredExplainer"]
 
 
-class RSquaredExplainer(
-    ExplainerInputs, ExplainerNames, InteractionShares, SeveralOutputs, PredictionShap, shap.TreeExplainer
-):
+class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.TreeExplainer):
     """Exact Shapley decomposition of R² for tree models (Q-SHAP).
 
     A :class:`shap.TreeExplainer` (tree-path-dependent) that also splits the
@@ -118,6 +115,9 @@ class RSquaredExplainer(
     >>> shap_values = explainer(X)             # without y: shap's SHAP values of the predictions
     """
 
+    _call_inputs: CallInputs | None = None  # None where the explainer is shap's alone
+    _unsupported: str | None = None  # why, then: the message of every call that needs R²
+
     def __init__(
         self,
         model: Any,
@@ -152,9 +152,9 @@ class RSquaredExplainer(
             # absolute-error objective) is shap's explainer alone: every call without y is shap's
             self._explain_predictions_only(model, feature_names, error)
             return
-        self._model_info, self._unsupported = info, None
         self.feature_names = check_names(feature_names, info)
         self.forest = self.forests[0]
+        self._call_inputs, self._unsupported = CallInputs(info, self.feature_names, self.forest.input_dtype), None
         if info.adjust is not None:
             # shap's expected value comes from its own reading, which missed the fix (CatBoost's
             # bias, XGBoost's base of each target); shap puts it right only once shap_values has run
@@ -167,6 +167,29 @@ class RSquaredExplainer(
         self._game_forest, self._units = self._games[0], self._unit_caches[0]
         self._prediction_check = PredictionCheck(info)
         self._game_sets = GroupedGames(self._games, self._unit_caches)
+
+    @property
+    def model_info(self) -> ModelInfo:
+        """What the explainer read from the model (:class:`~shap_rsq.models.info.ModelInfo`).
+
+        Raises
+        ------
+        UnsupportedModelError
+            For a model whose R² has no exact decomposition (the explainer is then shap's alone).
+        """
+        return self._inputs.info
+
+    @property
+    def _model_info(self) -> ModelInfo | None:
+        return None if self._call_inputs is None else self._call_inputs.info
+
+    @property
+    def _inputs(self) -> CallInputs:
+        """The model's record, names and input checks; a model without an exact decomposition is
+        refused here, with its reason, before a call reads its inputs."""
+        if self._call_inputs is None:
+            raise UnsupportedModelError(self._unsupported)
+        return self._call_inputs
 
     def rsq(
         self, X: Any, y: Any, sample_weight: Any = None, *, multioutput: str | None = None, groups: Any = None
@@ -212,13 +235,13 @@ class RSquaredExplainer(
             return labelled(shares, games.names, self.model_info, "rsq", multioutput=games.multioutput)
         checked_multioutput(multioutput, self.model_info)
         if is_dask_array(X):
-            players = self._players(groups, None)
+            players = self._inputs.players(groups, None)
             forests, caches = self._game_sets.get(players)
             check = self._prediction_check.sample
             n_features = self.model_info.n_features
             return rsq_over_blocks(forests[0], caches[0].units(), X, y, sample_weight, n_features, check)
-        rows, target, weights, sst = self._inputs(X, y, sample_weight)
-        players = self._players(groups, rows)
+        rows, target, weights, sst = self._inputs.for_rsq(X, y, sample_weight)
+        players = self._inputs.players(groups, rows)
         result = self._decompose(rows.array, target, weights, local=False, players=players)
         names = player_index(rows.labels, players)
         return result.values / sst if names is None else pd.Series(result.values / sst, index=names, name="rsq")
@@ -258,8 +281,8 @@ class RSquaredExplainer(
             if local:
                 return in_input_order(games.values, games.rows.order if groups is None else None)
             return labelled(games.values, games.names, self.model_info, "loss_reduction")
-        rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=False)
-        players = self._players(groups, rows)
+        rows, target, weights = self._inputs.rows_target_weights(X, y, sample_weight, require_variance=False)
+        players = self._inputs.players(groups, rows)
         result = self._decompose(rows.array, target, weights, local=local, players=players)
         if local:  # an array: its columns follow X's, as the per-row shares' do
             return in_input_order(result.values, rows.order if groups is None else None)
@@ -334,8 +357,8 @@ class RSquaredExplainer(
             values=values,
             base_values=base,
             # a grouped game's players are not the columns: beside each, its column if it is one
-            data=rows.array if groups is None else player_data(rows.array, self._players(groups, rows)),
-            feature_names=self._explanation_names(names, groups, values.shape[1]),
+            data=rows.array if groups is None else player_data(rows.array, self._inputs.players(groups, rows)),
+            feature_names=self._inputs.explanation_names(names, groups, values.shape[1]),
             output_names=share_label(output_names, values, base, interactions),
         )
         return explanation_in_input_order(explanation, rows.order if groups is None else None, interactions)
@@ -394,8 +417,8 @@ class RSquaredExplainer(
             names = list(self.model_info.outputs) if games.multioutput == "raw_values" else "R²"
             return values, base, games.rows, games.names, names
         checked_multioutput(multioutput, self.model_info)
-        rows, target, weights, sst = self._inputs(X, y, sample_weight)
-        players = self._players(groups, rows)
+        rows, target, weights, sst = self._inputs.for_rsq(X, y, sample_weight)
+        players = self._inputs.players(groups, rows)
         result = self._decompose(rows.array, target, weights, local=True, players=players)
         values = result.values / sst
         mean = weighted_mean(target, weights)

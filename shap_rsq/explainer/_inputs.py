@@ -1,62 +1,171 @@
-"""The model's record and the rows, target and weights of a call that needs R², checked.
+"""What a call of :class:`~shap_rsq.RSquaredExplainer` that needs R² reads: the model's record,
+the names its columns are matched by, and its rows, target and weights, checked.
 
-A mixin of :class:`~shap_rsq.RSquaredExplainer`.  For a model whose R² has no exact decomposition
-(the explainer is then shap's alone) the record raises the reason, so every call that needs R²
-stops there, before it reads its inputs.
+One :class:`CallInputs` per explainer, made once the model is known to have an exact
+decomposition; the explainer asks it for everything a call reads before any work starts.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
-from ..engine.rows import check_rows
+from ..engine.columns import generic_names
+from ..engine.rows import Rows, check_rows
 from ..engine.validation import check_target, check_weights, ratio_weights, weighted_mean
-from ..models.inspect import ModelInfo, UnsupportedModelError
+from ..models.inspect import ModelInfo
+from ._groups import Players, resolve_groups
 
-__all__ = ["ExplainerInputs"]
+__all__ = ["CallInputs"]
 
 
-class ExplainerInputs:
-    """Mixin of :class:`~shap_rsq.RSquaredExplainer`: the model's record and checked inputs."""
+@dataclass(frozen=True)
+class CallInputs:
+    """The model's record and the names of its features, and the checks of a call's inputs.
 
-    _model_info: ModelInfo | None = None  # None where the explainer is shap's alone
-    _unsupported: str | None = None  # why, then: the message of every call that needs R²
+    Parameters
+    ----------
+    info : ModelInfo
+        What was read from the model.
+    feature_names : list of str or None
+        The names given to the explainer (checked against the model's), else the model's own.
+    precision : numpy.dtype
+        The precision the model compares rows in (rows are checked to be representable in it).
+    """
 
-    @property
-    def model_info(self) -> ModelInfo:
-        """What the explainer read from the model (:class:`~shap_rsq.models.info.ModelInfo`).
+    info: ModelInfo
+    feature_names: list[str] | None
+    precision: np.dtype
 
-        Raises
-        ------
-        UnsupportedModelError
-            For a model whose R² has no exact decomposition (the explainer is then shap's alone).
+    def names_for_matching(self) -> list[str] | None:
+        """The names a DataFrame's columns are matched to.
+
+        Returns
+        -------
+        list of str or None
+            The model's recorded names; the explainer's ``feature_names`` where the model recorded
+            none, or only names its library made up for an array (LightGBM's ``Column_0``,
+            CatBoost's ``'0'``, ...).
         """
-        if self._model_info is None:
-            raise UnsupportedModelError(self._unsupported)
-        return self._model_info
+        recorded = self.info.feature_names
+        if recorded is None or (self.feature_names is not None and generic_names(recorded, self.info.family)):
+            return self.feature_names
+        return recorded
 
-    @model_info.setter
-    def model_info(self, info: ModelInfo) -> None:
-        self._model_info = info
+    def rows_weights(self, X: Any, sample_weight: Any, *, require_variance: bool) -> tuple[Rows, np.ndarray]:
+        """The rows in the model's order and their weights, for one output or several.
 
-    def _inputs(self, X, y, sample_weight):
-        rows, target, weights = self._rows_target_weights(X, y, sample_weight, require_variance=True)
-        sst = float(np.sum(weights * (target - weighted_mean(target, weights)) ** 2))
-        return rows, target, weights, sst
+        Parameters
+        ----------
+        X : array-like or DataFrame
+            The rows.
+        sample_weight : array-like or None
+            Row weights.
+        require_variance : bool
+            True for R² (a ratio, which needs two rows and keeps only the weights' ratios); False
+            for the loss reduction, defined on one row and on the weights' own scale.
 
-    def _rows_target_weights(self, X, y, sample_weight, *, require_variance: bool):
-        rows, weights = self._rows_weights(X, sample_weight, require_variance=require_variance)
+        Returns
+        -------
+        rows : Rows
+            The checked rows.
+        weights : ndarray of shape (n_rows,)
+            The checked weights.
+        """
+        min_rows = 2 if require_variance else 1
+        names, info = self.names_for_matching(), self.info
+        rows = check_rows(X, info.n_features, names, info.family, min_rows, self.precision)
+        weights = check_weights(sample_weight, rows.array)
+        if require_variance:
+            weights = ratio_weights(weights)
+        return rows, weights
+
+    def rows_target_weights(
+        self, X: Any, y: Any, sample_weight: Any, *, require_variance: bool
+    ) -> tuple[Rows, np.ndarray, np.ndarray]:
+        """The rows, the target and the weights of a call, checked against each other.
+
+        Parameters
+        ----------
+        X, y, sample_weight
+            As passed to the call.
+        require_variance : bool
+            As in :meth:`rows_weights`; R² also needs a target that varies.
+
+        Returns
+        -------
+        rows : Rows
+        target : ndarray of shape (n_rows,)
+        weights : ndarray of shape (n_rows,)
+        """
+        rows, weights = self.rows_weights(X, sample_weight, require_variance=require_variance)
         target = check_target(y, rows.array.shape[0], weights, require_variance=require_variance)
         return rows, target, weights
 
-    def _rows_weights(self, X, sample_weight, *, require_variance: bool):
-        """The rows in the model's order and their weights, for one output or several."""
-        # R² needs two rows to vary; the loss decomposition is defined for one
-        min_rows = 2 if require_variance else 1
-        info = self.model_info
-        names, precision = self._names_for_matching(), self.forest.input_dtype
-        rows = check_rows(X, info.n_features, names, info.family, min_rows, precision)
-        weights = check_weights(sample_weight, rows.array)
-        if require_variance:  # R², a ratio: the loss decomposition keeps the weights' own scale
-            weights = ratio_weights(weights)
-        return rows, weights
+    def for_rsq(self, X: Any, y: Any, sample_weight: Any) -> tuple[Rows, np.ndarray, np.ndarray, float]:
+        """The rows, target and weights of an R² call, with the weighted total sum of squares.
+
+        Parameters
+        ----------
+        X, y, sample_weight
+            As passed to the call.
+
+        Returns
+        -------
+        rows, target, weights
+            As :meth:`rows_target_weights` returns them.
+        sst : float
+            ``sum w (y - mean_w y)²``, the denominator of R².
+        """
+        rows, target, weights = self.rows_target_weights(X, y, sample_weight, require_variance=True)
+        sst = float(np.sum(weights * (target - weighted_mean(target, weights)) ** 2))
+        return rows, target, weights, sst
+
+    def players(self, groups: Any, rows: Rows | None) -> Players | None:
+        """The players of a grouped game, columns named as in ``X`` (or as the model names them).
+
+        Parameters
+        ----------
+        groups : mapping or None
+            ``groups=`` as passed to the call.
+        rows : Rows or None
+            The call's checked rows, whose column labels the groups may use; None for names alone.
+
+        Returns
+        -------
+        Players or None
+            None for the game of single features.
+        """
+        if groups is None:
+            return None
+        if rows is None or rows.columns is None:
+            return resolve_groups(groups, self.names_for_matching(), self.info.n_features)
+        return resolve_groups(groups, rows.columns, self.info.n_features, rows.labels, rows.order)
+
+    def explanation_names(self, names: Any, groups: Any, n_players: int) -> list[str]:
+        """The feature names of an Explanation.
+
+        Parameters
+        ----------
+        names : sequence or None
+            The columns' (or players') labels of a DataFrame's call, else None.
+        groups : mapping or None
+            ``groups=`` as passed to the call.
+        n_players : int
+            The Explanation's number of columns.
+
+        Returns
+        -------
+        list of str
+            The labels as text (shap's plots write them so); for an array, the grouped players'
+            names or the explainer's feature names (``"Feature j"`` where it has none).
+        """
+        if names is not None:
+            return [str(name) for name in names]
+        if groups is not None:  # a grouped game's players: the groups, then the ungrouped features
+            return self.players(groups, None).names
+        if self.feature_names is not None and len(self.feature_names) == n_players:
+            return list(self.feature_names)
+        return [f"Feature {j}" for j in range(n_players)]

@@ -172,8 +172,8 @@ class InteractionShares:
             raise NotImplementedError(NO_MULTIOUTPUT_INTERACTIONS.format(what=model_outputs(self.model_info)))
         if is_dask_array(X):
             raise NotImplementedError("Interaction shares of R² take in-memory rows; pass a NumPy array or DataFrame.")
-        rows, target, weights, sst = self._inputs(X, y, sample_weight)
-        return rows, target, weights, sst, self._players(groups, rows)
+        rows, target, weights, sst = self._inputs.for_rsq(X, y, sample_weight)
+        return rows, target, weights, sst, self._inputs.players(groups, rows)
 
     def _indices(self, rows: np.ndarray, target, weights, players, *, local: bool):
         _, caches = self._game_sets.get(players)

@@ -52,9 +52,9 @@ class SeveralOutputs:
         how = checked_multioutput(multioutput, info)
         if is_dask_array(X):
             raise NotImplementedError("dask arrays of rows are supported for single-output regressors only.")
-        rows, weights = self._rows_weights(X, sample_weight, require_variance=require_variance)
+        rows, weights = self._inputs.rows_weights(X, sample_weight, require_variance=require_variance)
         Y = np.asarray(y, dtype=np.float64) if one_hot else target_columns(y, info, rows.array.shape[0])
-        players = self._players(groups, rows)
+        players = self._inputs.players(groups, rows)
         if local:
             n_players = info.n_features if players is None else len(players.names)
             check_output_rows(rows.array.shape[0], n_players, len(info.outputs), self._tuning.memory_budget)

@@ -99,7 +99,7 @@ class PredictionShap:
             _check_width(aligned[0], self._recorded_width)
             return aligned
         check_shap_output(n_rows, info.n_features, info.n_outputs, interactions, budget)
-        aligned = aligned_frame(X, self._names_for_matching(), info.family)
+        aligned = aligned_frame(X, self._inputs.names_for_matching(), info.family)
         _check_width(aligned[0], info.n_features)
         return aligned
 
