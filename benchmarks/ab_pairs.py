@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from deep import _data  # the depth sweep's data
 
 from shap_rsq import RSquaredExplainer
-from shap_rsq.kernels import hybrid_tree
+from shap_rsq.kernels.lca import hybrid as hybrid_tree
 
 
 def _base_pair_values(revision: str):

@@ -102,7 +102,7 @@ def run_one(name: str, repeat: int, jobs: int = 1, budget: float = 2.0) -> dict:
     import shap
 
     from shap_rsq import RSquaredExplainer
-    from shap_rsq.kernels.hybrid_tree import HybridUnit
+    from shap_rsq.kernels.lca.hybrid import HybridUnit
 
     n, factory = WORKLOADS[name]
     X, y = _data(n)

@@ -29,7 +29,7 @@ class Tuning:
         Trees of this depth go through the two-particle recursion with its root on the split
         patterns the rows reach (global values), or through tables of the root's two sides on
         all their sub-patterns and the chain rule at the root (per-row values,
-        ``kernels.pattern_rows``).
+        ``kernels.recursion.pattern_rows``).
     max_repeated : int
         ... if they have at most this many repeated features: each doubles the recursion's
         states, and past 3 the LCA kernel was faster on depth-4 trees (per-row values too: at 4,
@@ -71,7 +71,7 @@ class Tuning:
         Float64 elements of one temporary array in the LCA kernel (4 MB): its passes are
         memory-bound products, and blocks that stay in cache ran 1.2-1.3x faster than 64 MB ones.
     chunk_cells : int
-        Table entries of one chunk of cross items (``kernels.lca_chunks``), whose value and
+        Table entries of one chunk of cross items (``kernels.batching.chunks``), whose value and
         cotangent tables every row block reads and writes at random: 2^13 entries x 8 nodes x 2
         tables x 8 bytes stay within a core's L2 cache.  On depth-10 forests 2^15 was 10% faster
         and 2^17 10% slower.
@@ -111,7 +111,7 @@ class Tuning:
     root_elements : int
         Elements of one (trees, states, quadrature nodes, observed patterns) array at the root of
         the observed-pattern recursion (16 MB); for per-row values, of the derivatives the
-        observed patterns gather (``kernels.pattern_rows``).
+        observed patterns gather (``kernels.recursion.pattern_rows``).
     local_columns_per_player : int
         Per-row values of a batch of small trees go to the output as one sparse product (``2 T x
         columns`` multiply-adds a row, no temporaries) when the batch reads at most this many
@@ -151,12 +151,12 @@ class Tuning:
     selector_block_entries : int
         Largest number of per-row contributions the selector holds at once (32 MB).
     pair_min_work : float
-        Trees whose estimated LCA work (``kernels.lca_tree.lca_work``, items x quadrature nodes)
+        Trees whose estimated LCA work (``kernels.lca.unit.lca_work``, items x quadrature nodes)
         is lower never consider the per-pair kernel: their plans stay as they are, and their
         per-node costs (1-10 ms a tree) are not computed.  Complete trees of depth 8 estimate
         49k, depth-10 forests and 255-leaf LightGBM trees 10^5-10^6.
     pair_cost : float
-        Time of one leaf pair x quadrature node (``kernels.pairs``) relative to one LCA item x
+        Time of one leaf pair x quadrature node (``kernels.lca.pairs``) relative to one LCA item x
         quadrature node, per row pattern: a node takes the pairs when ``pair_cost x pairs x
         ceil(width / 2)`` is below its items x the tree's quadrature nodes.  Measured 2.9 on a
         fully grown tree (500 leaves, 500 rows: all LCA 11.8 s, all pairs 13.3 s, per unit of each
@@ -182,7 +182,7 @@ class Tuning:
         trees had such nodes only.
     max_lca_items : int
         Most estimated LCA items one plan holds (:attr:`plan_item_cap`): a tree with more is
-        compiled as several plans, one after the other (``kernels.hybrid_tree``), and a node with
+        compiled as several plans, one after the other (``kernels.lca.hybrid``), and a node with
         more alone takes the pairs, which need no plan.  The memory budget lowers it further
         (``lca_item_bytes``), and is what binds at the default budget.  Moving whole nodes to the
         pairs instead cost up to 15x the tree's time: an XGBoost tree of depth 12 on 10,000
@@ -215,7 +215,7 @@ class Tuning:
         XGBoost trees into 8-17 calls.  Per-row shares of a depth-10 forest on 10,000 rows ran 1.2x
         faster in one or two calls a tree, XGBoost's within noise (CPU time, alternating).
     lca_dense_global_bytes : int
-        ... for trees with pair nodes (``kernels.hybrid_tree``) whose leaf codes are wider than
+        ... for trees with pair nodes (``kernels.lca.hybrid``) whose leaf codes are wider than
         ``shared_code_bits``: 3.2 measured on a fully grown tree, whose cells of every view its
         rows rarely share (1.3-1.4 per (pattern, item) beyond 40 per (pattern, leaf), or 4.5-11
         per (pattern, view), on 2,000 patterns since blocks of rows hold the entries).
@@ -230,11 +230,11 @@ class Tuning:
         40 per (pattern, leaf), and ran in 18 calls at ``lca_dense_global_bytes``.
     lca_leaf_bytes : int
         ... per (pattern, leaf): the leaf codes of a block of patterns and their cells in every
-        view (``kernels.lca_cells``), 35 measured with ``tracemalloc`` on a deep tree compiled in
+        view (``kernels.batching.cells``), 35 measured with ``tracemalloc`` on a deep tree compiled in
         pieces of 3,000-4,000 items with 434 leaves, and 45-47 all told on whole plans of
         XGBoost depth 12, depth-10 forests and LightGBM (see ``lca_global_bytes``).
     lca_item_bytes : int
-        Bytes per *estimated* item (``kernels.pairs.node_costs`` counts 1.5-3x the compiled
+        Bytes per *estimated* item (``kernels.lca.pairs.node_costs`` counts 1.5-3x the compiled
         items) while a plan is compiled: 1,190-1,260 measured with ``tracemalloc`` (XGBoost depth
         12, a depth-12 forest, a fully grown tree), of which the plan keeps 270-310.  The budget's
         quarter divided by it caps ``max_lca_items``.
@@ -268,7 +268,7 @@ class Tuning:
         done once they have run this long (``engine.estimates.Projection``): long enough for a
         few trees to count, short beside the hours a forest of fully grown trees takes.
     interaction_code_bits : int
-        Widest entry of the interaction kernel (``kernels.interactions``) whose rows are merged by
+        Widest entry of the interaction kernel (``kernels.interactions.indices``) whose rows are merged by
         their pass bits (an ``int64`` key of code x entry): wider entries, which only trees deeper
         than 20 have, are evaluated row by row.
     interaction_entry_bytes, interaction_player_bytes : int
@@ -347,7 +347,7 @@ class Tuning:
     @property
     def junction_row_elements(self) -> int:
         """Floats one block of rows of the conditioned recursion's per-row reverse pass holds
-        (``kernels.conditioned_rows``): a quarter of the budget."""
+        (``kernels.recursion.conditioned_rows``): a quarter of the budget."""
         return self.memory_budget // 32
 
     @property

@@ -19,7 +19,7 @@ from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import RSquaredExplainer, UnsupportedModelError
 from shap_rsq.engine.run import _unit_blocks
-from shap_rsq.kernels import lca_tree as _lca_unit
+from shap_rsq.kernels.lca import unit as _lca_unit
 from shap_rsq.tuning import DEFAULT_TUNING
 
 xgboost = pytest.importorskip("xgboost")
@@ -243,8 +243,8 @@ def test_blocks_of_compiled_trees_are_balanced_by_their_counted_work(frame_model
     spread = [np.ptp([counted[block].sum() for block in blocks]) for blocks in (before, after)]
     assert spread[1] < spread[0]
     # what a plan counts: each cross item on its group's quadrature nodes, each single on single_q
-    from shap_rsq.kernels.lca import _chunks
-    from shap_rsq.kernels.lca_cells import Cells
+    from shap_rsq.kernels.batching.cells import Cells
+    from shap_rsq.kernels.lca.global_values import _chunks
 
     plan = units[0].plan
     codes = np.zeros((1, len(plan.code_size)), dtype=np.int64)

@@ -16,8 +16,8 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
 from shap_rsq.engine.budget import row_bytes, unit_bytes
 from shap_rsq.engine.run import decompose
-from shap_rsq.kernels.lca import split_decisions
-from shap_rsq.kernels.lca_tree import LcaUnit, distinct_rows
+from shap_rsq.kernels.lca.unit import LcaUnit
+from shap_rsq.kernels.row_patterns import distinct_rows, split_decisions
 from shap_rsq.tuning import DEFAULT_TUNING
 
 

@@ -20,10 +20,10 @@ from shap_rsq.engine import run
 from shap_rsq.engine.budget import fit_jobs, unit_bytes
 from shap_rsq.engine.run import decompose
 from shap_rsq.engine.worker_plans import plan_bytes, shipped
-from shap_rsq.kernels import pairs
-from shap_rsq.kernels.hybrid_tree import HybridUnit, plan_pieces
-from shap_rsq.kernels.lca_tree import LcaUnit
-from shap_rsq.kernels.pairs import choose_pair_nodes, node_costs
+from shap_rsq.kernels.lca import pairs
+from shap_rsq.kernels.lca.hybrid import HybridUnit, plan_pieces
+from shap_rsq.kernels.lca.pairs import choose_pair_nodes, node_costs
+from shap_rsq.kernels.lca.unit import LcaUnit
 from shap_rsq.tuning import DEFAULT_TUNING
 
 # every tree takes the cost model, and half of the nodes' items are over the cap

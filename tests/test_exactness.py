@@ -108,7 +108,7 @@ def test_each_kernel_matches_subset_enumeration(fitted, family, nan, strategy):
 def test_depth_four_trees_on_the_patterns_that_occur_match_subset_enumeration(fitted, family, nan, strategy):
     # depth-4 heaps run the recursion's root on the observed split patterns, not on a 2^15 cube;
     # "recursion" sends every depth-4 tree there, up to 5 repeated features (32 states)
-    from shap_rsq.kernels.small_trees import HeapUnit
+    from shap_rsq.kernels.enumeration.small_trees import HeapUnit
 
     model, X, y, w = fitted(family, nan)
     explainer = RSquaredExplainer(model)._set_engine(kernel=strategy)
@@ -125,7 +125,7 @@ def test_leaf_wise_trees_pick_a_kernel_by_work_and_both_are_exact(fitted, monkey
     # the unit compares the conditioned recursion's work with the LCA estimate on the rows at hand
     # (per-row values against their own share: the recursion's reverse pass runs on every row);
     # whichever it picks, the values are those of subset enumeration
-    from shap_rsq.kernels import lca_tree as _lca_unit
+    from shap_rsq.kernels.lca import unit as _lca_unit
 
     calls = []
     kernel = "row_gradients" if local else "gradient_on_patterns"
@@ -148,16 +148,16 @@ def test_leaf_wise_trees_pick_a_kernel_by_work_and_both_are_exact(fitted, monkey
 def test_per_row_values_of_the_conditioned_recursion_do_not_depend_on_its_blocks_of_rows(fitted):
     # the reverse pass runs on blocks of rows as small as the budget asks: one row or all at once,
     # and the LCA kernel, give each row the same gradients
-    from shap_rsq.kernels import lca
-    from shap_rsq.kernels.conditioned import sub_patterns
-    from shap_rsq.kernels.conditioned_rows import live_states, row_gradients
+    from shap_rsq.kernels.recursion.conditioned import sub_patterns
+    from shap_rsq.kernels.recursion.conditioned_rows import live_states, row_gradients
+    from shap_rsq.kernels.row_patterns import split_decisions
 
     model, X, _y, _w = fitted("LGBMRegressor", True)
     explainer = RSquaredExplainer(model)._set_engine(kernel="junction")
     for unit in explainer._units.units(True)[:4]:
         (rows, dtype, first, _inverse), _ = unit.prepare(X, explainer.forest.input_dtype)
         plan = unit.junction_plan
-        patterns, at = sub_patterns(plan, lca.split_decisions(plan, rows, dtype, rows=first)[:, :-1])
+        patterns, at = sub_patterns(plan, split_decisions(plan, rows, dtype, rows=first)[:, :-1])
         one_row = row_gradients(plan, patterns, at, 2 * plan.n_q * live_states(plan))
         all_rows = row_gradients(plan, patterns, at, 1 << 40)
         _features, *by_lca = unit._lca_rows(rows, dtype, first)
@@ -170,7 +170,7 @@ def test_consecutive_small_trees_share_one_batch(fitted):
     # batching is the point of these units: one per tree would run thousands of NumPy calls
     catboost = pytest.importorskip("catboost")
 
-    from shap_rsq.kernels.small_trees import HeapUnit, ObliviousUnit
+    from shap_rsq.kernels.enumeration.small_trees import HeapUnit, ObliviousUnit
 
     X, y, _ = make_data(seed=2)
     symmetric = catboost.CatBoostRegressor(iterations=30, depth=6, verbose=0, allow_writing_files=False)
@@ -221,7 +221,7 @@ def test_models_trained_without_nan_route_it_as_their_predict_does(fitted, famil
 def test_dense_and_cell_by_cell_tables_give_the_same_values(fitted, monkeypatch, family, nan, ratio):
     # a view's items are tabulated on every combination of its bits when most combinations occur,
     # cell by cell otherwise; forcing either way everywhere must not change a value, global or per row
-    from shap_rsq.kernels import lca_cells
+    from shap_rsq.kernels.batching import cells as lca_cells
 
     dense = []
     original = lca_cells.Cells.__init__
@@ -247,7 +247,7 @@ def test_fewer_quadrature_nodes_below_the_root_stay_exact(fitted, family, level_
     # a split's pairs need ceil(|U| / 2) Gauss-Legendre nodes (TreePlan.group_q), fewer than the
     # root's; a chunk of groups takes its first group's, the most: a chunk per level (0) or
     # chunks across levels (inf) must both match subset enumeration
-    from shap_rsq.kernels.lca_plan import compile_tree
+    from shap_rsq.kernels.lca.plan import compile_tree
 
     tuning = replace(DEFAULT_TUNING, level_work=level_work, junction_share=0.0, chunk_cells=64)
     model, X, y, w = fitted(family, True)
@@ -263,7 +263,7 @@ def test_fewer_quadrature_nodes_below_the_root_stay_exact(fitted, family, level_
 
 def test_a_node_short_of_the_bound_is_not_exact(fitted, monkeypatch):
     # the bound is not slack: one Gauss-Legendre node fewer for the single items misses the oracle
-    from shap_rsq.kernels import lca_plan
+    from shap_rsq.kernels.lca import plan as lca_plan
 
     original = lca_plan.node_quadrature
     monkeypatch.setattr(lca_plan, "node_quadrature", lambda *a: (lambda s, n: (max(1, s - 1), n))(*original(*a)))
@@ -274,7 +274,7 @@ def test_a_node_short_of_the_bound_is_not_exact(fitted, monkeypatch):
 
 
 def test_zero_cover_fractions_need_no_division_by_zero(fitted):
-    # slopes come from V x b / phi (kernels.lca_blocks): a factor that is zero (an empty child,
+    # slopes come from V x b / phi (kernels.batching.blocks): a factor that is zero (an empty child,
     # as CatBoost leaves them) is zero for every q with b = 0, so b / phi is never evaluated there;
     # NumPy is told to raise on any division by zero or invalid value along the way
     model, X, y, w = fitted("CatBoost-SymmetricTree", True)

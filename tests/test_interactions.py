@@ -15,7 +15,7 @@ from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import RSquaredExplainer
 from shap_rsq.engine.budget import MemoryBudgetError, check_interaction_plans
-from shap_rsq.kernels.interactions import compile_interactions
+from shap_rsq.kernels.interactions.indices import compile_interactions
 from shap_rsq.tuning import DEFAULT_TUNING
 
 MEMBERS = [[0, 2], [1, 4, 5], [3]]

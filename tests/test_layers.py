@@ -95,7 +95,7 @@ def test_kernels_pull_in_neither_shap_nor_sklearn_nor_pandas():
     code = (
         "import importlib, pkgutil, sys\n"
         "import shap_rsq.kernels as k\n"
-        "for m in pkgutil.iter_modules(k.__path__): importlib.import_module('shap_rsq.kernels.' + m.name)\n"
+        "for m in pkgutil.walk_packages(k.__path__, 'shap_rsq.kernels.'): importlib.import_module(m.name)\n"
         "print(sorted(m for m in ('shap', 'sklearn', 'pandas', 'matplotlib') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

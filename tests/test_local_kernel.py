@@ -1,4 +1,4 @@
-"""Per-row values of deeper trees (the LCA kernel's local path, ``kernels.lca_local``) against the oracle."""
+"""Per-row values of deeper trees (the LCA kernel's local path, ``kernels.lca.row_values``) against the oracle."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from conftest import make_data
 from oracle import rsq_oracle
 
 from shap_rsq import RSquaredExplainer
-from shap_rsq.kernels.lca_tree import LcaUnit
+from shap_rsq.kernels.lca.unit import LcaUnit
 from shap_rsq.tuning import DEFAULT_TUNING
 
 
@@ -47,7 +47,7 @@ def cases():
 @pytest.mark.parametrize("name", MODELS)
 def test_per_row_values_of_deeper_trees_match_subset_enumeration(cases, name, nan):
     model, X, y, w = cases(name, nan)
-    # depth-4 trees take the side tables of kernels.pattern_rows by default (tests/test_pattern_rows.py)
+    # depth-4 trees take the side tables of kernels.recursion.pattern_rows by default (tests/test_pattern_rows.py)
     explainer = RSquaredExplainer(model)._set_engine(kernel="lca")
     units = explainer._units.units(local=True)
     assert units and all(isinstance(unit, LcaUnit) for unit in units)
@@ -90,7 +90,7 @@ def test_slot_gradients_equal_tree_shap_on_the_linear_part(cases):
     import shap
 
     from shap_rsq.engine.run import tree_shap_values
-    from shap_rsq.kernels.lca_plan import compile_tree
+    from shap_rsq.kernels.lca.plan import compile_tree
 
     model, X, _, _ = cases("forest-depth-6")
     explainer = RSquaredExplainer(model)
@@ -107,8 +107,8 @@ def test_every_factor_with_a_slope_has_one_log_derivative_at_bit_zero(fitted, fa
     # the per-row kernel contracts every factor's bit-0 part with one vector, -1 / (1 - q): that
     # holds because each factor with a slope is q p + (1 - q) R, (a0, b0) = (R, -R); R = 0 (a
     # zero cover, as CatBoost's empty children) gives no bit-0 slope at all
-    from shap_rsq.kernels.lca_blocks import plan_blocks
-    from shap_rsq.kernels.lca_plan import compile_tree
+    from shap_rsq.kernels.batching.blocks import plan_blocks
+    from shap_rsq.kernels.lca.plan import compile_tree
 
     model = fitted(family, True)[0]
     plans = [compile_tree(tree) for tree in RSquaredExplainer(model).forest.trees if tree.left[0] >= 0]
@@ -128,9 +128,10 @@ def test_every_factor_with_a_slope_has_one_log_derivative_at_bit_zero(fitted, fa
 
 def test_pass_bit_table_reads_the_leaf_codes(cases):
     # one table row per (leaf, bit of its code), built once per tree, stands for shifting the codes
-    from shap_rsq.kernels.lca import leaf_codes, split_decisions
-    from shap_rsq.kernels.lca_local import _PassBits
-    from shap_rsq.kernels.lca_plan import compile_tree
+    from shap_rsq.kernels.lca.global_values import leaf_codes
+    from shap_rsq.kernels.lca.plan import compile_tree
+    from shap_rsq.kernels.lca.row_values import _PassBits
+    from shap_rsq.kernels.row_patterns import split_decisions
 
     model, X, _, _ = cases("xgboost-depth-6", True)
     explainer = RSquaredExplainer(model)

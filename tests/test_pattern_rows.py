@@ -1,4 +1,4 @@
-"""Per-row values of depth-4 trees through the side tables of ``kernels.pattern_rows``."""
+"""Per-row values of depth-4 trees through the side tables of ``kernels.recursion.pattern_rows``."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from conftest import make_data
 from oracle import rsq_oracle
 
 from shap_rsq import RSquaredExplainer
-from shap_rsq.kernels import pattern_recursion, pattern_rows
-from shap_rsq.kernels.small_trees import HeapUnit
-from shap_rsq.kernels.split_patterns import pattern_bits
+from shap_rsq.kernels.enumeration.small_trees import HeapUnit
+from shap_rsq.kernels.enumeration.split_patterns import pattern_bits
+from shap_rsq.kernels.recursion import pattern_recursion, pattern_rows
 from shap_rsq.tuning import DEFAULT_TUNING
 
 

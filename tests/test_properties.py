@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from oracle import rsq_oracle
 
 from shap_rsq.engine.run import UnitCache, decompose
-from shap_rsq.kernels import split_patterns as _enumerate
-from shap_rsq.kernels.lca_plan import _distinct_pairs
+from shap_rsq.kernels.enumeration import split_patterns as _enumerate
+from shap_rsq.kernels.lca.plan import _distinct_pairs
 from shap_rsq.models.forest import Forest, TreeTable
 
 THRESHOLDS = np.array([-1.0, -0.25, 0.0, 0.5, 1.0])
@@ -88,7 +88,7 @@ def test_random_trees_match_enumeration_and_are_efficient(strategy, problem):
     cache = UnitCache(forest, strategy)
     sst = np.sum(w * (y - np.average(y, weights=w)) ** 2)
     shares = decompose(forest, cache.units(), X, y, w).values / sst
-    # per-row values have their own units: depth-4 trees take the side tables of kernels.pattern_rows
+    # per-row values have their own units: depth-4 trees take the side tables of kernels.recursion.pattern_rows
     local = decompose(forest, cache.units(local=True), X, y, w, local=True)
     expected_global, expected_local = rsq_oracle(forest, X, y, w)
 
@@ -287,9 +287,9 @@ def test_pattern_keys_reach_the_leaf_that_the_heap_walk_reaches(depth):
 @given(trees(n_features=6))
 def test_recursion_counts_the_quadrature_nodes_of_the_lca_plan(tree):
     # the conditioned recursion counts its nodes from the node lists, without every leaf's path
-    from shap_rsq.kernels.conditioned import _quadrature_count
-    from shap_rsq.kernels.lca_plan import quadrature_nodes
+    from shap_rsq.kernels.lca.plan import quadrature_nodes
     from shap_rsq.kernels.leaf_paths import tree_paths
+    from shap_rsq.kernels.recursion.conditioned import _quadrature_count
 
     expected = quadrature_nodes(tree, tree_paths(tree))
     assert _quadrature_count(tree.left.tolist(), tree.right.tolist(), tree.feature.tolist()) == expected

@@ -11,7 +11,7 @@ from oracle import tree_shap_oracle
 
 from shap_rsq import RSquaredExplainer
 from shap_rsq.engine.run import tree_shap_values
-from shap_rsq.kernels.lca_plan import compile_tree
+from shap_rsq.kernels.lca.plan import compile_tree
 
 matplotlib.use("Agg")
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from shap_rsq.kernels import sparse as _sparse
+from shap_rsq.kernels.batching import sparse as _sparse
 
 
 @pytest.fixture(params=["compiled", "public"])

@@ -5,7 +5,7 @@ per-row shares one ``(n, p)`` block per worker) grow with the data and are what 
 to refuse.  The kernels' own memory is bounded by construction: an LCA kernel call sizes its
 blocks of patterns to a quarter of the budget (``LcaUnit.pattern_step``), compiling a plan takes
 at most a quarter too, before the blocks run (``Tuning.plan_item_cap``: larger trees are
-compiled in pieces, ``kernels.hybrid_tree``), and the per-pair kernel works in blocks.  Tables
+compiled in pieces, ``kernels.lca.hybrid``), and the per-pair kernel works in blocks.  Tables
 of a fixed size (temporaries, tables of distinct codes) shrink with small budgets
 (``Tuning.block_elements_within`` and its siblings).  Batches of shallow
 trees route rows in chunks of a fixed number of elements: they are charged for one chunk of the
@@ -22,10 +22,10 @@ import numpy as np
 from joblib import effective_n_jobs
 
 from ..exceptions import MemoryBudgetError
-from ..kernels import pattern_recursion
-from ..kernels.lca_tree import LcaUnit
+from ..kernels.enumeration.small_trees import ObliviousUnit
+from ..kernels.lca.unit import LcaUnit
 from ..kernels.leaf_paths import node_depth
-from ..kernels.small_trees import ObliviousUnit
+from ..kernels.recursion import pattern_recursion
 from ..models.node_arrays import NodeArrays
 from ..tuning import DEFAULT_TUNING, Tuning
 

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import LongCallWarning
-from ..kernels.hybrid_tree import HybridUnit
-from ..kernels.lca_tree import LcaUnit
+from ..kernels.lca.hybrid import HybridUnit
+from ..kernels.lca.unit import LcaUnit
 from ..models.node_arrays import NodeArrays
 from ..tuning import DEFAULT_TUNING, Tuning
 from .rows import user_stacklevel

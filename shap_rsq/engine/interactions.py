@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.interactions import InteractionPlan, compile_interactions, pattern_interactions
-from ..kernels.lca_tree import routed_patterns
+from ..kernels.interactions.indices import InteractionPlan, compile_interactions, pattern_interactions
+from ..kernels.row_patterns import routed_patterns
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import check_interaction_plans, check_interaction_rows

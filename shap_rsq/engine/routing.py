@@ -6,20 +6,20 @@ Trees are grouped, in order, into units of work (:class:`~shap_rsq.kernels.proto
 kernel                    trees (``kernel="auto"``)
 ========================  ==============================================================
 subset enumeration        depth <= ``heap_depth``, batched on the cube of split patterns
-                          (``kernels.small_trees.HeapUnit``), and symmetric trees whose
+                          (``kernels.enumeration.small_trees.HeapUnit``), and symmetric trees whose
                           ``depth + players <= 16`` (``ObliviousUnit``)
 two-particle recursion    depth ``observed_depth`` with at most ``max_repeated`` repeated
                           features (``HeapUnit``, method "recursion"); their per-row values
-                          chain the root to tables of its two sides (``kernels.pattern_rows``)
+                          chain the root to tables of its two sides (``kernels.recursion.pattern_rows``)
 conditioned recursion     leaf-wise trees with at most ``junction_repeated`` repeated features
                           try it, global values only, when cheaper on the rows at hand
-                          (``kernels.lca_tree.LcaUnit``, ``junction="cheaper"``)
+                          (``kernels.lca.unit.LcaUnit``, ``junction="cheaper"``)
 LCA kernel                every other tree (``LcaUnit``); trees at least ``pair_min_depth``
                           deep whose nodes' pairs are cheaper one by one than expanded
-                          (``kernels.pairs.choose_pair_nodes``, where per-row values count
+                          (``kernels.lca.pairs.choose_pair_nodes``, where per-row values count
                           pairs cheaper by ``local_pair_discount``) keep the LCA items of the
                           other nodes, and trees whose items need more than one plan
-                          compile them in pieces (``kernels.hybrid_tree.HybridUnit``)
+                          compile them in pieces (``kernels.lca.hybrid.HybridUnit``)
 ========================  ==============================================================
 
 ``kernel=`` forces one path (tests, benchmarks): ``"lca"`` sends every tree through the LCA
@@ -35,11 +35,11 @@ from typing import Literal
 
 import numpy as np
 
-from ..kernels import split_patterns
-from ..kernels.hybrid_tree import HybridUnit, plan_pieces
-from ..kernels.lca_tree import LcaUnit, lca_work
-from ..kernels.pairs import choose_pair_nodes, node_costs
-from ..kernels.small_trees import HeapUnit, ObliviousUnit
+from ..kernels.enumeration import split_patterns
+from ..kernels.enumeration.small_trees import HeapUnit, ObliviousUnit
+from ..kernels.lca.hybrid import HybridUnit, plan_pieces
+from ..kernels.lca.pairs import choose_pair_nodes, node_costs
+from ..kernels.lca.unit import LcaUnit, lca_work
 from ..models.forest import Forest
 from ..models.node_arrays import NodeArrays
 from ..tuning import DEFAULT_TUNING, Tuning

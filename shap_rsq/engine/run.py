@@ -22,10 +22,11 @@ from joblib.externals.loky.process_executor import TerminatedWorkerError
 from joblib.parallel import get_active_backend
 from threadpoolctl import threadpool_limits
 
-from ..kernels import lca
-from ..kernels.lca_local import pattern_gradients
-from ..kernels.lca_plan import TreePlan
-from ..kernels.lca_tree import adopt_plans, compiled_plans, distinct_rows, plans_present
+from ..kernels.lca import global_values as lca
+from ..kernels.lca.plan import TreePlan
+from ..kernels.lca.row_values import pattern_gradients
+from ..kernels.lca.unit import adopt_plans, compiled_plans, plans_present
+from ..kernels.row_patterns import distinct_rows, split_decisions
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import MemoryBudgetError, fit_jobs, out_of_memory
@@ -385,7 +386,7 @@ def tree_shap_values(plan: TreePlan | None, X: np.ndarray, n_features: int, dtyp
     out = np.zeros((X.shape[0], n_features))
     if plan is None:
         return out
-    left = lca.split_decisions(plan, X, dtype)
+    left = split_decisions(plan, X, dtype)
     first, inverse = distinct_rows(left[:, :-1])
     _, g_lin = pattern_gradients(plan, lca.leaf_codes(plan, left[first]))
     out[:, plan.features] = g_lin[inverse]

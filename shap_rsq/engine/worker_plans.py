@@ -9,7 +9,7 @@ recently used first out once they pass a byte bound.  Batches of depth-4 trees k
 per-row side tables the same way (made again on each call, they took a fifth of two workers'
 time on a depth-4 booster).  Units are told apart by their ``token``, unique to each unit
 object, so two explainers never share an entry.  The caller still gets the plans it lacks
-back with the results (``kernels.lca_tree.compiled_plans``); side tables stay in the workers.
+back with the results (``kernels.lca.unit.compiled_plans``); side tables stay in the workers.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import ctypes
 from collections import OrderedDict
 from dataclasses import fields, is_dataclass, replace
 
-from ..kernels.lca_tree import LcaUnit
-from ..kernels.small_trees import HeapUnit
+from ..kernels.enumeration.small_trees import HeapUnit
+from ..kernels.lca.unit import LcaUnit
 from .budget import worker_tuning
 
 __all__ = ["held_bytes", "keep_within", "plan_bytes", "remember", "restore", "return_freed_memory", "shipped"]

@@ -1,4 +1,4 @@
-"""Root-to-leaf paths of one tree as padded arrays: the geometry ``kernels.lca_plan`` compiles from.
+"""Root-to-leaf paths of one tree as padded arrays: the geometry ``kernels.lca.plan`` compiles from.
 
 For every leaf: the internal node at each depth, the direction taken, the cover
 fraction of the edge, each split's feature numbered by first appearance on the

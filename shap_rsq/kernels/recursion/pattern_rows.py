@@ -1,7 +1,7 @@
 """Per-pattern values of depth-4 heaps on the split patterns that occur: per-row shares.
 
 Below the root, a node's ``A = E m`` and ``B = E m^2`` of the two-particle recursion
-(:mod:`~shap_rsq.kernels.pattern_recursion`) depend only on the decisions inside its subtree: each
+(:mod:`~shap_rsq.kernels.recursion.pattern_recursion`) depend only on the decisions inside its subtree: each
 side of the root (a depth-3 heap) has ``2 x 8 x 8`` sub-patterns.  On every sub-pattern of each side
 this module tabulates ``A``, ``B`` and their derivatives with respect to the ``q`` of each split of
 the side, bottom-up in forward mode (per assignment of the conditioned players and quadrature
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lca import gauss_legendre
+from ..enumeration.split_patterns import HeapBatch
+from ..quadrature import gauss_legendre
 from .pattern_recursion import (
     _mixing_weights,
     _node_modes,
@@ -34,7 +35,6 @@ from .pattern_recursion import (
     known_probability,
     node_values,
 )
-from .split_patterns import HeapBatch
 
 __all__ = ["SideTables", "pattern_unit_gradients", "side_tables"]
 
@@ -174,7 +174,7 @@ def _level(batch, nodes, mode, q, a, b, da, db):
 
 def pattern_unit_gradients(batch: HeapBatch, tables: SideTables, patterns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(T, C, K)`` Shapley values of ``m_S^2`` and of ``m_S`` on patterns ``(T, C)`` (cube
-    indices, :func:`~shap_rsq.kernels.split_patterns.pattern_bits`) of each tree."""
+    indices, :func:`~shap_rsq.kernels.enumeration.split_patterns.pattern_bits`) of each tree."""
     n_sub = tables.a.shape[2]
     decision = patterns // (n_sub * n_sub)
     sides = ((patterns // n_sub) % n_sub, patterns % n_sub)

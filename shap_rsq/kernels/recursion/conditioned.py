@@ -1,6 +1,6 @@
 """Two-particle recursion on any tree, each repeated feature conditioned only where it is shared.
 
-The recursion of ``kernels.pattern_recursion`` (``A = E m``, ``B = E m^2`` bottom-up, with a
+The recursion of ``kernels.recursion.pattern_recursion`` (``A = E m``, ``B = E m^2`` bottom-up, with a
 coin of probability ``q`` per feature) needs the coins of a node's two subtrees
 to be independent.  A feature that splits several nodes breaks that only below
 the lowest node whose subtree holds all of its occurrences: there it can be
@@ -15,7 +15,7 @@ and more carry too many states: the LCA kernel takes them).
 Each node runs on the distinct decisions of its own subtree (its *sub-patterns*)
 over the distinct rows, so nodes near the leaves cost almost nothing.  This module
 compiles a tree's nodes and states (:func:`compile_junction`), finds the
-sub-patterns and counts the work; ``kernels.conditioned_passes`` runs the
+sub-patterns and counts the work; ``kernels.recursion.conditioned_passes`` runs the
 recursion on them.
 """
 
@@ -27,8 +27,8 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from ..models.forest import TreeTable
-from ..models.node_arrays import cover_fractions
+from ...models.forest import TreeTable
+from ...models.node_arrays import cover_fractions
 
 __all__ = [
     "JunctionNode",
@@ -176,7 +176,7 @@ def compile_junction(tree: TreeTable) -> JunctionPlan | None:
 
 
 def _quadrature_count(left: list[int], right: list[int], feature: list[int]) -> int:
-    """:func:`~shap_rsq.kernels.lca_plan.quadrature_nodes` from the node lists, without building every leaf's
+    """:func:`~shap_rsq.kernels.lca.plan.quadrature_nodes` from the node lists, without building every leaf's
     path (which took a quarter of compiling a LightGBM tree): ``ceil(|U| / 2)`` for the largest
     union ``U`` of the features on two leaves' paths."""
     above = {0: frozenset()}  # distinct features strictly above each node

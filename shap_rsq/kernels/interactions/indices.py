@@ -31,10 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..models.forest import TreeTable
-from ..tuning import DEFAULT_TUNING, Tuning
-from .lca import gauss_legendre
-from .pairs import PairPlan, compile_pairs, passes
+from ...models.forest import TreeTable
+from ...tuning import DEFAULT_TUNING, Tuning
+from ..lca.pairs import PairPlan, compile_pairs, passes
+from ..quadrature import gauss_legendre
 
 __all__ = ["Entries", "InteractionPlan", "compile_interactions", "pattern_interactions"]
 

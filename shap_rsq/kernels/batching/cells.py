@@ -1,4 +1,4 @@
-"""The cells of a compiled tree (:class:`~shap_rsq.kernels.lca_plan.TreePlan`) on a set of rows.
+"""The cells of a compiled tree (:class:`~shap_rsq.kernels.lca.plan.TreePlan`) on a set of rows.
 
 A row reaches an item only through the bits of its leaf code that the item's bit-dependent
 factors read (its *view*).  :class:`Cells` finds, for every view, the distinct masked codes
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tuning import DEFAULT_TUNING, Tuning
-from .lca_plan import TreePlan
+from ...tuning import DEFAULT_TUNING, Tuning
+from ..lca.plan import TreePlan
 
 __all__ = ["Cells", "rows_of", "scatter_features"]
 

@@ -18,8 +18,8 @@ from math import factorial
 
 import numpy as np
 
-from ..models.node_arrays import NodeArrays, cover_fractions, goes_left
-from .sparse import ranges
+from ...models.node_arrays import NodeArrays, cover_fractions, goes_left
+from ..batching.sparse import ranges
 
 __all__ = ["HeapBatch", "heap_layout", "oblivious_trees"]
 

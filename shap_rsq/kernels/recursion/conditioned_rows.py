@@ -1,8 +1,8 @@
-"""Per-row values of the conditioned recursion (``kernels.conditioned``).
+"""Per-row values of the conditioned recursion (``kernels.recursion.conditioned``).
 
 The forward pass is the global one (each node on its own sub-patterns).  Each row needs its own
 gradients of ``m_S(x)`` and ``m_S(x)^2``, so the reverse pass carries the adjoints of a block of
-rows at every node (``kernels.conditioned_passes.BlockRows``), reading the forward values
+rows at every node (``kernels.recursion.conditioned_passes.BlockRows``), reading the forward values
 at each row's sub-pattern: its work is rows x states x quadrature nodes per node, where the
 global pass has sub-patterns, fewer near the leaves.  The block holds every row twice, seeded
 once with ``m`` and once with ``m^2``, so that both gradients come from one pass.
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..quadrature import gauss_legendre
 from .conditioned import JunctionPlan, SubPatterns
 from .conditioned_passes import BlockRows, backward, forward
-from .lca import gauss_legendre
 
 __all__ = ["live_states", "reverse_work", "row_gradients"]
 

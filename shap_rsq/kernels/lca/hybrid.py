@@ -2,8 +2,8 @@
 
 At a node where the two sides reuse many features, expanding the coupled factors into LCA items
 costs ``sum_leaves 2^coupled``; evaluating its ``|left| x |right|`` leaf pairs as products
-(``kernels.pairs``) costs ``pairs x features x Q`` whatever the coupling.  The unit compiles the
-LCA items of the nodes :func:`~shap_rsq.kernels.pairs.choose_pair_nodes` did not give to the
+(``kernels.lca.pairs``) costs ``pairs x features x Q`` whatever the coupling.  The unit compiles the
+LCA items of the nodes :func:`~shap_rsq.kernels.lca.pairs.choose_pair_nodes` did not give to the
 pairs, in *pieces* of at most ``Tuning.plan_item_cap`` estimated items each (:func:`plan_pieces`),
 so that compiling a plan stays within the memory budget however large the tree.  Each pair of
 leaves meets at one node, and each node is in one piece or with the pairs, so the values add up
@@ -19,18 +19,18 @@ from functools import cached_property
 
 import numpy as np
 
-from .lca_plan import TreePlan, compile_tree
-from .lca_tree import LcaUnit
-from .leaf_paths import tree_paths
+from ..batching.sparse import add_pattern_values
+from ..leaf_paths import tree_paths
 from .pairs import PairPlan, compile_pairs, pair_values, passes
-from .sparse import add_pattern_values
+from .plan import TreePlan, compile_tree
+from .unit import LcaUnit
 
 __all__ = ["HybridUnit", "plan_pieces"]
 
 
 @dataclass
 class HybridUnit(LcaUnit):
-    """An :class:`~shap_rsq.kernels.lca_tree.LcaUnit` whose ``pair_nodes`` (a mask over the tree's
+    """An :class:`~shap_rsq.kernels.lca.unit.LcaUnit` whose ``pair_nodes`` (a mask over the tree's
     nodes) take the per-pair kernel and whose other nodes' items are compiled in ``pieces`` (the
     piece of each node, ``-1`` for leaves and pair nodes; all 0 when one plan holds them); never
     the conditioned recursion (it would count the pairs twice)."""
@@ -126,7 +126,7 @@ def plan_pieces(items: np.ndarray, pair_nodes: np.ndarray, cap: int) -> np.ndarr
 
     First fit, nodes by decreasing items: pieces come out nearly full, so few plans are compiled.
     A node with more than ``cap`` items has a piece of its own
-    (:func:`~shap_rsq.kernels.pairs.choose_pair_nodes` gives such nodes to the pairs).
+    (:func:`~shap_rsq.kernels.lca.pairs.choose_pair_nodes` gives such nodes to the pairs).
     """
     piece = np.full(len(items), -1, dtype=np.int64)
     loads: list[float] = []

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..models.forest import TreeTable
-from .leaf_paths import Paths, subtree_features, tree_paths
-from .sparse import ranges
+from ...models.forest import TreeTable
+from ..batching.sparse import ranges
+from ..leaf_paths import Paths, subtree_features, tree_paths
 
 __all__ = ["CROSS", "DIAG", "LIN", "TreePlan", "compile_tree", "node_quadrature", "quadrature_nodes"]
 
@@ -56,7 +56,7 @@ class TreePlan:
     segment.  ``item_block`` numbers the *blocks*: each single item is one, and the
     cross items of one leaf at one split (its coupled features expanded over
     subsets ``T``) are one; a block's items read the same bits and differ only in
-    their coupled factors (``kernels.lca_blocks``).  Factor ``f`` of item ``i`` is
+    their coupled factors (``kernels.batching.blocks``).  Factor ``f`` of item ``i`` is
     ``fac_a{b}[i, f] + q * fac_b{b}[i, f]`` where ``b`` is bit ``fac_pos[i, f]``
     of the item's leaf code, and is attributed to local feature ``fac_feat[i, f]``
     (``K`` marks padding).  The first ``item_n_var[i]`` factors depend on their bit,
@@ -152,7 +152,7 @@ def compile_tree(tree: TreeTable, skip: np.ndarray | None = None, singles: bool 
     """Tables of one tree, or ``None`` for a single leaf (which contributes nothing).
 
     ``skip`` (a mask over nodes) leaves out the cross items of the pairs meeting there: the
-    per-pair kernel (``kernels.pairs``) or another of the tree's plans evaluates those.  Without
+    per-pair kernel (``kernels.lca.pairs``) or another of the tree's plans evaluates those.  Without
     ``singles`` the linear and diagonal items are kept in the layout (the kernel expects them
     first) but weigh zero, for every plan of a tree but the one that counts them.
     """

@@ -4,7 +4,7 @@ The kernel walks a tree's items in chunks of consecutive groups (each side of a 
 inside one), and a chunk in *parts*: the rows read and write one part's tables at a time, small
 enough to stay in cache.  Inside a chunk the tables are laid out part by part, then by *class*
 (dense tables of one width, or tables per cell of one width), then by block
-(``kernels.lca_blocks``): a part's entries are contiguous for the rows, while a class's values
+(``kernels.batching.blocks``): a part's entries are contiguous for the rows, while a class's values
 and slopes are computed for all parts at once, with few NumPy calls.  The caller keeps its own
 order of the items (the order its row sums need) and finds an item's table at ``base[item]``.
 """
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tuning import DEFAULT_TUNING, Tuning
-from .lca_cells import Cells, rows_of
-from .lca_plan import TreePlan
+from ...tuning import DEFAULT_TUNING, Tuning
+from ..lca.plan import TreePlan
+from .cells import Cells, rows_of
 from .sparse import offsets, ranges
 
 __all__ = ["Chunk", "ChunkPart", "factor_values"]

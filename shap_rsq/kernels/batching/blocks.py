@@ -1,6 +1,6 @@
 """Blocks of items and their slopes by the log-derivative.
 
-Every factor of an item (``kernels.lca_plan``) is affine in ``q`` given its pass bit,
+Every factor of an item (``kernels.lca.plan``) is affine in ``q`` given its pass bit,
 ``phi = a_bit + q b_bit``, and an item's value is ``V = coef x prod phi``.  The slope of ``V``
 along the coin of factor ``f`` is ``b_f x prod_{f' != f} phi_f' = V x rho_f(bit)`` with
 ``rho = b / phi``, so the weighted slopes of all of an item's factors come from one table
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lca_plan import TreePlan
+from ..lca.plan import TreePlan
 from .sparse import OneHot, offsets, ranges, segment_sums
 
 __all__ = ["Blocks", "ChunkBlocks", "plan_blocks", "slope_ratios"]
@@ -124,7 +124,7 @@ def _table_sums(base: np.ndarray, size: np.ndarray, ptr: np.ndarray, n_columns: 
 
 
 class ChunkBlocks:
-    """The blocks of a chunk's items (``kernels.lca_chunks.Chunk``), and what their slopes need.
+    """The blocks of a chunk's items (``kernels.batching.chunks.Chunk``), and what their slopes need.
 
     Block ``c`` holds the items at table-order positions ``first[c] .. first[c] + count[c]``.
     Its factor ``f`` is summed over all those items where every one of them carries it
@@ -141,7 +141,7 @@ class ChunkBlocks:
         self.uniform = np.logical_and.reduceat(carry, first, axis=0)
         self.rho = slope_ratios(blocks, q, block)  # (C, F, 2, Q) at the chunk's quadrature nodes
         self.q = q
-        # every factor kind with a slope is q p + (1 - q) R, b0 = -a0 (``kernels.lca_plan._TABLE``):
+        # every factor kind with a slope is q p + (1 - q) R, b0 = -a0 (``kernels.lca.plan._TABLE``):
         # where its bit is 0, rho = -1 / (1 - q) whatever R, or 0 when R = 0 (tested); per-row
         # kernels contract the former with one weight vector
         a0, b0 = blocks.coef[block, :, 0], blocks.coef[block, :, 1]

@@ -26,9 +26,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from .lca import gauss_legendre
-from .sparse import ranges
-from .split_patterns import HeapBatch
+from ..batching.sparse import ranges
+from ..enumeration.split_patterns import HeapBatch
+from ..quadrature import gauss_legendre
 
 __all__ = [
     "conditioned_players",
@@ -235,7 +235,7 @@ def _summed_gradients(batch: HeapBatch, quad: np.ndarray, lin: np.ndarray) -> np
     """Shapley values of ``sum_u (w_quad_u m_S(u)^2 + w_lin_u m_S(u))`` per tree: ``(T, K)``.
 
     ``quad, lin (T, 2^N)`` weigh every split pattern ``u``, indexed as by
-    :func:`~shap_rsq.kernels.split_patterns.pattern_bits` (unseen patterns weigh 0).  The
+    :func:`~shap_rsq.kernels.enumeration.split_patterns.pattern_bits` (unseen patterns weigh 0).  The
     values of a node depend only on the decisions inside its subtree, so the
     forward pass runs on each node's own sub-patterns, and the reverse pass sums
     each child's adjoint over the decisions outside the child before descending:

@@ -1,19 +1,19 @@
-"""Numerics of the Q-SHAP kernel: evaluate a :class:`~shap_rsq.kernels.lca_plan.TreePlan` on rows.
+"""Numerics of the Q-SHAP kernel: evaluate a :class:`~shap_rsq.kernels.lca.plan.TreePlan` on rows.
 
 For one tree the per-feature Shapley values of the tree game are
 
     phi_j = int_0^1 sum_i [ w_quad_i d/dq_j M_i(q) + w_lin_i d/dq_j mu_i(q) ] dq,
 
 with ``M`` the multilinear extension of the squared conditional expectation and
-``mu`` that of the conditional expectation (see ``kernels.lca_plan``).  The integrand is a
+``mu`` that of the conditional expectation (see ``kernels.lca.plan``).  The integrand is a
 polynomial of degree below ``2 * n_q`` in ``q``, so Gauss-Legendre quadrature
 with ``n_q`` nodes is exact.  Products "all factors but one" are built from
 prefix and suffix products, never by division, so zero cover fractions are safe.
 
 A row reaches the kernel only through its leaf codes, and an item only through
 the bits its bit-dependent factors read (its *view* of the code).  Items are
-evaluated once per distinct ``(view, masked code)`` *cell* (``kernels.lca_cells``, or on all
-bit combinations where most of them occur, ``kernels.lca_tables``); rows then
+evaluated once per distinct ``(view, masked code)`` *cell* (``kernels.batching.cells``, or on all
+bit combinations where most of them occur, ``kernels.batching.chunks``); rows then
 gather their groups' side sums from the cells and scatter their cotangents back,
 and in the global mode the row weights are first accumulated per cell.
 """
@@ -21,38 +21,18 @@ and in the global mode the row weights are first accumulated per cell.
 from __future__ import annotations
 
 import itertools
-from functools import lru_cache
 
 import numpy as np
 
-from ..models.node_arrays import goes_left
-from ..tuning import DEFAULT_TUNING, Tuning
-from .lca_blocks import ChunkBlocks, plan_blocks
-from .lca_cells import Cells, scatter_features
-from .lca_chunks import Chunk
-from .lca_plan import LIN, TreePlan
-from .sparse import OneHot, offsets
+from ...tuning import DEFAULT_TUNING, Tuning
+from ..batching.blocks import ChunkBlocks, plan_blocks
+from ..batching.cells import Cells, scatter_features
+from ..batching.chunks import Chunk
+from ..batching.sparse import OneHot, offsets
+from ..quadrature import gauss_legendre
+from .plan import LIN, TreePlan
 
-__all__ = ["gauss_legendre", "leaf_codes", "weighted_gradient"]
-
-
-@lru_cache(maxsize=64)
-def gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights of the ``n``-point Gauss-Legendre rule on ``[0, 1]``."""
-    x, w = np.polynomial.legendre.leggauss(n)
-    return (x + 1.0) / 2.0, w / 2.0
-
-
-def split_decisions(plan: TreePlan, X: np.ndarray, dtype: np.dtype | None = None, rows=None) -> np.ndarray:
-    """``(n, n_splits + 1)`` booleans: row goes left at each split; the last column pads paths.
-
-    Only the split columns (of ``rows``, when given) are gathered and cast to the
-    model's ``dtype``, never all of ``X``.
-    """
-    x = X[:, plan.split_feature] if rows is None else X[np.ix_(rows, plan.split_feature)]
-    x = x if dtype is None else x.astype(dtype)
-    left = goes_left(x, plan.split_threshold, plan.split_default_left)
-    return np.concatenate([left, np.ones((x.shape[0], 1), dtype=bool)], axis=1)
+__all__ = ["leaf_codes", "weighted_gradient"]
 
 
 def leaf_codes(plan: TreePlan, left: np.ndarray) -> np.ndarray:
@@ -75,12 +55,6 @@ def _code_type(bits: int) -> np.dtype:
         if bits <= np.iinfo(dtype).bits:
             return np.dtype(dtype)
     return np.dtype(np.int64)
-
-
-def reached_leaf(plan: TreePlan, left: np.ndarray) -> np.ndarray:
-    """``(n,)`` index of the leaf each row reaches: the one whose path it passes entirely."""
-    on_path = left[:, plan.path_split] == plan.path_left  # (n, L, D)
-    return np.argmax(np.all(on_path, axis=2), axis=1)
 
 
 def _blocks(n: int, per_item: int, block: int = DEFAULT_TUNING.block_elements):
@@ -188,7 +162,7 @@ def _chunks(plan: TreePlan, cells: Cells, tuning: Tuning):
     random stay in cache), a chunk's about ``tuning.tabulate_cells_within`` (its values and slopes are
     computed in one pass of NumPy calls).  A chunk's groups need the same quadrature nodes
     (``TreePlan.group_q``, decreasing from group to group): its tables are evaluated on them.
-    Per chunk: its :class:`~shap_rsq.kernels.lca_chunks.Chunk` of items, part after part (each
+    Per chunk: its :class:`~shap_rsq.kernels.batching.chunks.Chunk` of items, part after part (each
     the left sides' items, then the right sides'), and per part ``(groups, start, stop,
     seg_starts)``: its groups, its items' positions in the chunk and its segment starts within
     them.

@@ -13,7 +13,7 @@ suffix products where a cover fraction is zero (:func:`_direct_slopes`).
 At node ``u`` the pairs are (left leaves) x (right leaves), and only the features met on the
 paths of ``u``'s leaves enter (``K_u``); their integrand has degree below ``K_u``, so
 ``ceil(K_u / 2)`` Gauss-Legendre nodes are exact.  Which nodes take this kernel is the cost model
-of :func:`choose_pair_nodes`; the other nodes keep their LCA items (``kernels.hybrid_tree``).
+of :func:`choose_pair_nodes`; the other nodes keep their LCA items (``kernels.lca.hybrid``).
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..models.forest import TreeTable
-from ..tuning import DEFAULT_TUNING, Tuning
-from .lca import gauss_legendre, split_decisions
-from .leaf_paths import Paths, node_depth, subtree_features, tree_paths
+from ...models.forest import TreeTable
+from ...tuning import DEFAULT_TUNING, Tuning
+from ..leaf_paths import Paths, node_depth, subtree_features, tree_paths
+from ..quadrature import gauss_legendre
+from ..row_patterns import split_decisions
 
 __all__ = ["NodeCosts", "PairPlan", "choose_pair_nodes", "compile_pairs", "node_costs", "pair_values"]
 
@@ -130,7 +131,7 @@ def choose_pair_nodes(costs: NodeCosts, tuning: Tuning = DEFAULT_TUNING, local: 
     ``local_pair_discount`` for per-row values, ``local``).  A node whose items alone
     exceed :attr:`~shap_rsq.tuning.Tuning.plan_item_cap` takes them too: no plan could hold it.
     The other nodes' items may add up to more than the cap; the tree is then compiled as several
-    plans (``kernels.hybrid_tree.plan_pieces``).
+    plans (``kernels.lca.hybrid.plan_pieces``).
     """
     cost = tuning.pair_cost * (tuning.local_pair_discount if local else 1.0)
     pair_work = cost * costs.pairs * np.ceil(costs.width / 2)

@@ -5,7 +5,7 @@ so the kernel returns both gradients with unit weights.  The linear one is TreeS
 path-dependent SHAP value; the quadratic one weights every cross item's slopes by the row's
 own cotangent ``C_g(q) * (the other side's sum)``.
 
-Slopes come from the log-derivative (``kernels.lca_blocks``): per row, ``z = cotangent x value``
+Slopes come from the log-derivative (``kernels.batching.blocks``): per row, ``z = cotangent x value``
 of every item, summed over the items of each block, gives every factor's slope as
 ``sum_q z rho(bit)`` with the row's own bit.  Per row that is one multiply-add per item and
 quadrature node, one per (block, bit-dependent factor, node) and one per (block, factor): no
@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tuning import DEFAULT_TUNING, Tuning
-from .lca import _blocks, _chunks, _group_coefficients, gauss_legendre
-from .lca_blocks import ChunkBlocks, plan_blocks
-from .lca_cells import Cells
-from .lca_chunks import Chunk
-from .lca_plan import LIN, TreePlan
-from .sparse import OneHot, offsets, weighted_sums
+from ...tuning import DEFAULT_TUNING, Tuning
+from ..batching.blocks import ChunkBlocks, plan_blocks
+from ..batching.cells import Cells
+from ..batching.chunks import Chunk
+from ..batching.sparse import OneHot, offsets, weighted_sums
+from ..quadrature import gauss_legendre
+from .global_values import _blocks, _chunks, _group_coefficients
+from .plan import LIN, TreePlan
 
 __all__ = ["pattern_gradients"]
 

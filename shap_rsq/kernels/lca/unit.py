@@ -1,11 +1,11 @@
-"""The unit of work for one tree through the LCA kernel (``kernels.lca_plan`` / ``kernels.lca``).
+"""The unit of work for one tree through the LCA kernel (``kernels.lca.plan`` / ``kernels.lca.global_values``).
 
 A deep tree is compiled into its plan only when a worker first runs it, and the
 plans a worker process compiled travel back to the caller's units, so that an
 explainer that is used again compiles each tree once.
 
 For global values a leaf-wise tree may take the conditioned recursion of
-``kernels.conditioned`` instead: both kernels are exact, and the unit picks, on the rows at
+``kernels.recursion.conditioned`` instead: both kernels are exact, and the unit picks, on the rows at
 hand, the one with less work.
 """
 
@@ -16,29 +16,30 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..models.forest import TreeTable
-from ..models.node_arrays import NodeArrays
-from ..tuning import DEFAULT_TUNING, Tuning
-from . import lca
-from .conditioned import (
+from ...models.forest import TreeTable
+from ...models.node_arrays import NodeArrays
+from ...tuning import DEFAULT_TUNING, Tuning
+from ..batching.sparse import add_pattern_values
+from ..recursion.conditioned import (
     JunctionPlan,
     compile_junction,
     expected_junction_work,
     junction_work,
     sub_patterns,
 )
-from .conditioned_passes import gradient_on_patterns
-from .conditioned_rows import reverse_work, row_gradients
-from .lca_local import pattern_gradients
-from .lca_plan import TreePlan, compile_tree
-from .sparse import add_pattern_values
+from ..recursion.conditioned_passes import gradient_on_patterns
+from ..recursion.conditioned_rows import reverse_work, row_gradients
+from ..row_patterns import routed_patterns, split_decisions
+from . import global_values as lca
+from .plan import TreePlan, compile_tree
+from .row_values import pattern_gradients
 
-__all__ = ["LcaUnit", "adopt_plans", "compiled_plans", "distinct_rows", "lca_work", "plans_present", "routed_patterns"]
+__all__ = ["LcaUnit", "adopt_plans", "compiled_plans", "lca_work", "plans_present"]
 
 
 @dataclass
 class LcaUnit:
-    """One tree through the compiled LCA kernel (``kernels.lca_plan`` / ``kernels.lca``).
+    """One tree through the compiled LCA kernel (``kernels.lca.plan`` / ``kernels.lca.global_values``).
 
     All rows are first routed to split patterns (in row blocks) and merged
     across the whole dataset, so a tree with few distinct patterns costs little
@@ -121,7 +122,7 @@ class LcaUnit:
             step = self.pattern_step(local, plan)
             for start in range(0, len(first), step):
                 block = slice(start, min(len(first), start + step))
-                yield plan, block, lca.leaf_codes(plan, lca.split_decisions(plan, X, dtype, rows=first[block]))
+                yield plan, block, lca.leaf_codes(plan, split_decisions(plan, X, dtype, rows=first[block]))
 
     def lca_plans(self):
         """The plans whose items add up to the tree's game: its one plan (see ``HybridUnit``)."""
@@ -148,7 +149,7 @@ class LcaUnit:
 
     def pattern_width(self, local: bool, plan: TreePlan | None = None) -> int:
         """(pattern, item) elements per pattern; per-row values also hold two slot arrays of a
-        pattern's leaves x path features (``kernels.lca_local``)."""
+        pattern's leaves x path features (``kernels.lca.row_values``)."""
         plan = self.plan if plan is None else plan
         return max(1, len(plan.item_leaf) + (2 * plan.path_split.size if local else 0))
 
@@ -184,18 +185,10 @@ class LcaUnit:
         limit = min(tuning.junction_elements, budget - reverse)
         if cheaper and expected_junction_work(plan, len(first), tuning.patterns_per_leaf) > limit:
             return None
-        patterns, at = sub_patterns(plan, lca.split_decisions(plan, X, dtype, rows=first)[:, :-1])
+        patterns, at = sub_patterns(plan, split_decisions(plan, X, dtype, rows=first)[:, :-1])
         if cheaper and junction_work(plan, patterns) > limit:
             return None
         return patterns, at
-
-
-def _pattern_keys(decisions: np.ndarray) -> np.ndarray:
-    """One sortable key per row of split decisions (an integer, or packed bytes past 62 splits)."""
-    if decisions.shape[1] <= 62:
-        return decisions @ (np.int64(1) << np.arange(decisions.shape[1], dtype=np.int64))
-    packed = np.ascontiguousarray(np.packbits(decisions, axis=1))
-    return packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
 
 
 def lca_work(nodes: NodeArrays) -> np.ndarray:
@@ -241,32 +234,3 @@ def adopt_plans(units, plans) -> None:
             unit._plan = plan
         if junction_plan is not None and unit._junction_plan is None:
             unit._junction_plan = junction_plan
-
-
-def routed_patterns(
-    plan, X: np.ndarray, dtype, elements: int, leaf_value: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The distinct split patterns of the rows of ``X`` (first row of each, and each row's
-    pattern), and with ``leaf_value`` every row's prediction ``leaf_value[leaf]`` (else ``None``).
-
-    Rows are routed in blocks of about ``elements`` booleans: a row holds its split decisions
-    and, for the predictions, its ``(L, D)`` path booleans, so the memory is bounded whatever the
-    rows.  ``plan`` is any plan with the split fields of :class:`~.lca_plan.TreePlan` (and its
-    path fields for the predictions).
-    """
-    per_row = plan.path_split.size if leaf_value is not None else len(plan.split_feature) + 1
-    step = max(1, elements // max(1, per_row))
-    keys, prediction = [], []
-    for start in range(0, X.shape[0], step):
-        left = lca.split_decisions(plan, X[start : start + step], dtype)
-        keys.append(_pattern_keys(left[:, :-1]))
-        if leaf_value is not None:
-            prediction.append(leaf_value[lca.reached_leaf(plan, left)])
-    _, first, inverse = np.unique(np.concatenate(keys), return_index=True, return_inverse=True)
-    return first, inverse.ravel(), None if leaf_value is None else np.concatenate(prediction)
-
-
-def distinct_rows(decisions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """First occurrence and inverse map of each distinct row of split decisions."""
-    _, first, inverse = np.unique(_pattern_keys(decisions), return_index=True, return_inverse=True)
-    return first, inverse.ravel()

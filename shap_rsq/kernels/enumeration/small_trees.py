@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..tuning import DEFAULT_TUNING, Tuning
-from . import pattern_recursion, pattern_rows, split_patterns
-from .sparse import add_pattern_values, offsets
+from ...tuning import DEFAULT_TUNING, Tuning
+from ..batching.sparse import add_pattern_values, offsets
+from ..recursion import pattern_recursion, pattern_rows
+from . import split_patterns
 
 __all__ = ["HeapUnit", "ObliviousUnit"]
 

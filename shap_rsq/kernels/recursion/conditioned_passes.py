@@ -1,10 +1,10 @@
-"""The passes of the conditioned recursion (``kernels.conditioned``) on a tree's sub-patterns.
+"""The passes of the conditioned recursion (``kernels.recursion.conditioned``) on a tree's sub-patterns.
 
 Each node's forward pass reads its children's ``A, B`` on its own sub-patterns.  The reverse
 pass runs on *rows* of some kind (:class:`PatternRows` or :class:`BlockRows`): for the global
 (``rsq``) mode the pattern weights enter at the root and the adjoints live on each node's
 sub-patterns, summed back into each child's with one sparse product; for per-row values
-(``kernels.conditioned_rows``) they live on the rows themselves, one reverse pass per block of
+(``kernels.recursion.conditioned_rows``) they live on the rows themselves, one reverse pass per block of
 rows.  Gradients are integrated over ``q`` with Gauss-Legendre quadrature, with the LCA kernel's
 number of nodes (exact: a leaf pair's integrand has degree below the number of features on the
 two paths).
@@ -17,10 +17,10 @@ from functools import cached_property
 
 import numpy as np
 
+from ..batching.cells import rows_of
+from ..batching.sparse import OneHot
+from ..quadrature import gauss_legendre
 from .conditioned import JunctionNode, JunctionPlan, SubPatterns
-from .lca import gauss_legendre
-from .lca_cells import rows_of
-from .sparse import OneHot
 
 __all__ = ["BlockRows", "PatternRows", "backward", "forward", "gradient_on_patterns"]
 
