@@ -1,7 +1,9 @@
 """Every tuned number of the engine, in one frozen record.
 
-Each field says what it trades; the measurements behind the defaults are in
-``docs/benchmarks.md`` ("Tuning").  None of them changes a result: every setting gives the
+Each field says what it trades and which script of ``benchmarks/`` measured it (or that none
+did: a memory bound, or bytes counted with ``tracemalloc`` by hand); the figures are in
+``docs/benchmarks.md``.  No tuned number lives anywhere else: a kernel or the engine reads it
+from the :class:`Tuning` it is handed.  None of them changes a result: every setting gives the
 same values (to rounding), only in another time or memory.  Tests force paths with
 ``dataclasses.replace(DEFAULT_TUNING, ...)`` passed to the engine, never by changing globals.
 
@@ -23,72 +25,105 @@ class Tuning:
     ----------
     heap_depth : int
         Trees at most this deep go through batched subset enumeration on the whole cube of their
-        split patterns (a heap of 7 splits at depth 3, fewer than 2^7 patterns).  Deeper cubes
-        grow as 2^(2^depth): a depth-4 cube has 2^15 patterns.
+        split patterns (a heap of 7 splits at depth 3, fewer than 2^7 patterns): tables built once
+        whatever the rows, against tables that grow as 2^(2^depth - 1) a tree (a depth-4 cube has
+        2^15 patterns).
+        Benchmark: ``benchmarks/bench.py`` (boosters of depth 2-6, the paper's settings).
     observed_depth : int
         Trees of this depth go through the two-particle recursion with its root on the split
         patterns the rows reach (global values), or through tables of the root's two sides on
         all their sub-patterns and the chain rule at the root (per-row values,
-        ``kernels.recursion.pattern_rows``).
+        ``kernels.recursion.pattern_rows``): work on the patterns that occur (a few hundred of
+        2^15) against the LCA kernel's set-up per tree.
+        Benchmark: ``benchmarks/local.py`` (``xgb-d4``, ``rf-d4``) and ``benchmarks/bench.py``.
+    recursion_cost : int
+        A tree of a shallow heap batch takes the two-particle recursion instead of subset
+        enumeration when ``2^repeated x depth x recursion_cost < 2^players``: one state of the
+        recursion at one quadrature node costs about this many subsets.
+        Benchmark: none recorded; ``benchmarks/bench.py``'s shallow boosters run both methods.
+    oblivious_size : int
+        Symmetric (CatBoost) trees deeper than ``heap_depth`` are tabulated by known levels when
+        ``depth + players`` is at most this: their tables hold ``2^depth x 2^depth`` entries a tree
+        (``sum_d 2^d 4^(depth - d)`` in the making), beyond which the LCA kernel is cheaper.
+        Benchmark: none recorded; ``benchmarks/bench.py`` (``catboost_symmetric``) runs the symmetric path.
     max_repeated : int
         ... if they have at most this many repeated features: each doubles the recursion's
         states, and past 3 the LCA kernel was faster on depth-4 trees (per-row values too: at 4,
         300 XGBoost trees of depth 4 on 10,000 rows took 2.3-2.6 s against 2.4-2.5 s at 3, and
         3.4-3.6 s at 5).
+        Benchmark: ``benchmarks/local.py`` (``xgb-d4`` with 300 trees on 10,000 rows).
     junction_repeated : int
         Leaf-wise trees with more repeated features never try the conditioned recursion
         (LightGBM with 31 leaves: 92% of trees have at most 6, all at most 8).
+        Benchmark: ``benchmarks/deep.py`` (``lgbm-31`` to ``lgbm-255``): counted on their trees.
     junction_share : float
         The conditioned recursion takes a leaf-wise tree when its work (states x quadrature nodes
         x sub-patterns) is below this fraction of the LCA kernel's estimate: its time per element
         is 10-20x the LCA kernel's per item.  Timed per tree on LightGBM (300 trees, 31 leaves).
+        Benchmark: ``benchmarks/deep.py`` (``lgbm-31``), per tree.
     junction_local_share : float
         ... and for per-row values, whose reverse pass runs on every row (not on each node's
         sub-patterns): per element 7-9x the LCA kernel's per item on LightGBM with 31 leaves on
         2,000 rows (46-66 ns against 6-8), where it never wins (0.28-0.68 of the LCA work); on
         fully grown forests on 300 rows x 10,000 features, at 0.08-0.14, it took 0.28-0.41 of the
         LCA kernel's time.
+        Benchmark: ``benchmarks/local.py`` on LightGBM and ``benchmarks/scale.py wide-forest``.
     junction_elements : int
         ... and below this many elements (its saved arrays, about six per element, stay small).
+        A memory bound, not timed (no benchmark).
     patterns_per_leaf : int
         Lower bound of sub-patterns per leaf used to turn trees away from the conditioned
         recursion before their sub-patterns are found (finding them costs 1-3 ms a tree).
+        Benchmark: ``benchmarks/deep.py`` (``lgbm-*``): the time finding sub-patterns takes.
     batch_trees : int
-        Consecutive small trees evaluated together in one enumeration batch.
+        Consecutive small trees evaluated together in one enumeration batch: fewer, longer NumPy
+        calls against the batch's tables, which grow with its trees.
+        Benchmark: ``benchmarks/bench.py`` (hundreds of shallow trees).
     batch_patterns : int
         Per-pattern weights of one batch of depth-4 trees (trees x 2^15 floats): bounds memory.
+        A memory bound, not timed; ``benchmarks/local.py`` (``xgb-d4``) runs it.
     chunk_elements : int
-        Elements of one routing block (rows x path entries, rows x splits): memory per block.
+        Elements of one routing block (rows x path entries, rows x splits): memory per block
+        against NumPy calls per block.
+        Benchmark: ``benchmarks/scale.py million`` (memory per block on 10^6 rows).
     min_chunk_rows : int
-        Smallest row chunk of a batch, so that NumPy calls stay long on wide batches.
+        Smallest row chunk of a batch, so that NumPy calls stay long on wide batches (at the
+        cost of a chunk's memory past ``chunk_elements``).
+        Benchmark: ``benchmarks/scale.py wide`` (1,000 depth-3 trees on 20,000 columns).
     pattern_elements : int
         Distinct patterns x items per LCA kernel call, a cap beside the memory budget (which binds
         first up to a budget of 4 GiB): each call tabulates the tree's items again, so fewer,
         larger calls are faster as long as they fit.  2^28 alone would cut the largest tree of
         XGBoost depth 12 on 10,000 rows (178,505 items) into 7 calls; the budget at 4 bytes an
         item cut it into 14, 154 s of kernel against 78 s in 3 calls and 68 s in one.
+        Benchmark: ``benchmarks/deep.py xgb-12-10k`` and ``benchmarks/ab_blocks.py``.
     block_elements : int
         Float64 elements of one temporary array in the LCA kernel (4 MB): its passes are
         memory-bound products, and blocks that stay in cache ran 1.2-1.3x faster than 64 MB ones.
+        Benchmark: ``benchmarks/deep.py`` (``rf-10``, ``xgb-12``).
     chunk_cells : int
         Table entries of one chunk of cross items (``kernels.batching.chunks``), whose value and
         cotangent tables every row block reads and writes at random: 2^13 entries x 8 nodes x 2
         tables x 8 bytes stay within a core's L2 cache.  On depth-10 forests 2^15 was 10% faster
         and 2^17 10% slower.
+        Benchmark: ``benchmarks/deep.py`` (``rf-10``).
     dense_slots : int
         Distinct keys (a block's leaf codes, the cells of its views) are found through a table of
         all their possible values when it has at most this many slots (or 4 per key), else by
         sorting: 4 million slots take 36 MB (a flag and a rank each), a sixteenth of the budget at
         most (:attr:`dense_slots_within`).
+        A memory bound (see :attr:`dense_slots_within`), timed with ``benchmarks/deep.py``.
     tabulate_cells : int
         Table entries whose values and slopes are computed together: consecutive chunks make one
         pass of NumPy calls (their per-call costs were a quarter of an XGBoost depth-12 tree with
         1,900 chunks), while rows still walk them chunk by chunk.
+        Benchmark: ``benchmarks/deep.py xgb-12``.
     mixed_cells : int
         A chunk whose tables hold at most this many entries computes them as one class of mixed
         widths (products gathered factor by factor, slopes by one set of index sums), instead of
         one pass of NumPy calls per width and kind of table: small trees otherwise spend most of
         their time in those calls.
+        Benchmark: ``benchmarks/bench.py`` and ``benchmarks/local.py`` (shallow trees).
     level_work : float
         A chunk of cross items is evaluated on the quadrature nodes of its first group, the most
         its groups need (``TreePlan.group_q``: the root's pairs need about twice the nodes of
@@ -97,6 +132,7 @@ class Tuning:
         every change (0) made per-row values on depth-8 XGBoost and forests (1,000 rows) 8-11%
         faster, but depth-4 and depth-6 XGBoost up to 20% slower (three or four chunks where one
         sufficed); at 3e5 depth 6 keeps one chunk on 1,000 rows and depth 8 cuts.
+        Benchmark: ``benchmarks/local.py`` (``xgb-d4`` to ``xgb-d8``, ``rf-d8``, 1,000 rows).
     dense_ratio : float
         A view's items are tabulated on all ``2^w`` combinations of its ``w`` bits when ``2^w`` is at
         most ``max(1, dense_ratio x w)`` times the combinations that occur, otherwise cell by cell
@@ -105,13 +141,16 @@ class Tuning:
         combinations present) went dense and each entry cost its passes for nothing; at 0.3 those
         trees took 16% less time on 2,000 rows and 40% less on 500, depth-10 forests and depth-8
         XGBoost the same.
+        Benchmark: ``benchmarks/deep.py`` (``xgb-12``, ``rf-10``, ``xgb-8``; 500 and 2,000 rows).
     max_dense_width : int
         ... and never wider than this many bits: a chunk holds at least one item's table, and 2^16
         entries x 11 nodes x 8 bytes (6 MB) still keep a chunk's tables small.
+        A memory bound, not timed (no benchmark).
     root_elements : int
         Elements of one (trees, states, quadrature nodes, observed patterns) array at the root of
         the observed-pattern recursion (16 MB); for per-row values, of the derivatives the
         observed patterns gather (``kernels.recursion.pattern_rows``).
+        A memory bound, not timed; ``benchmarks/local.py`` (``xgb-d4``) runs it.
     local_columns_per_player : int
         Per-row values of a batch of small trees go to the output as one sparse product (``2 T x
         columns`` multiply-adds a row, no temporaries) when the batch reads at most this many
@@ -119,28 +158,34 @@ class Tuning:
         six passes over ``T K`` a row).  On 100 depth-4 trees over 20 columns (``K`` 6-10) on
         10,000 rows the product took 0.19-0.20 s of the per-row call against 0.24-0.25 s with
         the gathers (at a bound of 3, some batches took the gathers).
+        Benchmark: ``benchmarks/local.py`` (``xgb-d4``, 10,000 rows).
     route_elements : int
         Rows x trees routed at once when predicting (int64 node indices: 0.5 MB, in cache):
         0.12 s for 225 depth-4 trees on 10,000 rows, 0.24 s at 1M; 75 trees of depth 8 took
         0.07-0.11 s, against 0.15-0.17 s.
+        Benchmark: ``benchmarks/local.py`` (``xgb-d4``, 10,000 rows) and ``benchmarks/deep.py xgb-8``.
     parallel_work : float
         Estimated LCA work (items x quadrature nodes x rows) from which blocks of trees go to worker
         processes: about half a second on one core, against ~25 ms to hand blocks to a warm pool.
+        Benchmark: ``benchmarks/jobs.py`` and ``benchmarks/threads.py``.
     blocks_per_job : int
         Blocks of trees per worker: a worker that drew cheap trees takes another block, but each
         block costs 10-20 ms of hand-over.  Per-row values keep one block per worker when the
         blocks' ``(n, p)`` results would pass an eighth of the memory budget.
+        Benchmark: ``benchmarks/jobs.py`` and ``benchmarks/threads.py``.
     block_seconds : float
         Global values of a call estimated (``engine.estimates.estimated_seconds``) at many times
         this go to the workers in blocks of about this long, down to one tree a block, the
         costliest first: a block's hand-over costs 10-20 ms, and with two blocks a worker one
         worker of two drew 57% of the estimated work of XGBoost of depth 12 on 10,000 rows.
+        Benchmark: ``benchmarks/jobs.py xgb-12-10k``.
     worker_plan_bytes : int
         Bytes of compiled plans a worker process keeps between calls (``engine.worker_plans``; at
         most an eighth of the budget too).  joblib's process pool restarts a worker whose memory
         grows 300 MB past its size after its first task, with a warning, and the plans go with it:
         at 256 MB that happened on a depth-8 forest on 10,000 rows.  96 MB holds the plans of the
         forests and boosters of depth 6-8 with 100-300 trees on 1,000 rows (49-80 MB).
+        Benchmark: ``benchmarks/threads.py`` and ``benchmarks/local.py --jobs 2``.
     kept_plan_bytes : int
         Bytes of compiled plans an explainer keeps for its next call (at most an eighth of the
         budget too); trees past it are compiled again on each call.  256 MB holds every plan of
@@ -148,13 +193,17 @@ class Tuning:
         depth 12 on 10,000 rows takes 40-140 MB a tree, so a few hundred such trees would
         otherwise hold tens of GB between calls.  The trees' interaction plans (about 6 MB each
         at depth 12) are bounded by the same amount, apart.
+        Benchmark: ``benchmarks/local.py`` and ``benchmarks/deep.py`` (plan sizes of their workloads).
     selector_block_entries : int
-        Largest number of per-row contributions the selector holds at once (32 MB).
+        Largest number of per-row contributions the selector holds at once (32 MB): memory
+        against the selector's passes over the rows.
+        A memory bound, not timed (no benchmark).
     pair_min_work : float
         Trees whose estimated LCA work (``kernels.lca.unit.lca_work``, items x quadrature nodes)
         is lower never consider the per-pair kernel: their plans stay as they are, and their
         per-node costs (1-10 ms a tree) are not computed.  Complete trees of depth 8 estimate
         49k, depth-10 forests and 255-leaf LightGBM trees 10^5-10^6.
+        Benchmark: ``benchmarks/deep.py`` (depth sweep).
     pair_cost : float
         Time of one leaf pair x quadrature node (``kernels.lca.pairs``) relative to one LCA item x
         quadrature node, per row pattern: a node takes the pairs when ``pair_cost x pairs x
@@ -165,6 +214,7 @@ class Tuning:
         came from the log-derivative.  In the mix the optimum is flat: that tree took 4.7-4.8 s at 5,
         4.9-5.0 at 3 and 5.1-5.5 at 10; XGBoost of depth 12 on 2,000 rows 23.3 s at 10, 24-25 s at
         3 and 5 (one core, quiet).
+        Benchmark: ``benchmarks/ab_pairs.py`` and ``benchmarks/deep.py`` (``tree-full-500``, ``xgb-12``).
     local_pair_discount : float
         ``pair_cost`` is multiplied by this for per-row values: there an LCA item costs more per
         row (each row takes its own slopes, the per-row section of ``docs/benchmarks.md``), a pair
@@ -175,11 +225,14 @@ class Tuning:
         500 leaves on 500 rows (20-23 s at a discount of 1 and of 0.4) and a depth-10 forest of 20
         trees on 2,000 rows (78 s at 1, 73 s at 0.4): the gain is on large trees and few rows,
         ``estimate_rsq``'s samples.
+        Benchmark: ``benchmarks/ab_pairs.py`` and ``benchmarks/deep.py`` (fully grown trees,
+        ``rf-10``, ``xgb-12``), per-row shares.
     pair_min_pairs : int
         Nodes with fewer leaf pairs keep their LCA items whatever the costs: near the leaves
         (one or two leaves a side) moving them saves nothing, and a tree with pair nodes sizes
         its LCA blocks as dense (``lca_dense_global_bytes``).  At 1, 8 of 20 XGBoost depth-12
         trees had such nodes only.
+        Benchmark: ``benchmarks/deep.py xgb-12``.
     max_lca_items : int
         Most estimated LCA items one plan holds (:attr:`plan_item_cap`): a tree with more is
         compiled as several plans, one after the other (``kernels.lca.hybrid``), and a node with
@@ -188,6 +241,7 @@ class Tuning:
         pairs instead cost up to 15x the tree's time: an XGBoost tree of depth 12 on 10,000
         rows (437k estimated items, 4% over the cap) sent its root to the pairs and took 904 s,
         against 59 s in pieces.
+        Benchmark: ``benchmarks/deep.py xgb-12-10k``.
     memory_budget : int
         Bytes of working memory a call may use (set by ``RSquaredExplainer(memory_budget=)``).
         An LCA kernel call sizes its blocks of patterns to a quarter of it; compiling a plan
@@ -195,6 +249,7 @@ class Tuning:
         that their kernels fit (their blocks of patterns cut to a share of it first,
         ``engine.budget.fit_jobs``); and a call whose per-row arrays alone exceed half of it is
         refused before it starts.
+        The user's setting, not tuned; ``benchmarks/jobs.py`` takes it as an argument.
     lca_global_bytes : float
         Peak bytes per (pattern, item) pair of one LCA kernel call for global values, beside
         ``lca_leaf_bytes`` per (pattern, leaf).  Only a block of rows' entries is ever held per
@@ -205,6 +260,7 @@ class Tuning:
         per (pattern, leaf) all told, 0.04-0.11 per (pattern, item) beyond 40 a leaf.  The 4
         charged before (measured 1.1-1.4 while a block held every row's entries) cut that
         XGBoost tree into 14 calls, each tabulating the items again: 2.2x its time in one call.
+        Benchmark: ``benchmarks/ab_blocks.py`` (time); the bytes with ``tracemalloc`` by hand.
     lca_local_bytes : float
         ... for per-row values (the ``(n, p)`` outputs are counted apart).  Measured with
         ``tracemalloc`` on 10,000 distinct patterns in one call: 105 MiB on a depth-10 forest's
@@ -214,13 +270,16 @@ class Tuning:
         0.4-1.2 measured while a block held every row's entries, and the 4 charged then, cut those
         XGBoost trees into 8-17 calls.  Per-row shares of a depth-10 forest on 10,000 rows ran 1.2x
         faster in one or two calls a tree, XGBoost's within noise (CPU time, alternating).
+        Benchmark: ``benchmarks/ab_blocks.py --per-row`` (time); the bytes with ``tracemalloc`` by hand.
     lca_dense_global_bytes : int
         ... for trees with pair nodes (``kernels.lca.hybrid``) whose leaf codes are wider than
         ``shared_code_bits``: 3.2 measured on a fully grown tree, whose cells of every view its
         rows rarely share (1.3-1.4 per (pattern, item) beyond 40 per (pattern, leaf), or 4.5-11
         per (pattern, view), on 2,000 patterns since blocks of rows hold the entries).
+        Measured with ``tracemalloc`` by hand (no script); ``benchmarks/deep.py tree-full`` runs it.
     lca_dense_local_bytes : int
         ... for their per-row values (1.2 measured).
+        Measured with ``tracemalloc`` by hand (no script).
     shared_code_bits : int
         Widest leaf code (distinct features on a path) whose values the patterns of a block
         share: at most 2^12 of them against blocks of thousands of patterns, so a tree with pair
@@ -228,58 +287,82 @@ class Tuning:
         an XGBoost depth-12 tree with a pair node (232,720 items, 863 leaves, codes of up to 12
         bits) took 398 MiB on 10,000 patterns in one call, 0.03 bytes per (pattern, item) beyond
         40 per (pattern, leaf), and ran in 18 calls at ``lca_dense_global_bytes``.
+        Measured with ``tracemalloc`` by hand (no script) on ``benchmarks/deep.py xgb-12-10k``'s trees.
     lca_leaf_bytes : int
         ... per (pattern, leaf): the leaf codes of a block of patterns and their cells in every
         view (``kernels.batching.cells``), 35 measured with ``tracemalloc`` on a deep tree compiled in
         pieces of 3,000-4,000 items with 434 leaves, and 45-47 all told on whole plans of
         XGBoost depth 12, depth-10 forests and LightGBM (see ``lca_global_bytes``).
+        Measured with ``tracemalloc`` by hand (no script) on ``benchmarks/deep.py``'s trees.
     lca_item_bytes : int
         Bytes per *estimated* item (``kernels.lca.pairs.node_costs`` counts 1.5-3x the compiled
         items) while a plan is compiled: 1,190-1,260 measured with ``tracemalloc`` (XGBoost depth
         12, a depth-12 forest, a fully grown tree), of which the plan keeps 270-310.  The budget's
         quarter divided by it caps ``max_lca_items``.
+        Measured with ``tracemalloc`` by hand (no script) on ``benchmarks/deep.py``'s trees.
     lca_kept_item_bytes : int
         ... of which the compiled plan keeps: what a unit holds while its blocks of patterns run
         (``engine.budget.unit_bytes``).  270-310 measured on whole plans, about 420 on the
         pieces of a deep tree (26,000 estimated items each, 434 leaves).
+        Measured with ``tracemalloc`` by hand (no script).
     lca_path_bytes : int
         ... per (leaf, depth) entry of the whole tree, which every piece of a tree compiled in
         pieces holds (arrays over its paths): 330 measured while compiling the pieces of a deep
         tree with 434 leaves and 11,284 entries (3,000-4,000 items each), a quarter of it kept.
+        Measured with ``tracemalloc`` by hand (no script).
     lca_seconds : float
         Seconds per unit of LCA work (``lca_work``) and row on one core, for the time estimate
         shown with ``progress=True`` (1.7-2.0 ns measured on XGBoost of depth 12 and forests of
         depth 10 on 2,000-10,000 rows, 0.9 on LightGBM with 255 leaves).
+        Benchmark: ``benchmarks/deep.py --estimate`` (estimate against the time).
     lca_dense_seconds : float
         ... for trees with pair nodes, per item x quadrature node (about 3.6 ns on fully grown
         trees, whose items rarely share cells: with ``pair_seconds`` the estimates of a fully grown
         tree on 500 and 2,000 rows meet the 4.8 s and 488 s measured).
+        Benchmark: ``benchmarks/deep.py --estimate tree-full``.
     pair_seconds : float
         ... per pair x feature x quadrature node and row of the per-pair kernel (about 0.6 ns on a
         fully grown tree since a pair's product comes from logarithms; 2.3 ns before).
+        Benchmark: ``benchmarks/deep.py --estimate tree-full``.
     long_call_seconds : float
         A call estimated at this many seconds or more on one core warns first when no progress
         bar was asked for (``engine.estimates``): a forest of 100 fully grown trees on 3,000 rows
         is estimated at an hour and ran silently.  Two minutes, because the estimate is within
         about 3x on deep trees and over-counts trees whose rows share split patterns (shallow
         boosters on many rows), which take seconds.
+        Benchmark: ``benchmarks/estimate.py time`` (fully grown forests) and ``benchmarks/deep.py --estimate``.
     projection_seconds : float
         Interaction shares, which have no up-front estimate, project their total from the trees
         done once they have run this long (``engine.estimates.Projection``): long enough for a
         few trees to count, short beside the hours a forest of fully grown trees takes.
+        Benchmark: ``benchmarks/interactions.py``.
     interaction_code_bits : int
         Widest entry of the interaction kernel (``kernels.interactions.indices``) whose rows are merged by
         their pass bits (an ``int64`` key of code x entry): wider entries, which only trees deeper
         than 20 have, are evaluated row by row.
+        A bound of the ``int64`` keys, not timed; ``benchmarks/interactions.py`` runs it.
     interaction_entry_bytes, interaction_player_bytes : int
         Compiling a tree's interaction plan peaks at ``entry + player x (K + 1)`` bytes an entry
         (one per pair of leaves and two per leaf) for a tree on ``K`` players: 144, 201, 232, 369
         and 638 measured with ``tracemalloc`` at ``K`` = 3, 6, 8, 20 and 40 (fully grown and
         depth-8 to 10 trees), against 168, 210, 238, 406 and 686 here.
+        Measured with ``tracemalloc`` by hand (no script); ``benchmarks/interactions.py`` (wide run) checks the peak.
+    interaction_merge_entries : int
+        Pending ``(row, column, value)`` triplets of the global interaction indices merged into their
+        sparse sum past this (``engine.interactions``): fewer merges against 24 bytes a triplet
+        held (96 MB).
+        Benchmark: ``benchmarks/interactions.py`` (wide data).
+    batch_fixed_bytes : int
+        Bytes a batch of small trees holds whatever its size (its small arrays and index tables),
+        charged by ``engine.budget.unit_bytes`` beside what grows with its trees and rows: 20-90 KiB
+        measured, 256 KiB charged.
+        Measured with ``tracemalloc`` by hand (no script).
     """
 
     heap_depth: int = 3
     observed_depth: int = 4
+    recursion_cost: int = 5
+    oblivious_size: int = 16
     max_repeated: int = 3
     junction_repeated: int = 8
     junction_share: float = 0.05
@@ -331,6 +414,8 @@ class Tuning:
     interaction_code_bits: int = 40
     interaction_entry_bytes: int = 112
     interaction_player_bytes: int = 14
+    interaction_merge_entries: int = 1 << 22
+    batch_fixed_bytes: int = 1 << 18
 
     @property
     def kept_plan_limit(self) -> int:

@@ -18,11 +18,12 @@ from sklearn.tree import DecisionTreeRegressor
 from shap_rsq import RSquaredExplainer
 from shap_rsq.engine import run
 from shap_rsq.engine.budget import fit_jobs, unit_bytes
+from shap_rsq.engine.routing import choose_pair_nodes
 from shap_rsq.engine.run import decompose
 from shap_rsq.engine.worker_plans import plan_bytes, shipped
 from shap_rsq.kernels.lca import pairs
 from shap_rsq.kernels.lca.hybrid import HybridUnit, plan_pieces
-from shap_rsq.kernels.lca.pairs import choose_pair_nodes, node_costs
+from shap_rsq.kernels.lca.pairs import node_costs
 from shap_rsq.kernels.lca.unit import LcaUnit
 from shap_rsq.tuning import DEFAULT_TUNING
 

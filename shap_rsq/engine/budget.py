@@ -44,7 +44,6 @@ __all__ = [
 ]
 
 _GIB = float(1 << 30)
-_SMALL = 1 << 18  # a batch's small arrays and index tables, whatever its size (measured 20-90 KiB)
 
 
 def row_bytes(n_rows: int, n_features: int, n_trees: int, local: bool, jobs: int) -> int:
@@ -117,13 +116,13 @@ def _batch_bytes(unit, n_rows: int, local: bool, tuning: Tuning) -> int:
     chunk = min(n_rows, unit.chunk_rows()) * per_row
     floats = 0 if local else 6 * n_trees * n_patterns
     # per-row values of depth-4 heaps are tabulated on the patterns of a chunk, not on the cube
-    observed = depth > pattern_recursion.CUBE_ROOT_DEPTH and not oblivious
+    observed = not oblivious and unit.observed
     seen = min(n_rows, unit.chunk_rows(), n_patterns) if observed else n_patterns
     if local:  # the unit tables, and laid out over the batch's columns for the sparse product
         floats += n_trees * seen * (3 * n_players + 2 * min(columns, tuning.local_columns_per_player * n_players))
     if oblivious:  # tables by known levels (T, 2^D, 2^D), built with the unit; squared, and weighted
         floats += 3 * n_trees * n_patterns * (n_patterns + n_players)
-        return int(_SMALL + chunk + 8 * floats)
+        return int(tuning.batch_fixed_bytes + chunk + 8 * floats)
     quadrature = max(1, depth)
     splits = (1 << depth) - 1
     repeated = pattern_recursion.repeated_players(batch).sum(axis=1)
@@ -143,7 +142,7 @@ def _batch_bytes(unit, n_rows: int, local: bool, tuning: Tuning) -> int:
             size += len(group) * seen * 3 * (splits + n_players)
         elif local:  # every level's values on every pattern, kept for the reverse pass
             size = 12 * len(group) * states * quadrature * splits * n_patterns
-        elif depth <= pattern_recursion.CUBE_ROOT_DEPTH:  # each node on its own sub-patterns
+        elif not observed:  # each node on its own sub-patterns
             size = 8 * len(group) * states * quadrature * n_patterns
         else:  # below the root on sub-patterns; the root on the patterns that occur, in blocks of trees
             below = 10 * len(group) * states * quadrature * (1 << (splits // 2 + 2))
@@ -151,7 +150,7 @@ def _batch_bytes(unit, n_rows: int, local: bool, tuning: Tuning) -> int:
             size = below + 16 * min(len(group) * seen, max(tuning.root_elements_within, seen))
             size += 6 * len(group) * min(n_rows, n_patterns)  # the patterns that occur, their weights
         largest = max(largest, size)
-    return int(_SMALL + chunk + 8 * (floats + largest))
+    return int(tuning.batch_fixed_bytes + chunk + 8 * (floats + largest))
 
 
 def fit_jobs(

@@ -12,17 +12,16 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.interactions.indices import InteractionPlan, compile_interactions, pattern_interactions
+from ..kernels.interactions.indices import InteractionPlan, pattern_interactions
 from ..kernels.row_patterns import routed_patterns
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import check_interaction_plans, check_interaction_rows
 from .estimates import Projection, progress_bar, trees_named
+from .routing import interaction_plan
 from .worker_plans import plan_bytes
 
 __all__ = ["InteractionPlans", "interaction_indices"]
-
-_COMPRESS_ENTRIES = 1 << 22  # pending (row, column, value) triplets merged into the sparse sum past this
 
 
 class InteractionPlans:
@@ -44,7 +43,7 @@ class InteractionPlans:
         if t in self._plans:
             return self._plans[t]
         tree = self.forest.trees[t]
-        plan = None if tree.left[0] < 0 else compile_interactions(tree)
+        plan = interaction_plan(tree)
         size = plan_bytes(plan)
         if self.limit is None or self.kept_bytes + size <= self.limit:
             self._plans[t] = plan
@@ -77,7 +76,7 @@ def interaction_indices(
         widest = int(forest.nodes.split_players(forest.players).max(initial=0))  # its tables are (patterns, K, K)
         check_interaction_rows(n, n_players, tuning.memory_budget, widest)
     f = np.full(n, forest.base_offset + float(forest.nodes.tree_mean.sum()))
-    out = np.zeros((n, n_players, n_players)) if local else _SparseSum(n_players)
+    out = np.zeros((n, n_players, n_players)) if local else _SparseSum(n_players, tuning.interaction_merge_entries)
     with progress_bar(forest.n_trees, "trees (interaction shares)" if progress else False) as bar:
         pairs = _leaf_pairs(forest)
         projection = None if bar else _projection(forest, pairs, local, tuning)
@@ -147,8 +146,9 @@ def _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, step: int) -> None:
 class _SparseSum:
     """A ``(P, P)`` sum of small dense blocks at scattered indices, merged in batches."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, merge_entries: int) -> None:
         self.size = size
+        self.merge_entries = merge_entries  # pending triplets merged into the sum past this
         self._sum = sp.csr_matrix((size, size))
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._pending = 0
@@ -157,7 +157,7 @@ class _SparseSum:
         j, k = np.nonzero(block)
         self._parts.append((ids[j], ids[k], block[j, k]))
         self._pending += len(j)
-        if self._pending > _COMPRESS_ENTRIES:
+        if self._pending > self.merge_entries:
             self._merge()
 
     def _merge(self) -> None:

@@ -1,25 +1,33 @@
 """The one place that chooses a kernel for each tree, from the tree's shape and the :class:`Tuning`.
 
-Trees are grouped, in order, into units of work (:class:`~shap_rsq.kernels.protocol.TreeKernel`):
+Trees are grouped, in order, into units of work (:class:`~shap_rsq.kernels.protocol.TreeKernel`),
+and every choice below is handed to the units as a parameter; the kernels only evaluate:
 
 ========================  ==============================================================
 kernel                    trees (``kernel="auto"``)
 ========================  ==============================================================
 subset enumeration        depth <= ``heap_depth``, batched on the cube of split patterns
-                          (``kernels.enumeration.small_trees.HeapUnit``), and symmetric trees whose
-                          ``depth + players <= 16`` (``ObliviousUnit``)
-two-particle recursion    depth ``observed_depth`` with at most ``max_repeated`` repeated
-                          features (``HeapUnit``, method "recursion"); their per-row values
-                          chain the root to tables of its two sides (``kernels.recursion.pattern_rows``)
-conditioned recursion     leaf-wise trees with at most ``junction_repeated`` repeated features
-                          try it, global values only, when cheaper on the rows at hand
-                          (``kernels.lca.unit.LcaUnit``, ``junction="cheaper"``)
-LCA kernel                every other tree (``LcaUnit``); trees at least ``pair_min_depth``
-                          deep whose nodes' pairs are cheaper one by one than expanded
-                          (``kernels.lca.pairs.choose_pair_nodes``, where per-row values count
-                          pairs cheaper by ``local_pair_discount``) keep the LCA items of the
-                          other nodes, and trees whose items need more than one plan
-                          compile them in pieces (``kernels.lca.hybrid.HybridUnit``)
+                          (``kernels.enumeration.small_trees.HeapUnit``), unless the
+                          recursion is cheaper (:func:`recursion_trees`); symmetric trees
+                          whose ``depth + players <= oblivious_size`` (``ObliviousUnit``)
+two-particle recursion    shallow trees where ``2^repeated x depth x recursion_cost`` is
+                          below ``2^players``, and depth ``observed_depth`` with at most
+                          ``max_repeated`` repeated features (``HeapUnit(observed=True)``,
+                          the root on the patterns that occur); their per-row values chain
+                          the root to tables of its two sides (``kernels.recursion.pattern_rows``)
+conditioned recursion     leaf-wise trees with at most ``junction_repeated`` repeated features,
+                          when its work on the rows at hand is below ``junction_share`` of the
+                          LCA kernel's (``junction_local_share`` for per-row values; the
+                          unit counts, :class:`JunctionRule` decides)
+LCA kernel                every other tree (``kernels.lca.unit.LcaUnit``); trees whose
+                          estimated work reaches ``pair_min_work`` give the pairs of nodes
+                          where they are cheaper one by one than expanded to the per-pair
+                          kernel (:func:`choose_pair_nodes`, where per-row values count pairs
+                          cheaper by ``local_pair_discount``) and keep the LCA items of the
+                          other nodes, and trees whose items need more than one plan compile
+                          them in pieces (``kernels.lca.hybrid.HybridUnit``)
+interaction indices       every tree with a split, leaf pair by leaf pair
+                          (``kernels.interactions``, :func:`interaction_plan`)
 ========================  ==============================================================
 
 ``kernel=`` forces one path (tests, benchmarks): ``"lca"`` sends every tree through the LCA
@@ -31,21 +39,32 @@ every LCA tree through the per-pair kernel.  Every choice gives the same values.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from ..kernels.enumeration import split_patterns
 from ..kernels.enumeration.small_trees import HeapUnit, ObliviousUnit
+from ..kernels.interactions.indices import InteractionPlan, compile_interactions
 from ..kernels.lca.hybrid import HybridUnit, plan_pieces
-from ..kernels.lca.pairs import choose_pair_nodes, node_costs
+from ..kernels.lca.pairs import NodeCosts, node_costs
 from ..kernels.lca.unit import LcaUnit, lca_work
-from ..models.forest import Forest
+from ..kernels.recursion import pattern_recursion
+from ..models.forest import Forest, TreeTable
 from ..models.node_arrays import NodeArrays
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import unit_bytes
 
-__all__ = ["KERNELS", "Kernel", "build_units"]
+__all__ = [
+    "KERNELS",
+    "JunctionRule",
+    "Kernel",
+    "build_units",
+    "choose_pair_nodes",
+    "interaction_plan",
+    "recursion_trees",
+]
 
 Kernel = Literal["auto", "lca", "enumerate", "recursion", "junction", "pairs"]
 KERNELS: tuple[str, ...] = ("auto", "lca", "enumerate", "recursion", "junction", "pairs")
@@ -76,7 +95,7 @@ def build_units(
     kinds = _kinds(nodes, shape_kernel, local, tuning)
     depths, means = nodes.tree_depth, nodes.tree_mean
     work = lca_work(nodes)
-    junction = _junction_modes(nodes, shape_kernel, tuning)
+    junction = _junction_rules(nodes, shape_kernel, tuning)
     lca_units = {} if lca_units is None else lca_units
     units: list = []
     start = 0
@@ -118,13 +137,24 @@ def _batch_unit(kind: str, nodes: NodeArrays, index: np.ndarray, kernel: str, tu
     means = nodes.tree_mean[index]
     if kind == "oblivious":
         return ObliviousUnit(index, means, batch, tuning)
-    method = kernel if kernel in ("enumerate", "recursion") else "auto"
-    if kind == "observed":
-        method = "recursion"  # the subsets of a 2^15 cube are out of reach
-    return HeapUnit(index, means, batch, method, tuning)
+    observed = kind == "observed"
+    return HeapUnit(index, means, batch, recursion_trees(batch, kernel, observed, tuning), observed, tuning)
 
 
-def _lca_unit(tree, index, mean, work, junction, kernel: str, tuning: Tuning, local: bool, shared: dict):
+def recursion_trees(batch: split_patterns.HeapBatch, kernel: str, observed: bool, tuning: Tuning) -> np.ndarray:
+    """``(T,)`` whether each tree of a heap batch takes the two-particle recursion rather than
+    subset enumeration: the recursion works over ``2^R`` states of its ``R`` repeated players at
+    each of ``depth`` quadrature nodes, enumeration over ``2^K`` subsets of its ``K`` players, and a
+    state costs ``recursion_cost`` subsets.  Depth-4 heaps (``observed``) always take it: the
+    subsets of a 2^15 cube are out of reach."""
+    players = batch.players_per_tree
+    if observed or kernel in ("enumerate", "recursion"):
+        return np.full(len(players), observed or kernel == "recursion")
+    repeated = pattern_recursion.repeated_players(batch).sum(axis=1)
+    return (1 << repeated) * max(1, batch.depth) * tuning.recursion_cost < (1 << players)
+
+
+def _lca_unit(tree, index, mean, work, junction: JunctionRule | None, kernel: str, tuning, local: bool, shared: dict):
     """An LCA unit, or a hybrid one when some nodes' pairs are cheaper one by one or the tree's
     items need more than one plan (deep trees).
 
@@ -144,7 +174,7 @@ def _lca_unit(tree, index, mean, work, junction, kernel: str, tuning: Tuning, lo
     return _shared(
         shared,
         (index[0], chosen.tobytes()),
-        lambda: HybridUnit(index, mean, tree, work, "never", tuning, pair_nodes=chosen, pieces=pieces),
+        lambda: HybridUnit(index, mean, tree, work, None, tuning, pair_nodes=chosen, pieces=pieces),
     )
 
 
@@ -155,8 +185,47 @@ def _shared(units: dict, key: tuple, build):
     return units[key]
 
 
-def _junction_modes(nodes: NodeArrays, kernel: str, tuning: Tuning) -> np.ndarray:
-    """Per tree, when an LCA unit may take the conditioned recursion instead.
+def choose_pair_nodes(costs: NodeCosts, tuning: Tuning = DEFAULT_TUNING, local: bool = False) -> np.ndarray:
+    """``(nodes,)`` mask of the nodes whose leaf pairs take the per-pair kernel (``kernels.lca.pairs``)
+    rather than the LCA items.
+
+    A node with at least ``pair_min_pairs`` pairs takes them when ``pair_cost x pairs x
+    ceil(width / 2)`` is below its items x the tree's quadrature nodes (``pair_cost`` times
+    ``local_pair_discount`` for per-row values, ``local``).  A node whose items alone
+    exceed :attr:`~shap_rsq.tuning.Tuning.plan_item_cap` takes them too: no plan could hold it.
+    The other nodes' items may add up to more than the cap; the tree is then compiled as several
+    plans (``kernels.lca.hybrid.plan_pieces``).
+    """
+    cost = tuning.pair_cost * (tuning.local_pair_discount if local else 1.0)
+    pair_work = cost * costs.pairs * np.ceil(costs.width / 2)
+    cheaper = (costs.pairs >= tuning.pair_min_pairs) & (pair_work < costs.items * costs.n_q)
+    return cheaper | (costs.items > tuning.plan_item_cap)
+
+
+@dataclass(frozen=True)
+class JunctionRule:
+    """When an LCA unit's tree takes the conditioned recursion instead of its LCA items
+    (a :class:`~shap_rsq.kernels.protocol.JunctionChoice`: the unit counts, this decides).
+
+    ``forced`` (``kernel="junction"``) takes every tree.  Otherwise the recursion's forward work,
+    at most ``junction_elements`` (its saved arrays), plus its reverse pass on every row for
+    per-row values, must stay below ``junction_share`` (``junction_local_share``) of the LCA
+    kernel's estimate on the same patterns.
+    """
+
+    forced: bool
+    tuning: Tuning = DEFAULT_TUNING
+
+    def takes(self, junction_work: float, lca_work: float, n_patterns: int, reverse: float, local: bool) -> bool:
+        if self.forced:
+            return True
+        tuning = self.tuning
+        share = tuning.junction_local_share if local else tuning.junction_share
+        return junction_work <= min(tuning.junction_elements, share * lca_work * n_patterns - reverse)
+
+
+def _junction_rules(nodes: NodeArrays, kernel: str, tuning: Tuning) -> list[JunctionRule | None]:
+    """Per tree, the rule by which an LCA unit may take the conditioned recursion (``None``: never).
 
     Leaf-wise trees (under a quarter of the leaves their depth allows, as LightGBM
     grows them: 98% of its trees with 31 leaves) with few repeated features are
@@ -165,11 +234,18 @@ def _junction_modes(nodes: NodeArrays, kernel: str, tuning: Tuning) -> np.ndarra
     choice costs about as much as it saves.
     """
     if kernel == "junction":
-        return np.full(len(nodes.tree_depth), "always")
+        return [JunctionRule(True, tuning)] * len(nodes.tree_depth)
     leaves = nodes.tree_leaves
     leaf_wise = leaves < 2.0 ** (nodes.tree_depth - 2)
     few_repeated = _repeated_features(nodes) <= tuning.junction_repeated
-    return np.where(leaf_wise & few_repeated & (kernel == "auto"), "cheaper", "never")
+    cheaper = leaf_wise & few_repeated & (kernel == "auto")
+    return [JunctionRule(False, tuning) if take else None for take in cheaper]
+
+
+def interaction_plan(tree: TreeTable) -> InteractionPlan | None:
+    """The interaction kernel's plan of one tree (``kernels.interactions``): every tree with a split
+    takes it (no other kernel gives interaction indices); a single leaf has none."""
+    return None if tree.left[0] < 0 else compile_interactions(tree)
 
 
 def _repeated_features(nodes: NodeArrays) -> np.ndarray:
@@ -191,7 +267,7 @@ def _kinds(nodes: NodeArrays, kernel: str, local: bool, tuning: Tuning) -> list[
         forced = kernel in ("enumerate", "recursion")
         # (the cube of a depth-4 heap has 2^15 patterns: too many even for tests)
         shallow = depth <= tuning.heap_depth
-        small_oblivious = oblivious & ~shallow & ((depth + players <= 16) | forced)
+        small_oblivious = oblivious & ~shallow & ((depth + players <= tuning.oblivious_size) | forced)
         kinds[shallow] = "heap"
         if kernel != "enumerate":
             repeated = _repeated_features(nodes)

@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["TreeKernel"]
+__all__ = ["JunctionChoice", "TreeKernel"]
 
 
 class TreeKernel(Protocol):
@@ -59,3 +59,13 @@ class TreeKernel(Protocol):
 
     def finish(self, weights: tuple[np.ndarray, np.ndarray], out: np.ndarray) -> None:
         """Add the Shapley values of the games whose weights were summed per pattern over all chunks."""
+
+
+class JunctionChoice(Protocol):
+    """The rule by which an LCA unit's tree takes the conditioned recursion instead of its LCA
+    items, on the rows at hand (``engine.routing`` makes it; the unit only counts the work)."""
+
+    def takes(self, junction_work: float, lca_work: float, n_patterns: int, reverse: float, local: bool) -> bool:
+        """Whether the recursion takes the tree: its forward work ``junction_work`` (an estimate
+        before its sub-patterns are found, then their count) and, for per-row values, its reverse
+        pass ``reverse``, against the LCA kernel's ``lca_work`` per pattern on ``n_patterns``."""

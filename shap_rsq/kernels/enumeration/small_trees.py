@@ -1,4 +1,5 @@
-"""Units of work: one tree through the LCA kernel, or consecutive small trees through enumeration.
+"""Units of work for consecutive small trees, each on the cube of its split patterns (or, for
+depth-4 heaps, on the patterns that occur), by subset enumeration or the two-particle recursion.
 
 Every unit answers two questions for a chunk of rows: what each of its trees
 predicts (:meth:`prepare`), and, given the row weights of each tree's game,
@@ -25,18 +26,23 @@ __all__ = ["HeapUnit", "ObliviousUnit"]
 
 @dataclass
 class HeapUnit:
-    """Consecutive trees of depth <= 3 in heap layout, evaluated on the cube of all split patterns.
+    """Consecutive trees in heap layout, evaluated on the cube of all their split patterns.
 
     A row enters a tree only through its split pattern, one of ``2^N`` (``N`` heap
     splits).  Every table over the cube is row-independent and computed once per unit;
     rows only add their weights into the cube (global values) or gather per-pattern
-    values (local values), so the cost past routing does not grow with ``n``.
+    values (local values), so the cost past routing does not grow with ``n``.  An
+    ``observed`` unit (depth-4 heaps: a cube of 2^15) runs its root on the patterns that occur.
+
+    ``recursion`` says, per tree, whether it takes the two-particle recursion rather than
+    subset enumeration: ``engine.routing`` chooses (both are exact).
     """
 
     trees: np.ndarray
     means: np.ndarray
     batch: split_patterns.HeapBatch
-    method: str = "auto"  # "enumerate" or "recursion" when the routing forces one
+    recursion: np.ndarray  # (T,) bool: the recursion, else subset enumeration
+    observed: bool = False  # the root on the patterns that occur, not on the whole cube
     tuning: Tuning = DEFAULT_TUNING
     _tables: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _fresh: list = field(default_factory=list, init=False, repr=False, compare=False)  # side tables of this call
@@ -73,7 +79,7 @@ class HeapUnit:
         (cell,) = state
         if not local:
             return _pattern_weights(cell, self.n_patterns, w_quad, w_lin)
-        if self.batch.depth > pattern_recursion.CUBE_ROOT_DEPTH:
+        if self.observed:
             unit_quad, unit_lin, cell = self._observed_tables(cell)
         else:
             unit_quad, unit_lin = self._local_tables()
@@ -140,7 +146,7 @@ class HeapUnit:
             batch = self.batch.select(group, k)
             if use_recursion:
                 phi = pattern_recursion.summed_recursion_gradients(
-                    batch, per_quad[group], per_lin[group], self.tuning.root_elements_within
+                    batch, per_quad[group], per_lin[group], self.tuning.root_elements_within, self.observed
                 )
             else:
                 phi = self._subset_tables(use_recursion, k, group).summed(per_quad[group], per_lin[group])
@@ -148,7 +154,7 @@ class HeapUnit:
 
     def _predictions(self, keys: np.ndarray) -> np.ndarray:
         """``(n, T)`` each tree's prediction on rows of patterns ``keys``."""
-        if self.batch.depth > pattern_recursion.CUBE_ROOT_DEPTH:  # a cube too large to tabulate
+        if self.observed:  # a cube too large to tabulate
             return np.take_along_axis(
                 self.batch.leaf_value.T, split_patterns.pattern_leaf(self.batch.depth, keys), axis=0
             )
@@ -192,15 +198,13 @@ class HeapUnit:
     def method_groups(self):
         """Trees by exact method: ``(use_recursion, players, trees)``.
 
-        Per tree the cheaper method: ``2^K`` subsets, or the recursion over ``2^R`` states of
-        its repeated features.  Trees with the same ``K`` (subsets) or ``R`` (recursion) are
-        evaluated together, with ``players`` columns.
+        The recursion works over ``2^R`` states of a tree's ``R`` repeated players, enumeration over
+        ``2^K`` subsets of its ``K`` players.  Trees with the same ``K`` (subsets) or ``R``
+        (recursion) are evaluated together, with ``players`` columns.
         """
         players = self.batch.players_per_tree
         repeated = pattern_recursion.repeated_players(self.batch).sum(axis=1)
-        recurse = (1 << repeated) * max(1, self.batch.depth) * 5 < (1 << players)
-        if self.method != "auto":
-            recurse = np.full(len(players), self.method == "recursion")
+        recurse = self.recursion
         size = np.where(recurse, repeated, players)
         for use_recursion, k in sorted({(bool(r), int(s)) for r, s in zip(recurse, size, strict=True)}):
             group = np.flatnonzero((recurse == use_recursion) & (size == k))

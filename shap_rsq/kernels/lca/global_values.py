@@ -57,7 +57,7 @@ def _code_type(bits: int) -> np.dtype:
     return np.dtype(np.int64)
 
 
-def _blocks(n: int, per_item: int, block: int = DEFAULT_TUNING.block_elements):
+def _blocks(n: int, per_item: int, block: int):
     step = max(1, block // max(1, per_item))
     for start in range(0, n, step):
         yield slice(start, min(n, start + step))

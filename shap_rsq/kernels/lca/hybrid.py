@@ -3,7 +3,7 @@
 At a node where the two sides reuse many features, expanding the coupled factors into LCA items
 costs ``sum_leaves 2^coupled``; evaluating its ``|left| x |right|`` leaf pairs as products
 (``kernels.lca.pairs``) costs ``pairs x features x Q`` whatever the coupling.  The unit compiles the
-LCA items of the nodes :func:`~shap_rsq.kernels.lca.pairs.choose_pair_nodes` did not give to the
+LCA items of the nodes :func:`~shap_rsq.engine.routing.choose_pair_nodes` did not give to the
 pairs, in *pieces* of at most ``Tuning.plan_item_cap`` estimated items each (:func:`plan_pieces`),
 so that compiling a plan stays within the memory budget however large the tree.  Each pair of
 leaves meets at one node, and each node is in one piece or with the pairs, so the values add up
@@ -40,7 +40,7 @@ class HybridUnit(LcaUnit):
     _pair_plan: PairPlan | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        self.junction = "never"
+        self.junction = None
         if self.pieces is None:
             self.pieces = np.where(self.pair_nodes | (self.tree.left < 0), -1, 0)
 
@@ -126,7 +126,7 @@ def plan_pieces(items: np.ndarray, pair_nodes: np.ndarray, cap: int) -> np.ndarr
 
     First fit, nodes by decreasing items: pieces come out nearly full, so few plans are compiled.
     A node with more than ``cap`` items has a piece of its own
-    (:func:`~shap_rsq.kernels.lca.pairs.choose_pair_nodes` gives such nodes to the pairs).
+    (:func:`~shap_rsq.engine.routing.choose_pair_nodes` gives such nodes to the pairs).
     """
     piece = np.full(len(items), -1, dtype=np.int64)
     loads: list[float] = []

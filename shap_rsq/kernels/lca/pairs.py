@@ -12,8 +12,9 @@ suffix products where a cover fraction is zero (:func:`_direct_slopes`).
 
 At node ``u`` the pairs are (left leaves) x (right leaves), and only the features met on the
 paths of ``u``'s leaves enter (``K_u``); their integrand has degree below ``K_u``, so
-``ceil(K_u / 2)`` Gauss-Legendre nodes are exact.  Which nodes take this kernel is the cost model
-of :func:`choose_pair_nodes`; the other nodes keep their LCA items (``kernels.lca.hybrid``).
+``ceil(K_u / 2)`` Gauss-Legendre nodes are exact.  Which nodes take this kernel is decided by
+``engine.routing.choose_pair_nodes`` on the costs of :func:`node_costs`; the other nodes keep
+their LCA items (``kernels.lca.hybrid``).
 """
 
 from __future__ import annotations
@@ -23,12 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...models.forest import TreeTable
-from ...tuning import DEFAULT_TUNING, Tuning
 from ..leaf_paths import Paths, node_depth, subtree_features, tree_paths
 from ..quadrature import gauss_legendre
 from ..row_patterns import split_decisions
 
-__all__ = ["NodeCosts", "PairPlan", "choose_pair_nodes", "compile_pairs", "node_costs", "pair_values"]
+__all__ = ["NodeCosts", "PairPlan", "compile_pairs", "node_costs", "pair_values"]
 
 
 @dataclass(frozen=True)
@@ -121,22 +121,6 @@ def node_costs(tree: TreeTable) -> NodeCosts:
     width[internal] = np.sum(cumulative[hi[internal]] - cumulative[lo[internal]] > 0, axis=1)
     n_q = max(1, -(-int(paths.n_local.max()) // 2))
     return NodeCosts(items, pairs, width, n_q)
-
-
-def choose_pair_nodes(costs: NodeCosts, tuning: Tuning = DEFAULT_TUNING, local: bool = False) -> np.ndarray:
-    """``(nodes,)`` mask of the nodes whose pairs are cheaper here than as LCA items.
-
-    A node with at least ``pair_min_pairs`` pairs takes them when ``pair_cost x pairs x
-    ceil(width / 2)`` is below its items x the tree's quadrature nodes (``pair_cost`` times
-    ``local_pair_discount`` for per-row values, ``local``).  A node whose items alone
-    exceed :attr:`~shap_rsq.tuning.Tuning.plan_item_cap` takes them too: no plan could hold it.
-    The other nodes' items may add up to more than the cap; the tree is then compiled as several
-    plans (``kernels.lca.hybrid.plan_pieces``).
-    """
-    cost = tuning.pair_cost * (tuning.local_pair_discount if local else 1.0)
-    pair_work = cost * costs.pairs * np.ceil(costs.width / 2)
-    cheaper = (costs.pairs >= tuning.pair_min_pairs) & (pair_work < costs.items * costs.n_q)
-    return cheaper | (costs.items > tuning.plan_item_cap)
 
 
 def compile_pairs(tree: TreeTable, chosen: np.ndarray) -> PairPlan:

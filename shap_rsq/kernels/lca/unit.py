@@ -4,9 +4,9 @@ A deep tree is compiled into its plan only when a worker first runs it, and the
 plans a worker process compiled travel back to the caller's units, so that an
 explainer that is used again compiles each tree once.
 
-For global values a leaf-wise tree may take the conditioned recursion of
-``kernels.recursion.conditioned`` instead: both kernels are exact, and the unit picks, on the rows at
-hand, the one with less work.
+A tree may take the conditioned recursion of ``kernels.recursion.conditioned`` instead: both
+kernels are exact, and the unit counts the work of each on the rows at hand for the rule that
+``engine.routing`` gave it (a :class:`~shap_rsq.kernels.protocol.JunctionChoice`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ...models.forest import TreeTable
 from ...models.node_arrays import NodeArrays
 from ...tuning import DEFAULT_TUNING, Tuning
 from ..batching.sparse import add_pattern_values
+from ..protocol import JunctionChoice
 from ..recursion.conditioned import (
     JunctionPlan,
     compile_junction,
@@ -50,7 +51,7 @@ class LcaUnit:
     means: np.ndarray
     tree: TreeTable
     work: float  # estimated items x quadrature nodes (``lca_work``), known before compiling
-    junction: str = "never"  # "never", "cheaper" (when its work is lower) or "always" (forced)
+    junction: JunctionChoice | None = None  # when the conditioned recursion takes the tree (None: never)
     tuning: Tuning = DEFAULT_TUNING
     _plan: TreePlan | None = field(default=None, repr=False)
     _junction_plan: JunctionPlan | None = field(default=None, repr=False)
@@ -84,7 +85,7 @@ class LcaUnit:
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
         elements = self.tuning.routing_elements_within
-        if self.junction != "never":  # route with the recursion's plan: the LCA plan may never be needed
+        if self.junction is not None:  # route with the recursion's plan: the LCA plan may never be needed
             first, inverse, _ = routed_patterns(self.junction_plan, X, dtype, elements)
             prediction = self.tree.value[self.tree.leaf_of(X, dtype)]
             return (X, dtype, first, inverse), prediction[:, None]
@@ -155,7 +156,7 @@ class LcaUnit:
 
     def _junction_gradient(self, X, dtype, first, per_quad, per_lin, out) -> bool:
         """Add the tree's global values through the conditioned recursion, if it is the cheaper kernel."""
-        found = self._junction_patterns(X, dtype, first, self.tuning.junction_share * self.work * len(first))
+        found = self._junction_patterns(X, dtype, first, local=False)
         if found is None:
             return False
         plan, (patterns, at) = self.junction_plan, found
@@ -164,31 +165,31 @@ class LcaUnit:
 
     def _junction_rows(self, X, dtype, first) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """:meth:`_lca_rows` through the conditioned recursion, if it is the cheaper kernel."""
-        if self.junction == "never":
+        if self.junction is None:
             return None
-        plan, m = self.junction_plan, len(first)
-        budget = self.tuning.junction_local_share * self.work * m
-        found = self._junction_patterns(X, dtype, first, budget, reverse=reverse_work(plan, m))
+        plan = self.junction_plan
+        found = self._junction_patterns(X, dtype, first, local=True, reverse=reverse_work(plan, len(first)))
         if found is None:
             return None
         return plan.features, *row_gradients(plan, *found, self.tuning.junction_row_elements)
 
-    def _junction_patterns(self, X, dtype, first, budget: float, reverse: float = 0.0):
-        """The recursion's sub-patterns of the rows (:func:`~.conditioned.sub_patterns`), or ``None``
-        when it is not the kernel to take: its forward work (at most ``Tuning.junction_elements``)
-        plus ``reverse`` must stay within ``budget``, estimated before the sub-patterns are found
-        (finding them costs 1-3 ms a tree), then counted on them."""
-        if self.junction == "never":
+    def _junction_patterns(self, X, dtype, first, local: bool, reverse: float = 0.0):
+        """The recursion's sub-patterns of the rows (:func:`~..recursion.conditioned.sub_patterns`),
+        or ``None`` when the unit's :class:`~shap_rsq.kernels.protocol.JunctionChoice` does not take
+        the tree: asked first with the work estimated before the sub-patterns are found (finding
+        them costs 1-3 ms a tree), then with the work counted on them."""
+        if self.junction is None:
             return None
-        plan, tuning = self.junction_plan, self.tuning
-        cheaper = self.junction == "cheaper"
-        limit = min(tuning.junction_elements, budget - reverse)
-        if cheaper and expected_junction_work(plan, len(first), tuning.patterns_per_leaf) > limit:
+        plan, m = self.junction_plan, len(first)
+        if not self._takes(expected_junction_work(plan, m, self.tuning.patterns_per_leaf), m, reverse, local):
             return None
         patterns, at = sub_patterns(plan, split_decisions(plan, X, dtype, rows=first)[:, :-1])
-        if cheaper and junction_work(plan, patterns) > limit:
+        if not self._takes(junction_work(plan, patterns), m, reverse, local):
             return None
         return patterns, at
+
+    def _takes(self, junction_work: float, n_patterns: int, reverse: float, local: bool) -> bool:
+        return self.junction.takes(junction_work, self.work, n_patterns, reverse, local)
 
 
 def lca_work(nodes: NodeArrays) -> np.ndarray:

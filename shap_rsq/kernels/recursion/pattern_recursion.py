@@ -39,10 +39,6 @@ __all__ = [
     "summed_recursion_gradients",
 ]
 
-# Heaps up to this depth run the root on the whole cube of split patterns (2 x 8 x 8 at depth 3);
-# deeper ones on the patterns that occur (a depth-4 cube has 2^15, a dataset reaches few of them).
-CUBE_ROOT_DEPTH = 3
-
 
 def repeated_players(batch: HeapBatch) -> np.ndarray:
     """``(T, K)`` whether each player splits more than one node of its tree."""
@@ -212,26 +208,28 @@ def _conditioned_gradients(forward, assignments, q, gl, order, seed_quad, seed_l
 
 
 def summed_recursion_gradients(
-    batch: HeapBatch, cube_quad: np.ndarray, cube_lin: np.ndarray, root_elements: int
+    batch: HeapBatch, cube_quad: np.ndarray, cube_lin: np.ndarray, root_elements: int, observed: bool
 ) -> np.ndarray:
     """Shapley values of ``sum_u (w_quad_u m_S(u)^2 + w_lin_u m_S(u))`` per tree: ``(T, K)``,
-    from the pattern weights ``(T, 2^N)`` (see :func:`_summed_gradients`), a few trees at a time
-    when their roots work on many observed patterns (at most ``root_elements`` per root array)."""
-    if batch.depth <= CUBE_ROOT_DEPTH:
-        return _summed_gradients(batch, cube_quad, cube_lin)
+    from the pattern weights ``(T, 2^N)`` (see :func:`_summed_gradients`).  With ``observed`` the
+    root works on the patterns that occur, a few trees at a time when they are many (at most
+    ``root_elements`` per root array)."""
+    if not observed:
+        return _summed_gradients(batch, cube_quad, cube_lin, observed)
     states = 1 << int(repeated_players(batch).sum(axis=1).max())
     patterns = int((((cube_quad != 0) | (cube_lin != 0)).sum(axis=1)).max(initial=1))
     step = max(1, root_elements // (states * max(1, batch.depth) * patterns))
     if step >= batch.n_trees:
-        return _summed_gradients(batch, cube_quad, cube_lin)
+        return _summed_gradients(batch, cube_quad, cube_lin, observed)
     parts = []
     for start in range(0, batch.n_trees, step):
         trees = np.arange(start, min(batch.n_trees, start + step))
-        parts.append(_summed_gradients(batch.select(trees, batch.n_players), cube_quad[trees], cube_lin[trees]))
+        part = batch.select(trees, batch.n_players)
+        parts.append(_summed_gradients(part, cube_quad[trees], cube_lin[trees], observed))
     return np.concatenate(parts)
 
 
-def _summed_gradients(batch: HeapBatch, quad: np.ndarray, lin: np.ndarray) -> np.ndarray:
+def _summed_gradients(batch: HeapBatch, quad: np.ndarray, lin: np.ndarray, observed: bool) -> np.ndarray:
     """Shapley values of ``sum_u (w_quad_u m_S(u)^2 + w_lin_u m_S(u))`` per tree: ``(T, K)``.
 
     ``quad, lin (T, 2^N)`` weigh every split pattern ``u``, indexed as by
@@ -240,15 +238,14 @@ def _summed_gradients(batch: HeapBatch, quad: np.ndarray, lin: np.ndarray) -> np
     forward pass runs on each node's own sub-patterns, and the reverse pass sums
     each child's adjoint over the decisions outside the child before descending:
     the work is ``2^N`` per tree at the root and much less below it, however many
-    patterns occur, instead of ``nodes x patterns``.  Past depth ``CUBE_ROOT_DEPTH``
-    the root works on the patterns that occur instead (a depth-4 cube has 2^15).
+    patterns occur, instead of ``nodes x patterns``.  With ``observed`` (depth-4 heaps, whose
+    cube has 2^15 patterns) the root works on the patterns that occur instead.
     """
     n_trees = batch.n_trees
     order, bit_of_player, assignments = conditioned_players(batch)
     n_repeated = assignments.shape[1]
     q, gl = gauss_legendre(max(1, batch.depth))
 
-    observed = batch.depth > CUBE_ROOT_DEPTH
     levels, top_a, top_b = _forward_on_subpatterns(batch, bit_of_player, assignments, q, top=int(observed))
     weights = _mixing_weights(assignments, q)  # (S, Q)
     node_grad = np.zeros(batch.local.shape)
