@@ -22,5 +22,5 @@ Modules:
   rows to their split patterns, ``m_S`` on every subset, the Shapley weights.
 - :mod:`.small_trees`: the units of batched small trees (``HeapUnit``, ``ObliviousUnit``).  A
   ``HeapUnit`` evaluates each of its trees by enumeration or by the two-particle recursion of
-  :mod:`..recursion`, as ``engine.routing`` chose per tree.
+  :mod:`~shap_rsq.kernels.recursion`, as ``engine.routing`` chose per tree.
 """

@@ -119,7 +119,8 @@ class HeapUnit:
 
     @property
     def side_tables(self) -> dict:
-        """The per-row side tables the unit keeps (:func:`~.pattern_rows.side_tables`), by key."""
+        """The per-row side tables the unit keeps, by key
+        (:func:`~shap_rsq.kernels.recursion.pattern_rows.side_tables`)."""
         return {key: table for key, table in self._tables.items() if key[0] == "sides"}
 
     @property

@@ -12,5 +12,5 @@ its two paths (at most ``2 D``).  Coupling costs nothing extra: no expansion is 
 grows with the square of the leaves.
 
 Modules: :mod:`.indices` (the plan of a tree's entries and their evaluation on rows).  The rows'
-routing and the leaves' covers come from :mod:`..lca.pairs`.
+routing and the leaves' covers come from :mod:`~shap_rsq.kernels.lca.pairs`.
 """

@@ -23,9 +23,9 @@ Modules:
 - :mod:`.row_values`: each pattern's own gradients (per-row values).
 - :mod:`.pairs`: the per-pair kernel and the per-node costs that ``engine.routing`` compares.
 - :mod:`.unit`: ``LcaUnit``, one tree through its plan (or through the conditioned recursion of
-  :mod:`..recursion` when ``engine.routing`` allows it), and the plans units keep.
+  :mod:`~shap_rsq.kernels.recursion` when ``engine.routing`` allows it), and the plans units keep.
 - :mod:`.hybrid`: ``HybridUnit``, a deep tree split node by node between plans (in pieces of
   bounded size) and the pairs.
 
-The tables these modules fill are laid out and walked by :mod:`..batching`.
+The tables these modules fill are laid out and walked by :mod:`~shap_rsq.kernels.batching`.
 """

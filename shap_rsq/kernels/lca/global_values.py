@@ -1,4 +1,4 @@
-"""Numerics of the Q-SHAP kernel: evaluate a :class:`~shap_rsq.kernels.lca.plan.TreePlan` on rows.
+"""Global values of the LCA kernel: a :class:`~shap_rsq.kernels.lca.plan.TreePlan` on rows, weighted and summed.
 
 For one tree the per-feature Shapley values of the tree game are
 
@@ -7,8 +7,9 @@ For one tree the per-feature Shapley values of the tree game are
 with ``M`` the multilinear extension of the squared conditional expectation and
 ``mu`` that of the conditional expectation (see ``kernels.lca.plan``).  The integrand is a
 polynomial of degree below ``2 * n_q`` in ``q``, so Gauss-Legendre quadrature
-with ``n_q`` nodes is exact.  Products "all factors but one" are built from
-prefix and suffix products, never by division, so zero cover fractions are safe.
+with ``n_q`` nodes is exact.  Slopes come from the log-derivative, summed per block of items
+(``kernels.batching.blocks``), where a factor that is zero somewhere has no slope and is never
+divided by, so zero cover fractions are safe.
 
 A row reaches the kernel only through its leaf codes, and an item only through
 the bits its bit-dependent factors read (its *view* of the code).  Items are

@@ -174,7 +174,7 @@ class LcaUnit:
         return plan.features, *row_gradients(plan, *found, self.tuning.junction_row_elements)
 
     def _junction_patterns(self, X, dtype, first, local: bool, reverse: float = 0.0):
-        """The recursion's sub-patterns of the rows (:func:`~..recursion.conditioned.sub_patterns`),
+        """The recursion's sub-patterns of the rows (:func:`~shap_rsq.kernels.recursion.conditioned.sub_patterns`),
         or ``None`` when the unit's :class:`~shap_rsq.kernels.protocol.JunctionChoice` does not take
         the tree: asked first with the work estimated before the sub-patterns are found (finding
         them costs 1-3 ms a tree), then with the work counted on them."""
