@@ -115,3 +115,35 @@ def test_an_unknown_kernel_is_refused_with_the_choices(fitted):
     with pytest.raises(ValueError, match="kernel must be one of") as error:
         build_units(RSquaredExplainer(model).forest, kernel="fast")  # type: ignore[arg-type]
     assert all(k in str(error.value) for k in KERNELS)
+
+
+# numbers at module level in kernels/ and engine/ that are not tuned: a bound of the heap layout, a
+# count of the arrays the code allocates, units, and the floating-point range of the squares
+NOT_TUNED = {"MAX_OBLIVIOUS_DEPTH", "_NODE_ARRAYS", "_GIB", "_SMALLEST_SQUARES", "_RATIO_SCALE"}
+
+
+def _is_number(node: ast.AST) -> bool:
+    """A literal number, or arithmetic, a call or a tuple of them (``1 << 22``, ``float(1 << 30)``)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    if isinstance(node, ast.BinOp):
+        return _is_number(node.left) and _is_number(node.right)
+    if isinstance(node, ast.UnaryOp):
+        return _is_number(node.operand)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return bool(node.args) and all(_is_number(a) for a in node.args)
+    if isinstance(node, ast.Tuple):
+        return bool(node.elts) and all(_is_number(e) for e in node.elts)
+    return False
+
+
+@pytest.mark.parametrize("layer", ["kernels", "engine"])
+def test_tuned_numbers_live_in_tuning_only(layer):
+    # a threshold at module level is read by no Tuning a test or a user passes: it belongs to Tuning
+    for path in sorted((PACKAGE / layer).rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _is_number(node.value):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = {t.id for t in targets if isinstance(t, ast.Name)}
+                stray = names - NOT_TUNED
+                assert not stray, f"{path.relative_to(PACKAGE)} sets {sorted(stray)} outside Tuning"
