@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,12 +33,22 @@ from shap_rsq.kernels.lca import hybrid as hybrid_tree
 
 
 def _base_pair_values(revision: str):
-    """``pair_values`` of ``shap_rsq/kernels/pairs.py`` at ``revision``, its imports made absolute."""
+    """``pair_values`` of the per-pair kernel at ``revision`` (``shap_rsq/kernels/lca/pairs.py``, or
+    ``shap_rsq/kernels/pairs.py`` before the kernels had a folder per family), its imports made
+    absolute and sent to where each name lives today."""
     root = os.path.join(os.path.dirname(__file__), "..")
-    source = subprocess.run(
-        ["git", "show", f"{revision}:shap_rsq/kernels/pairs.py"], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
-    source = source.replace("from ..", "from shap_rsq.").replace("from .", "from shap_rsq.kernels.")
+    places = {"shap_rsq/kernels/lca/pairs.py": "shap_rsq.kernels.lca", "shap_rsq/kernels/pairs.py": "shap_rsq.kernels"}
+    shown = {
+        path: subprocess.run(["git", "show", f"{revision}:{path}"], cwd=root, capture_output=True, text=True)
+        for path in places
+    }
+    found = [path for path, run in shown.items() if run.returncode == 0]
+    if not found:
+        raise SystemExit(f"no per-pair kernel at {revision}")
+    package = places[found[0]]
+    source = re.sub(
+        r"^from (\.+)([\w.]*) import (.+)$", lambda m: _today(package, *m.groups()), shown[found[0]].stdout, flags=re.M
+    )
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as file:
         file.write(source)
     spec = importlib.util.spec_from_file_location("base_pairs", file.name)
@@ -45,6 +56,27 @@ def _base_pair_values(revision: str):
     sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module.pair_values
+
+
+# where the names an earlier per-pair kernel imported live today, when not where it found them
+_HOMES = ("shap_rsq.kernels.quadrature", "shap_rsq.kernels.row_patterns", "shap_rsq.kernels.leaf_paths")
+
+
+def _today(package: str, dots: str, module: str, names: str) -> str:
+    """One relative import of a kernel at ``package``, as absolute imports of today's modules."""
+    base = package.split(".")[: len(package.split(".")) - (len(dots) - 1)]
+    lines = []
+    for name in (n.strip() for n in names.split(",")):
+        for home in (".".join(base + ([module] if module else [])), *_HOMES):
+            try:
+                if hasattr(importlib.import_module(home), name):
+                    lines.append(f"from {home} import {name}")
+                    break
+            except ImportError:
+                continue
+        else:
+            raise SystemExit(f"{name} (from {dots}{module}) is nowhere today")
+    return "\n".join(lines)
 
 
 def main() -> None:
