@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...tuning import DEFAULT_TUNING, Tuning
-from ..batching.sparse import add_pattern_values, offsets
+from ..batching.pattern_tables import add_local, add_players, pattern_weights, scatter_local, tree_cells, weighted_units
+from ..batching.sparse import offsets
 from ..recursion import pattern_recursion, pattern_rows
 from . import split_patterns
 
@@ -73,17 +74,19 @@ class HeapUnit:
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
         keys = split_patterns.heap_keys(self.batch, X, dtype)
-        return (_tree_cells(keys, self.n_patterns),), self._predictions(keys)
+        return (tree_cells(keys, self.n_patterns),), self._predictions(keys)
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool):
         (cell,) = state
         if not local:
-            return _pattern_weights(cell, self.n_patterns, w_quad, w_lin)
+            return pattern_weights(cell, self.n_patterns, w_quad, w_lin)
         if self.observed:
             unit_quad, unit_lin, cell = self._observed_tables(cell)
         else:
             unit_quad, unit_lin = self._local_tables()
-        _add_local(unit_quad, unit_lin, cell, w_quad, w_lin, self.batch.features, out, self.tuning)
+        add_local(
+            unit_quad, unit_lin, cell, w_quad, w_lin, self.batch.features, out, self.tuning.local_columns_per_player
+        )
         return None
 
     def _observed_tables(self, cell: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -151,7 +154,7 @@ class HeapUnit:
                 )
             else:
                 phi = self._subset_tables(use_recursion, k, group).summed(per_quad[group], per_lin[group])
-            _add_players(phi, batch.features, out)
+            add_players(phi, batch.features, out)
 
     def _predictions(self, keys: np.ndarray) -> np.ndarray:
         """``(n, T)`` each tree's prediction on rows of patterns ``keys``."""
@@ -164,7 +167,7 @@ class HeapUnit:
             self._tables["values"] = self.batch.leaf_value[
                 :, split_patterns.pattern_leaf(self.batch.depth, np.arange(self.n_patterns))
             ]
-        return self._tables["values"].ravel()[_tree_cells(keys, self.n_patterns)]
+        return self._tables["values"].ravel()[tree_cells(keys, self.n_patterns)]
 
     def _cube(self) -> np.ndarray:
         """``(2^N, N)`` the decisions of every pattern."""
@@ -251,34 +254,19 @@ class ObliviousUnit:
             dtype,
             np.arange(depth)[::-1],
         )
-        cell = _tree_cells(((1 << depth) - 1) - left, 1 << depth)
+        cell = tree_cells(((1 << depth) - 1) - left, 1 << depth)
         return (cell,), batch.leaf_value.ravel()[cell]
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool):
         (cell,) = state
         if not local:
-            return _pattern_weights(cell, 1 << self.batch.depth, w_quad, w_lin)
+            return pattern_weights(cell, 1 << self.batch.depth, w_quad, w_lin)
         unit_quad, unit_lin = self.tables.units()
-        _scatter_local(_weighted_units(unit_quad, unit_lin, cell, w_quad, w_lin), self.batch.features, out)
+        scatter_local(weighted_units(unit_quad, unit_lin, cell, w_quad, w_lin), self.batch.features, out)
         return None
 
     def finish(self, weights: tuple[np.ndarray, np.ndarray], out: np.ndarray) -> None:
-        _add_players(self.tables.summed(*weights), self.batch.features, out)
-
-
-def _tree_cells(pattern: np.ndarray, n_patterns: int) -> np.ndarray:
-    """``(n, T)`` flat index ``t * n_patterns + pattern`` into per-tree pattern tables ``(T, n_patterns)``."""
-    cell = pattern.astype(np.intp)
-    cell += np.arange(pattern.shape[1]) * n_patterns
-    return cell
-
-
-def _pattern_weights(cell: np.ndarray, n_patterns: int, w_quad: np.ndarray, w_lin: np.ndarray):
-    """Row weights ``(n, T)`` summed per tree and pattern: ``(T, n_patterns)`` for each game part."""
-    n_trees = cell.shape[1]
-    flat = cell.ravel()
-    size = n_trees * n_patterns
-    return tuple(np.bincount(flat, weights=w.ravel(), minlength=size).reshape(n_trees, -1) for w in (w_quad, w_lin))
+        add_players(self.tables.summed(*weights), self.batch.features, out)
 
 
 class _SubsetTables:
@@ -318,51 +306,3 @@ class _SubsetTables:
                     np.einsum("tmu,tmk->tuk", self.values, weights),
                 )
         return self._units
-
-
-def _add_local(unit_quad, unit_lin, cell, w_quad, w_lin, features: np.ndarray, out: np.ndarray, tuning: Tuning) -> None:
-    """Add per-row values ``w_quad G_quad + w_lin G_lin`` at ``cell`` (flat ``t, u`` into the unit
-    tables ``(T, U, K)``) into ``out (n, p)`` at columns ``features (T, K)``.
-
-    When the batch reads few columns (``Tuning.local_columns_per_player``), one sparse product:
-    each row adds ``2 T`` table rows laid out over those columns.  Otherwise (wide data, each tree
-    on its own few of thousands of columns) the ``(n, T, K)`` values are gathered and summed per
-    column.
-    """
-    used = features >= 0
-    columns, position = np.unique(features[used], return_inverse=True)
-    if len(columns) > tuning.local_columns_per_player * features.shape[1]:
-        _scatter_local(_weighted_units(unit_quad, unit_lin, cell, w_quad, w_lin), features, out)
-        return
-    n_trees, n_units = unit_quad.shape[:2]
-    tree, player = np.nonzero(used)
-    tables = []
-    for unit in (unit_quad, unit_lin):
-        table = np.zeros((n_trees, n_units, len(columns)))
-        # a tree's players are distinct columns: a plain assignment, no sums
-        table[tree, :, position] = unit[tree, :, player]
-        tables.append(table.reshape(n_trees * n_units, -1))
-    add_pattern_values(out, columns, cell, (w_quad, tables[0]), (w_lin, tables[1]))
-
-
-def _weighted_units(unit_quad, unit_lin, cell, w_quad, w_lin) -> np.ndarray:
-    """Per-row values ``(n, T, K)`` from per-pattern unit gradients ``(T, U, K)`` at ``cell`` (flat ``t, u``)."""
-    n_players = unit_quad.shape[2]
-    quad, lin = unit_quad.reshape(-1, n_players)[cell], unit_lin.reshape(-1, n_players)[cell]
-    return w_quad[:, :, None] * quad + w_lin[:, :, None] * lin
-
-
-def _add_players(phi: np.ndarray, features: np.ndarray, out: np.ndarray) -> None:
-    """Add player values ``phi (T, K)`` into ``out (p,)`` at columns ``features (T, K)``."""
-    used = features >= 0
-    np.add.at(out, features[used], phi[used])
-
-
-def _scatter_local(phi: np.ndarray, features: np.ndarray, out: np.ndarray) -> None:
-    """Add per-row player values ``phi (n, T, K)`` into ``out (n, p)`` columns ``features (T, K)``."""
-    used = features >= 0
-    columns, position = np.unique(features[used], return_inverse=True)
-    n_rows = phi.shape[0]
-    keys = (np.arange(n_rows)[:, None] * len(columns) + position[None, :]).ravel()
-    dense = np.bincount(keys, weights=phi[:, used].ravel(), minlength=n_rows * len(columns))
-    out[:, columns] += dense.reshape(n_rows, len(columns))
