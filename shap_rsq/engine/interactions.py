@@ -65,7 +65,7 @@ def interaction_indices(
 
     Returns the upper triangle (``j < k``) summed over rows as a sparse ``(P, P)`` matrix, or with
     ``local`` every row's symmetric ``(n, P, P)`` indices (zero diagonal), refused with
-    :class:`~shap_rsq.engine.budget.MemoryBudgetError` when that array cannot fit the budget.
+    :class:`~shap_rsq.MemoryBudgetError` when that array cannot fit the budget.
     ``progress`` draws a bar over trees; without it a call projected to run for minutes warns
     (:class:`~shap_rsq.engine.estimates.Projection`).
     """

@@ -89,7 +89,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         Show a progress bar over trees, labelled with the call's estimated time when that is
         10 s or more.  Without it, a call estimated at two minutes or more (deep trees: fully
         grown forests take hours) first warns with
-        :class:`~shap_rsq.engine.estimates.LongCallWarning`, which gives the estimate and what
+        :class:`~shap_rsq.LongCallWarning`, which gives the estimate and what
         shortens the call; interaction shares, which have no estimate up front, warn as soon
         as the trees done, 10 s or more into the call, project its total past two minutes.
     memory_budget : float, default=2.0
@@ -97,7 +97,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         evaluated in blocks sized to it, worker processes share it (with smaller blocks, or
         fewer of them when fewer fit; their imported libraries are not counted), and a call
         whose per-row arrays alone cannot fit is refused at once with
-        :class:`~shap_rsq.engine.budget.MemoryBudgetError` (a ``ValueError``), which gives the
+        :class:`~shap_rsq.MemoryBudgetError` (a ``ValueError``), which gives the
         estimate and what to change.  Results do not depend on it.  At least 1/64 GiB.
     link, linearize_link : optional
         Accepted and handed to ``shap.TreeExplainer``, which ignores them (shap issue #3513).
