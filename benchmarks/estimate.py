@@ -63,7 +63,7 @@ def coverage(draws: int, sizes: tuple[int, ...]) -> None:
         X, y = _data(n, p)
         model.fit(X, y)
         explainer = RSquaredExplainer(model)
-        rows, target, weights, sst = explainer._inputs(X, y, None)
+        rows, target, weights, sst = explainer._inputs.for_rsq(X, y, None)
         every = np.arange(n)
         raw = explainer._decompose(rows.array, target, weights, local=True).values
         forests, caches = explainer._game_sets.get(None)

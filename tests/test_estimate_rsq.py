@@ -21,7 +21,7 @@ _data = partial(deep_data, noise=0.5)
 
 
 def _inputs(explainer, X, y, w):
-    rows, target, weights, sst = explainer._inputs(X, y, w)
+    rows, target, weights, sst = explainer._inputs.for_rsq(X, y, w)
     forests, caches = explainer._game_sets.get(None)
     order = np.concatenate([unit.trees for unit in caches[0].units(True)])
     return forests[0], order, rows.array, target, weights, sst
@@ -53,7 +53,7 @@ def test_the_samples_of_all_rows_but_one_average_to_the_exact_shares(control_var
     # likely draws, and the estimates of all of them average to the total
     X, y, w = _data(12)
     explainer = RSquaredExplainer(RandomForestRegressor(3, max_depth=4, random_state=0).fit(X, y))
-    rows, target, weights, sst = explainer._inputs(X, y, w)
+    rows, target, weights, sst = explainer._inputs.for_rsq(X, y, w)
     exact = explainer.rsq(X, y, sample_weight=w)
     draws = [np.flatnonzero(np.arange(12) != i) for i in range(12)]
     totals = [_sample_total(explainer, rows.array, target, weights, pick, 12, control_variate)[0] for pick in draws]
@@ -70,7 +70,7 @@ def test_every_family_is_estimated_without_bias(fitted, family, nan):
     model, X, y, w = fitted(family, nan)
     X, y, w = X[:14], y[:14], w[:14]
     explainer = RSquaredExplainer(model)
-    rows, target, weights, sst = explainer._inputs(X, y, w)
+    rows, target, weights, sst = explainer._inputs.for_rsq(X, y, w)
     draws = [np.flatnonzero(np.arange(14) != i) for i in range(14)]
     totals = [_sample_total(explainer, rows.array, target, weights, pick, 14, True)[0] for pick in draws]
     np.testing.assert_allclose(np.mean(totals, axis=0) / sst, explainer.rsq(X, y, sample_weight=w), rtol=0, atol=1e-12)
@@ -151,7 +151,7 @@ def test_every_draw_of_a_small_population_is_within_rounding_of_exact_for_stumps
     X, y, w = _data(8)
     model = GradientBoostingRegressor(n_estimators=10, max_depth=1, random_state=0).fit(X, y)
     explainer = RSquaredExplainer(model)
-    rows, target, weights, sst = explainer._inputs(X, y, w)
+    rows, target, weights, sst = explainer._inputs.for_rsq(X, y, w)
     exact = explainer.rsq(X, y, sample_weight=w)
     for pick in itertools.combinations(range(8), 3):
         total, spread = _sample_total(explainer, rows.array, target, weights, np.array(pick), 8, True)
