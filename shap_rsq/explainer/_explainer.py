@@ -30,13 +30,14 @@ from ._groups import GroupedGames, player_data, player_index
 from ._inputs import CallInputs
 from ._interactions import InteractionShares
 from ._outputs import SeveralOutputs
+from ._second_order import SecondOrderShares
 from ._shap_calls import PredictionShap, explanation_in_input_order
 from ._share_label import share_label
 
 __all__ = ["RSquaredExplainer"]
 
 
-class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.TreeExplainer):
+class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, PredictionShap, shap.TreeExplainer):
     """Exact Shapley decomposition of R² for tree models (Q-SHAP).
 
     A :class:`shap.TreeExplainer` (tree-path-dependent) that also splits the
@@ -227,8 +228,13 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
             Shares that sum to ``R²(model) - R²(E f)``; a Series named ``"rsq"`` indexed by
             feature name when ``X`` is a DataFrame.  With ``multioutput="raw_values"``,
             ``(n_features, n_outputs)`` (a DataFrame with one column per class or output).
-            Memory stays O(n + p): no ``(n, p)`` array is formed.
+            Memory stays O(n + p): no ``(n, p)`` array is formed.  For a boosted classifier or a
+            Poisson, Gamma or Tweedie booster, shares of D² through its second-order games: a Series
+            named for the score (``"D² (log-loss)"``...) whose ``attrs`` hold the model's exact
+            D², the exact change the shares stand for and the gap (docs/method.md).
         """
+        if self.model_info.second_order:
+            return self._second_order_rsq(X, y, sample_weight, multioutput, groups)
         if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, multioutput, local=False, groups=groups)
             shares = combine(games.values, games.sst(), games.multioutput, brier=games.brier)
@@ -274,8 +280,12 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
             ``(n_features,)`` (a Series indexed by feature name for a DataFrame), or
             ``(n_samples, n_features)`` with ``local=True`` (columns in ``X``'s order, as the per-row
             shares'); a classifier or multi-output
-            regressor adds a last axis over its outputs (a DataFrame with one column each).
+            regressor adds a last axis over its outputs (a DataFrame with one column each).  A
+            booster of another loss gives the second-order expansions of its deviance's reduction
+            (summed over a softmax's classes).
         """
+        if self.model_info.second_order:
+            return self._second_order_loss_reduction(X, y, sample_weight, local, groups)
         if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, None, local=local, require_variance=False, groups=groups)
             if local:
@@ -411,6 +421,11 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         return in_input_order(values, rows.order)
 
     def _local_shares(self, X, y, sample_weight, check_additivity: bool, multioutput: str | None, groups):
+        if self.model_info.second_order:
+            values, base, rows, names, summary = self._second_order_local(
+                X, y, sample_weight, check_additivity, multioutput, groups
+            )
+            return values, base, rows, names, summary.score
         if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, multioutput, local=True, groups=groups)
             values, base = local_output_shares(games, check_additivity)
