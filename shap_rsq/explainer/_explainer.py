@@ -358,7 +358,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         if interactions:
             checked_multioutput(multioutput, self.model_info)
             values, base, rows, names = self._local_interactions(X, y, sample_weight, check_additivity, groups)
-            output_names = "R²"
+            output_names = self._second_order_loss().score if self.model_info.second_order else "R²"
         else:
             values, base, rows, names, output_names = self._local_shares(
                 X, y, sample_weight, check_additivity, multioutput, groups
@@ -459,10 +459,10 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         return {"local": local, "n_jobs": self.n_jobs, "progress": self.progress, "tuning": tuning}
 
     def _decompose(
-        self, rows: np.ndarray, target, weights, *, local: bool, players=None, warn_long=True
+        self, rows: np.ndarray, target, weights, *, local: bool, players=None, warn_long=True, loss=None
     ) -> Decomposition:
         forests, caches = self._game_sets.get(players)
-        options = {**self._run_options(local), "warn_long": warn_long}
+        options = {**self._run_options(local), "warn_long": warn_long, "loss": loss}
         result = decompose(forests[0], caches[0].units(local), rows, target, weights, **options)
-        self._prediction_check(rows, result.prediction, target)
+        self._prediction_check(rows, result.prediction, None if loss is not None else target)
         return result

@@ -25,8 +25,17 @@ from ..engine.run import decompose
 from ..engine.validation import check_target, weighted_mean
 from ._groups import player_index
 
-__all__ = ["GAP_WARNING", "SecondOrderGapWarning", "SecondOrderShares", "SecondOrderSummary"]
+__all__ = [
+    "GAP_WARNING",
+    "SecondOrderGapWarning",
+    "SecondOrderShares",
+    "SecondOrderSummary",
+    "check_second_order_rows",
+]
 
+CONSTANT_TARGET = (
+    "y is constant (over the rows with positive weight): the deviance of its mean is 0, so D² is undefined."
+)
 GAP_WARNING = 0.05  # the gap, as a fraction of the exact change of the score, past which a call warns
 
 
@@ -144,8 +153,24 @@ class SecondOrderShares:
         values = games.values / null
         base = (games.null - games.start) / null
         if check_additivity:
-            _check_second_order_rows(values, games.totals / null)
+            check_second_order_rows(values, games.totals / null)
         return values, base, games.rows, games.names, summary
+
+    def _second_order_inputs(self, X, y, sample_weight):
+        """Rows, target, weights and the deviance of the weighted mean of ``y`` (D²'s denominator)."""
+        rows, weights = self._rows_weights(X, sample_weight, require_variance=True)
+        target = self._second_order_target(y, rows.array.shape[0], weights, self._second_order_loss(), True)
+        null = float(self._null_deviances(target, weights).sum())
+        if not null > 0:
+            raise ValueError(CONSTANT_TARGET)
+        return rows, target, weights, null
+
+    def _null_deviances(self, target: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """Each row's weighted deviance at the weighted mean of ``y``."""
+        loss = self._second_order_loss()
+        deviance = _deviance(loss, target)
+        margin = _null_margin(loss, target, weights)
+        return weights * deviance(np.broadcast_to(margin, target.shape))
 
     def _second_order_games(
         self, X, y, sample_weight, *, local: bool, groups: Any = None, require_variance: bool = True
@@ -172,12 +197,9 @@ class SecondOrderShares:
         self._prediction_check(rows.array, margins)
         start = np.array([r.mean_prediction for r in results])
         deviance = _deviance(loss, target)
-        null_margin = _null_margin(loss, target, weights)
-        null = weights * deviance(np.broadcast_to(null_margin, np.shape(margins)))
+        null = self._null_deviances(target, weights)
         if require_variance and not null.sum() > 0:
-            raise ValueError(
-                "y is constant (over the rows with positive weight): the deviance of its mean is 0, so D² is undefined."
-            )
+            raise ValueError(CONSTANT_TARGET)
         return SecondOrderGames(
             rows,
             weights,
@@ -256,7 +278,7 @@ def _warn_on_gap(summary: SecondOrderSummary) -> SecondOrderSummary:
     return summary
 
 
-def _check_second_order_rows(values: np.ndarray, totals: np.ndarray) -> None:
+def check_second_order_rows(values: np.ndarray, totals: np.ndarray) -> None:
     """Each row's shares must add up to its second-order total (efficiency, per row)."""
     gap = np.max(np.abs(values.sum(axis=1) - totals), initial=0.0)
     if gap > 1e-6 * max(1.0, float(np.abs(totals).sum())):
