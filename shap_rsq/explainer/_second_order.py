@@ -170,7 +170,8 @@ class SecondOrderShares:
         loss = self._second_order_loss()
         deviance = _deviance(loss, target)
         margin = _null_margin(loss, target, weights)
-        return weights * deviance(np.broadcast_to(margin, target.shape))
+        with np.errstate(invalid="ignore"):  # a constant 0/1 target: its null margin is infinite, refused after
+            return weights * deviance(np.broadcast_to(margin, target.shape))
 
     def _second_order_games(
         self, X, y, sample_weight, *, local: bool, groups: Any = None, require_variance: bool = True
