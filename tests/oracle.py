@@ -222,7 +222,9 @@ def second_order_oracle(forests, X, y, w=None, loss="log_loss", power=0.0, playe
     F = np.column_stack([f.base_offset + sum(e) + np.zeros(n) for f, e in zip(forests, expected, strict=True)])
     order = [(0, t) for t in range(forests[0].n_trees)]
     if K > 1:
-        order = sorted(((k, t) for k in range(K) for t in range(forests[k].n_trees)), key=lambda kt: forests[kt[0]].steps[kt[1]])
+        order = sorted(
+            ((k, t) for k in range(K) for t in range(forests[k].n_trees)), key=lambda kt: forests[kt[0]].steps[kt[1]]
+        )
     local = np.zeros((p, n))
     totals = np.zeros(n)
     for k, t in order:

@@ -19,6 +19,7 @@ import pandas as pd
 from scipy.special import logsumexp
 
 from ..engine.columns import in_input_order
+from ..engine.distributed import is_dask_array
 from ..engine.labels import one_hot
 from ..engine.losses import Loss, TreeLosses, softmax_offsets
 from ..engine.run import decompose
@@ -165,11 +166,22 @@ class SecondOrderShares:
             raise ValueError(CONSTANT_TARGET)
         return rows, target, weights, null
 
-    def _null_deviances(self, target: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """Each row's weighted deviance at the weighted mean of ``y``."""
+    def _null_deviances_of(self, y, weights: np.ndarray, pooled=None) -> np.ndarray:
+        """Each row's weighted deviance at the weighted mean of ``y``, or of the pooled rows'
+        ``(y, w)`` (the selector's held-out folds, pooled)."""
+        loss = self._second_order_loss()
+        target = self._second_order_target(y, len(weights), weights, loss, False)
+        if pooled is None:
+            return self._null_deviances(target, weights)
+        reference = self._second_order_target(pooled[0], len(pooled[1]), pooled[1], loss, False)
+        return self._null_deviances(target, weights, (reference, pooled[1]))
+
+    def _null_deviances(self, target: np.ndarray, weights: np.ndarray, reference=None) -> np.ndarray:
+        """Each row's weighted deviance at the weighted mean of ``y`` (or of ``reference``'s
+        ``(target, weights)``)."""
         loss = self._second_order_loss()
         deviance = _deviance(loss, target)
-        margin = _null_margin(loss, target, weights)
+        margin = _null_margin(loss, *((target, weights) if reference is None else reference))
         with np.errstate(invalid="ignore"):  # a constant 0/1 target: its null margin is infinite, refused after
             return weights * deviance(np.broadcast_to(margin, target.shape))
 
@@ -178,6 +190,8 @@ class SecondOrderShares:
     ) -> SecondOrderGames:
         info = self.model_info
         loss = self._second_order_loss()
+        if is_dask_array(X):
+            raise NotImplementedError("dask arrays of rows are supported for squared-error regressors only.")
         rows, weights = self._rows_weights(X, sample_weight, require_variance=require_variance)
         n = rows.array.shape[0]
         target = self._second_order_target(y, n, weights, loss, require_variance)
@@ -249,6 +263,8 @@ def _deviance(loss: Loss, target: np.ndarray):
 
 def _null_margin(loss: Loss, target: np.ndarray, weights: np.ndarray) -> np.ndarray | float:
     """The margin of the weighted mean of ``y`` (a softmax's: the log of each class's frequency)."""
+    if not np.sum(weights) > 0:
+        return np.zeros(target.shape[1:])
     mean = weighted_mean(target, weights)
     with np.errstate(divide="ignore"):
         if target.ndim > 1:

@@ -30,7 +30,7 @@ _SUPPORTED = (
     "scikit-learn DecisionTreeRegressor, ExtraTreeRegressor, RandomForestRegressor, ExtraTreesRegressor, "
     "GradientBoostingRegressor, HistGradientBoostingRegressor; XGBRegressor or xgboost.Booster; "
     "LGBMRegressor or lightgbm.Booster; CatBoostRegressor; forest classifiers (RandomForestClassifier, "
-    "ExtraTreesClassifier, DecisionTreeClassifier, ExtraTreeClassifier); and boosted classifiers and "
+    "ExtraTreesClassifier, DecisionTreeClassifier, ExtraTreeClassifier); and gradient-boosting classifiers and "
     "Poisson, Gamma and Tweedie boosters (GradientBoostingClassifier, HistGradientBoostingClassifier, "
     "XGBClassifier, LGBMClassifier, CatBoostClassifier)"
 )
