@@ -11,13 +11,13 @@ import pytest
 import shap
 from conftest import NO_NAN_OBJECTIVES, OBJECTIVES, make_data
 from oracle import rsq_oracle, second_order_oracle
-from shap_rsq._second_order import SecondOrderGapWarning
 from sklearn.metrics import d2_log_loss_score, d2_tweedie_score, log_loss, mean_tweedie_deviance
 
 from shap_rsq import RSquaredExplainer
 from shap_rsq.engine.labels import one_hot
 from shap_rsq.engine.losses import Loss, TreeLosses
 from shap_rsq.engine.run import UnitCache, decompose
+from shap_rsq.exceptions import SecondOrderGapWarning
 from shap_rsq.models.inspect import UnsupportedModelError
 
 CASES = [(name, nan) for name in OBJECTIVES for nan in (False, True) if not (nan and name in NO_NAN_OBJECTIVES)]

@@ -24,11 +24,11 @@ from ..engine.labels import one_hot
 from ..engine.losses import Loss, TreeLosses, softmax_offsets
 from ..engine.run import decompose
 from ..engine.validation import check_target, weighted_mean
+from ..exceptions import SecondOrderGapWarning
 from ._groups import player_index
 
 __all__ = [
     "GAP_WARNING",
-    "SecondOrderGapWarning",
     "SecondOrderShares",
     "SecondOrderSummary",
     "check_second_order_rows",
@@ -38,12 +38,6 @@ CONSTANT_TARGET = (
     "y is constant (over the rows with positive weight): the deviance of its mean is 0, so D² is undefined."
 )
 GAP_WARNING = 0.05  # the gap, as a fraction of the exact change of the score, past which a call warns
-
-
-class SecondOrderGapWarning(UserWarning):
-    """The shares' sum (the second-order expansion of the loss change) is off the exact change by more
-    than 5% of it: the trees take large steps of the margin (a high learning rate, few trees, large
-    leaf values), past where the loss is close to its quadratic expansion."""
 
 
 @dataclass(frozen=True)
