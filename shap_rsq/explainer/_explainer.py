@@ -32,7 +32,7 @@ from ._interactions import InteractionShares
 from ._outputs import SeveralOutputs
 from ._second_order import SecondOrderShares
 from ._shap_calls import PredictionShap, explanation_in_input_order
-from ._share_label import share_label
+from ._share_label import ScoreName, output_score, share_label
 
 __all__ = ["RSquaredExplainer"]
 
@@ -238,7 +238,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, multioutput, local=False, groups=groups)
             shares = combine(games.values, games.sst(), games.multioutput, brier=games.brier)
-            return labelled(shares, games.names, self.model_info, "rsq", multioutput=games.multioutput)
+            return labelled(shares, games.names, self.model_info, output_score(games), multioutput=games.multioutput)
         checked_multioutput(multioutput, self.model_info)
         if is_dask_array(X):
             players = self._inputs.players(groups, None)
@@ -250,7 +250,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         players = self._inputs.players(groups, rows)
         result = self._decompose(rows.array, target, weights, local=False, players=players)
         names = player_index(rows.labels, players)
-        return result.values / sst if names is None else pd.Series(result.values / sst, index=names, name="rsq")
+        return result.values / sst if names is None else pd.Series(result.values / sst, index=names, name="R²")
 
     def loss_reduction(
         self, X: Any, y: Any, sample_weight: Any = None, *, local: bool = False, groups: Any = None
@@ -369,7 +369,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
             # a grouped game's players are not the columns: beside each, its column if it is one
             data=rows.array if groups is None else player_data(rows.array, self._inputs.players(groups, rows)),
             feature_names=self._inputs.explanation_names(names, groups, values.shape[1]),
-            output_names=share_label(output_names, values, base, interactions),
+            output_names=share_label(output_names, values, base, interactions, getattr(output_names, "summary", None)),
         )
         return explanation_in_input_order(explanation, rows.order if groups is None else None, interactions)
 
@@ -425,11 +425,11 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
             values, base, rows, names, summary = self._second_order_local(
                 X, y, sample_weight, check_additivity, multioutput, groups
             )
-            return values, base, rows, names, summary.score
+            return values, base, rows, names, ScoreName(summary.score, summary.attrs())
         if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, multioutput, local=True, groups=groups)
             values, base = local_output_shares(games, check_additivity)
-            names = list(self.model_info.outputs) if games.multioutput == "raw_values" else "R²"
+            names = list(self.model_info.outputs) if games.multioutput == "raw_values" else output_score(games)
             return values, base, games.rows, games.names, names
         checked_multioutput(multioutput, self.model_info)
         rows, target, weights, sst = self._inputs.for_rsq(X, y, sample_weight)
