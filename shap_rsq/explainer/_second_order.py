@@ -121,15 +121,20 @@ class SecondOrderShares:
         return Loss(self.model_info.loss, self.model_info.loss_power)
 
     def _second_order_rsq(self, X, y, sample_weight, multioutput, groups) -> np.ndarray | pd.Series:
+        shares, names, summary = self._second_order_shares(X, y, sample_weight, multioutput, groups)
+        if names is None:
+            return shares
+        series = pd.Series(shares, index=names, name=summary.score)
+        series.attrs.update(summary.attrs())
+        return series
+
+    def _second_order_shares(self, X, y, sample_weight, multioutput=None, groups=None):
+        """Shares of D² ``(P,)``, the players' names (``None`` for arrays) and the summary beside them
+        (the command line's, which reads arrays too)."""
         _refuse_multioutput(multioutput)
         games = self._second_order_games(X, y, sample_weight, local=False, groups=groups)
         summary = _warn_on_gap(games.summary())
-        shares = games.values / float(games.null.sum())
-        if games.names is None:
-            return shares
-        series = pd.Series(shares, index=games.names, name=games.score)
-        series.attrs.update(summary.attrs())
-        return series
+        return games.values / float(games.null.sum()), games.names, summary
 
     def _second_order_loss_reduction(self, X, y, sample_weight, local: bool, groups):
         games = self._second_order_games(X, y, sample_weight, local=local, groups=groups, require_variance=False)
@@ -284,7 +289,7 @@ def _warn_on_gap(summary: SecondOrderSummary) -> SecondOrderSummary:
             f"{GAP_WARNING:.0%} of it): the trees take large steps of the margin (a high learning rate or "
             "large leaf values), where the loss is far from quadratic.",
             SecondOrderGapWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
     return summary
 
