@@ -244,3 +244,29 @@ def test_invalid_targets_are_refused(fitted_objective):
     model, X, y, _ = fitted_objective("XGB:binary:logistic", False)
     with pytest.raises(ValueError, match="constant"):
         RSquaredExplainer(model).rsq(X, np.ones_like(y))
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_the_selector_takes_a_boosted_classifier_in_a_pipeline_with_stratified_folds(n_classes):
+    xgboost = pytest.importorskip("xgboost")
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.pipeline import make_pipeline
+
+    from shap_rsq import RSquaredSelector
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 10))
+    signal = 1.5 * X[:, 0] + X[:, 1] + rng.normal(scale=0.5, size=240)
+    y = (signal > 0).astype(int) if n_classes == 2 else np.digitize(signal, [-0.8, 0.8])
+    booster = xgboost.XGBClassifier(n_estimators=20, max_depth=2, learning_rate=0.3, n_jobs=1, random_state=0)
+    selector = RSquaredSelector(booster, cv=StratifiedKFold(3), uncertainty="se", max_features=3, threshold=-np.inf)
+    pipeline = make_pipeline(selector, LogisticRegression()).fit(X, y)
+    assert set(np.flatnonzero(pipeline[0].get_support())[:2]) == {0, 1}
+    assert pipeline.score(X, y) > 0.6
+    assert np.all(np.isfinite(selector.feature_rsq_se_))
+    grouped = RSquaredSelector(booster, feature_groups={"signal": [0, 1]}, uncertainty="bootstrap", n_bootstrap=4)
+    grouped.fit(X, y)
+    explained = RSquaredExplainer(grouped.estimator_).rsq(X, y, groups={"signal": [0, 1]})
+    assert explained[0] > 0.3  # the signal pair, one player, holds most of the D²
+    assert np.all(np.isfinite(grouped.feature_rsq_se_))

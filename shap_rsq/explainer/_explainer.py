@@ -57,9 +57,12 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         ``XGBRegressor`` / ``xgboost.Booster``; ``LGBMRegressor`` / ``lightgbm.Booster``;
         ``CatBoostRegressor`` (any grow policy).  Also forest classifiers (shares of the Brier
         skill score) and multi-output scikit-learn and XGBoost regressors (docs/classification.md).
-        Any other model ``shap.TreeExplainer`` explains (a boosted classifier, an absolute-error
-        objective) gives an explainer whose calls without ``y`` are shap's; every call that needs
-        R² raises :class:`~shap_rsq.UnsupportedModelError` with the reason.
+        Also boosted classifiers (XGBoost, LightGBM, CatBoost, scikit-learn) and Poisson, Gamma
+        and Tweedie boosters: shares of D² through the second-order games of their own loss, with
+        the exact change of the score beside their sum (docs/method.md).  Any other model
+        ``shap.TreeExplainer`` explains (an absolute-error or quantile objective) gives an
+        explainer whose calls without ``y`` are shap's; every call that needs R² raises
+        :class:`~shap_rsq.UnsupportedModelError` with the reason.
     data : None
         Background data is refused: the decomposition is tree-path-dependent (its conditional
         expectations come from the trees' training cover), so there is nothing to pass here.
@@ -149,8 +152,8 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
             )
             self.forests = read_forests(self.model, info, type(model).__name__)
         except UnsupportedModelError as error:
-            # a model shap explains whose R² has no exact decomposition (a boosted classifier, an
-            # absolute-error objective) is shap's explainer alone: every call without y is shap's
+            # a model shap explains whose R² has no exact decomposition (an absolute-error or
+            # quantile objective) is shap's explainer alone: every call without y is shap's
             self._explain_predictions_only(model, feature_names, error)
             return
         self.feature_names = check_names(feature_names, info)
