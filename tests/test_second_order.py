@@ -270,3 +270,18 @@ def test_the_selector_takes_a_boosted_classifier_in_a_pipeline_with_stratified_f
     explained = RSquaredExplainer(grouped.estimator_).rsq(X, y, groups={"signal": [0, 1]})
     assert explained[0] > 0.3  # the signal pair, one player, holds most of the D²
     assert np.all(np.isfinite(grouped.feature_rsq_se_))
+
+
+def test_values_do_not_depend_on_the_jobs_and_survive_pickling(fitted_objective):
+    import pickle
+    from dataclasses import replace
+
+    from shap_rsq.tuning import DEFAULT_TUNING
+
+    model, X, y, w = fitted_objective("LGBM:multiclass", True)
+    one = RSquaredExplainer(model, n_jobs=1)
+    two = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=replace(DEFAULT_TUNING, parallel_work=0))
+    np.testing.assert_array_equal(one.rsq(X, y, sample_weight=w), two.rsq(X, y, sample_weight=w))
+    np.testing.assert_allclose(one(X, y, sample_weight=w).values, two(X, y, sample_weight=w).values, atol=1e-16)
+    copy = pickle.loads(pickle.dumps(one))
+    np.testing.assert_array_equal(copy.rsq(X, y, sample_weight=w), one.rsq(X, y, sample_weight=w))
