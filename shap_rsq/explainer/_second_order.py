@@ -158,7 +158,7 @@ class SecondOrderShares:
 
     def _second_order_inputs(self, X, y, sample_weight):
         """Rows, target, weights and the deviance of the weighted mean of ``y`` (D²'s denominator)."""
-        rows, weights = self._rows_weights(X, sample_weight, require_variance=True)
+        rows, weights = self._inputs.rows_weights(X, sample_weight, require_variance=True)
         target = self._second_order_target(y, rows.array.shape[0], weights, self._second_order_loss(), True)
         null = float(self._null_deviances(target, weights).sum())
         if not null > 0:
@@ -191,10 +191,10 @@ class SecondOrderShares:
         loss = self._second_order_loss()
         if is_dask_array(X):
             raise NotImplementedError("dask arrays of rows are supported for squared-error regressors only.")
-        rows, weights = self._rows_weights(X, sample_weight, require_variance=require_variance)
+        rows, weights = self._inputs.rows_weights(X, sample_weight, require_variance=require_variance)
         n = rows.array.shape[0]
         target = self._second_order_target(y, n, weights, loss, require_variance)
-        players = self._players(groups, rows)
+        players = self._inputs.players(groups, rows)
         forests, caches = self._game_sets.get(players)
         offsets = _softmax_offsets(forests, rows.array) if len(forests) > 1 else [None]
         options = self._run_options(local)
