@@ -11,6 +11,7 @@ __all__ = [
     "RSquaredExplainer",
     "RSquaredSelector",
     "RsqEstimate",
+    "SecondOrderGapWarning",
     "UnsupportedModelError",
     "__version__",
     "estimate_rsq",
@@ -26,11 +27,12 @@ _PUBLIC = {
     "RSquaredSelector": "selector",
     "RsqEstimate": "explainer",
     "estimate_rsq": "explainer",
+    "SecondOrderGapWarning": "exceptions",
     "UnsupportedModelError": "exceptions",
 }
 
 if TYPE_CHECKING:
-    from .exceptions import LongCallWarning, MemoryBudgetError, UnsupportedModelError
+    from .exceptions import LongCallWarning, MemoryBudgetError, SecondOrderGapWarning, UnsupportedModelError
     from .explainer import RsqEstimate, RSquaredExplainer, estimate_rsq
     from .selector import RSquaredSelector
 

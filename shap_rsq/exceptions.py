@@ -6,7 +6,7 @@ import it through the engine and must start without those libraries.
 
 from __future__ import annotations
 
-__all__ = ["LongCallWarning", "MemoryBudgetError", "UnsupportedModelError"]
+__all__ = ["LongCallWarning", "MemoryBudgetError", "SecondOrderGapWarning", "UnsupportedModelError"]
 
 
 class UnsupportedModelError(ValueError):
@@ -22,3 +22,10 @@ class MemoryBudgetError(ValueError):
 
 class LongCallWarning(UserWarning):
     """A call is estimated to run for minutes, and no progress bar was asked for."""
+
+
+class SecondOrderGapWarning(UserWarning):
+    """The shares of a booster's D² add up to the second-order expansion of its loss change, and that
+    is off the exact change by more than 5% of it: the trees take large steps of the margin (a high
+    learning rate, few trees, large leaf values), past where the loss is close to its quadratic
+    expansion."""

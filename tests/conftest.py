@@ -141,3 +141,102 @@ def fitted():
         return cache[key]
 
     return get
+
+
+# Boosters of other losses than squared error, played through their second-order games: name ->
+# (target kind, estimator).  Targets: "binary" 0/1, "three" three classes, "count" Poisson counts,
+# "positive" Gamma-like values, "probability" in (0, 1).
+def _objective_model(name: str):
+    from sklearn import ensemble
+
+    xgb = {"n_estimators": 5, "max_depth": 3, "learning_rate": 0.3, "random_state": 0}
+    lgb = {"n_estimators": 5, "num_leaves": 6, "min_child_samples": 5, "verbose": -1, "random_state": 0}
+    cat = {"iterations": 5, "depth": 3, "verbose": 0, "allow_writing_files": False, "random_seed": 0, "thread_count": 1}
+    hgb = {"max_iter": 5, "max_leaf_nodes": 6, "min_samples_leaf": 5, "random_state": 0}
+    if name.startswith("XGB"):
+        xgboost = pytest.importorskip("xgboost")
+        objective = name.split(":", 1)[1]
+        if objective in ("binary:logistic", "multi:softprob", "multi:softmax"):
+            return xgboost.XGBClassifier(objective=objective, **xgb)
+        extra = {"tweedie_variance_power": 1.3} if objective == "reg:tweedie" else {}
+        return xgboost.XGBRegressor(objective=objective, **xgb, **extra)
+    if name.startswith("LGBM"):
+        lightgbm = pytest.importorskip("lightgbm")
+        objective = name.split(":", 1)[1]
+        if objective in ("binary", "multiclass"):
+            return lightgbm.LGBMClassifier(objective=objective, **lgb)
+        extra = {"tweedie_variance_power": 1.6} if objective == "tweedie" else {}
+        return lightgbm.LGBMRegressor(objective=objective, **lgb, **extra)
+    if name.startswith("CatBoost"):
+        catboost = pytest.importorskip("catboost")
+        loss = name.split(":", 1)[1]
+        if loss == "Logloss":
+            return catboost.CatBoostClassifier(loss_function=loss, **cat)
+        if loss == "Logloss-Lossguide":
+            shape = {k: v for k, v in cat.items() if k != "depth"}
+            return catboost.CatBoostClassifier(grow_policy="Lossguide", max_leaves=6, **shape)
+        loss = "Tweedie:variance_power=1.5" if loss == "Tweedie" else loss
+        return catboost.CatBoostRegressor(loss_function=loss, **cat)
+    if name.startswith("HistGradientBoostingClassifier"):
+        return ensemble.HistGradientBoostingClassifier(**hgb)
+    if name.startswith("HistGradientBoostingRegressor"):
+        return ensemble.HistGradientBoostingRegressor(loss=name.split(":")[1], **hgb)
+    return ensemble.GradientBoostingClassifier(n_estimators=5, max_depth=3, random_state=0)
+
+
+OBJECTIVES = {
+    "XGB:binary:logistic": "binary",
+    "XGB:multi:softprob": "three",
+    "XGB:multi:softmax": "three",
+    "XGB:count:poisson": "count",
+    "XGB:reg:gamma": "positive",
+    "XGB:reg:tweedie": "count",
+    "LGBM:binary": "binary",
+    "LGBM:multiclass": "three",
+    "LGBM:poisson": "count",
+    "LGBM:gamma": "positive",
+    "LGBM:tweedie": "count",
+    "LGBM:cross_entropy": "probability",
+    "CatBoost:Logloss": "binary",
+    "CatBoost:Logloss-Lossguide": "binary",
+    "CatBoost:Poisson": "count",
+    "CatBoost:Tweedie": "count",
+    "HistGradientBoostingClassifier:binary": "binary",
+    "HistGradientBoostingClassifier:three": "three",
+    "HistGradientBoostingRegressor:poisson": "count",
+    "HistGradientBoostingRegressor:gamma": "positive",
+    "GradientBoostingClassifier:binary": "binary",
+    "GradientBoostingClassifier:three": "three",
+}
+NO_NAN_OBJECTIVES = {"GradientBoostingClassifier:binary", "GradientBoostingClassifier:three"}
+
+
+def objective_target(kind: str, y: np.ndarray, X: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A target of ``kind`` that depends on the rows as ``make_data``'s ``y`` does."""
+    rng = np.random.default_rng(seed)
+    centred = (y - y.mean()) / y.std()
+    if kind == "binary":
+        return (centred + rng.normal(scale=0.5, size=len(y)) > 0).astype(int)
+    if kind == "three":
+        return np.digitize(centred + rng.normal(scale=0.5, size=len(y)), [-0.5, 0.5])
+    if kind == "count":
+        return rng.poisson(np.exp(0.6 * centred)).astype(float)
+    if kind == "positive":
+        return np.exp(0.5 * centred) * rng.gamma(2.0, 0.5, size=len(y))
+    return 1.0 / (1.0 + np.exp(-centred))  # probability
+
+
+@pytest.fixture(scope="session")
+def fitted_objective():
+    """Cache of ``(objective, nan) -> (model, X, y, w)`` for the boosters of :data:`OBJECTIVES`."""
+    cache: dict = {}
+
+    def get(name: str, nan: bool = False):
+        key = (name, nan)
+        if key not in cache:
+            X, y, w = make_data(seed=list(OBJECTIVES).index(name), nan=nan)
+            target = objective_target(OBJECTIVES[name], y, X, seed=1)
+            cache[key] = (_objective_model(name).fit(X, target), X, target, w)
+        return cache[key]
+
+    return get

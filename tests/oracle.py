@@ -184,3 +184,64 @@ def _rational_expectation(tree: TreeTable, x: np.ndarray, known: frozenset[int])
         return (left_part + Fraction(float(tree.cover[right])) * walk(right)) / cover
 
     return walk(0)
+
+
+def _loss_derivatives(loss: str, power: float, y: np.ndarray, margin: np.ndarray):
+    """Gradient and Hessian of each deviance in the margin, written out here independently of the library."""
+    if loss == "squared_error":
+        return 2.0 * (margin - y), 2.0 + 0.0 * margin
+    if loss == "log_loss":
+        p = 1.0 / (1.0 + np.exp(-margin))
+        return p - y, p * (1.0 - p)
+    if loss == "poisson":
+        return 2.0 * np.exp(margin) - 2.0 * y, 2.0 * np.exp(margin)
+    if loss == "gamma":
+        return 2.0 - 2.0 * y / np.exp(margin), 2.0 * y / np.exp(margin)
+    # Tweedie: d/dF of 2 [-y mu^(1-p) / (1-p) + mu^(2-p) / (2-p)] with mu = exp(F)
+    mu = np.exp(margin)
+    return 2.0 * (mu ** (2 - power) - y * mu ** (1 - power)), 2.0 * (
+        (2 - power) * mu ** (2 - power) + (power - 1) * y * mu ** (1 - power)
+    )
+
+
+def second_order_oracle(forests, X, y, w=None, loss="log_loss", power=0.0, players=None):
+    """Shapley values of the second-order tree games ``-w [g d + h/2 d^2]``, ``d = m_S - c_t``, by subset
+    enumeration: loss reductions ``(p,)``, per row ``(n, p)``, and each row's total of the games.
+
+    ``forests`` is one forest, or a softmax's forests (one per class, with their ``steps``): their
+    trees are then played in the model's order, the class margins updated after each, with
+    ``g = p_k - y_k`` and ``h = p_k (1 - p_k)`` of the softmax ``p``; ``y`` is then one-hot ``(n, K)``.
+    """
+    forests = [forests] if isinstance(forests, Forest) else list(forests)
+    X = forests[0].cast(X)
+    members = [[j] for j in range(X.shape[1])] if players is None else [list(m) for m in players]
+    n, p = X.shape[0], len(members)
+    w = np.ones(n) if w is None else np.asarray(w, dtype=float)
+    K = len(forests)
+    expected = [[float(conditional_expectation(t, X[:1], frozenset())[0]) for t in f.trees] for f in forests]
+    F = np.column_stack([f.base_offset + sum(e) + np.zeros(n) for f, e in zip(forests, expected, strict=True)])
+    order = [(0, t) for t in range(forests[0].n_trees)]
+    if K > 1:
+        order = sorted(
+            ((k, t) for k in range(K) for t in range(forests[k].n_trees)), key=lambda kt: forests[kt[0]].steps[kt[1]]
+        )
+    local = np.zeros((p, n))
+    totals = np.zeros(n)
+    for k, t in order:
+        tree, c = forests[k].trees[t], expected[k][t]
+        if K > 1:
+            shifted = F - F.max(axis=1, keepdims=True)
+            prob = np.exp(shifted[:, k]) / np.exp(shifted).sum(axis=1)
+            g, h = prob - y[:, k], prob * (1 - prob)
+        else:
+            g, h = _loss_derivatives(loss, power, y, F[:, 0])
+
+        def game(coalition, tree=tree, c=c, g=g, h=h):
+            known = frozenset(j for player in coalition for j in members[player])
+            d = conditional_expectation(tree, X, known) - c
+            return -w * (g * d + 0.5 * h * d * d)
+
+        local += shapley(game, p)
+        totals += game(frozenset(range(p)))
+        F[:, k] += conditional_expectation(tree, X, frozenset(range(X.shape[1]))) - c
+    return local.sum(axis=1), local.T, totals

@@ -40,7 +40,7 @@ def test_rsq_returns_a_series_for_frames_and_an_array_for_arrays(frame_model):
     array = explainer.rsq(frame.to_numpy(), y)
     assert isinstance(series, pd.Series)
     assert list(series.index) == list(frame.columns)
-    assert series.name == "rsq"
+    assert series.name == "R²"  # the score the shares are of
     assert isinstance(array, np.ndarray) and array.shape == (6,)
     np.testing.assert_allclose(series.to_numpy(), array, atol=1e-15)
 
@@ -275,10 +275,10 @@ def test_workers_keep_the_plans_they_compiled_and_units_travel_without_them(fram
     assert all(c._plan is None and c.token == u.token for c, u in zip(copies, units, strict=True))
     assert len(pickle.dumps(copies)) < len(pickle.dumps(units)) / 5
     other = {"present": [(False, False)] * len(units), "keep": 1 << 30, "caller": -1}  # another process's units
-    values, _, sent = run._run_block(copies, X, y, w, start, forest, False, False, other)
+    values, _, sent, _ = run._run_block(copies, X, y, w, start, forest, False, False, other)
     assert all(plan is not None for plan, _ in sent)  # compiled here, sent back to the caller
     again = worker_plans.shipped(units)
-    values_again, _, _ = run._run_block(again, X, y, w, start, forest, False, False, other)
+    values_again, _, _, _ = run._run_block(again, X, y, w, start, forest, False, False, other)
     assert all(a._plan is c._plan for a, c in zip(again, copies, strict=True))  # kept, not compiled again
     totals = [run._tree_order_sum([v], forest.n_players) for v in (values, values_again)]
     np.testing.assert_array_equal(totals[1], totals[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -59,18 +60,23 @@ def test_a_negative_weight_is_named_with_its_column_and_row(folder, capsys):
     assert "the weight column 'w' of " in err and "has 1 negative value(s), the first in data row 5" in err
 
 
-def test_a_catboost_classifier_file_is_named_as_a_classifier(tmp_path, capsys):
+def test_a_catboost_classifier_file_gives_shares_of_its_log_loss_d2(tmp_path, capsys):
+    # it was refused as a boosted classifier: its log-loss is decomposed through its second-order games
     catboost = pytest.importorskip("catboost")
     X, y, _ = make_data(seed=8)
     frame = pd.DataFrame(X, columns=NAMES)
+    labels = (y > np.median(y)).astype(int)
     model = catboost.CatBoostClassifier(iterations=3, depth=2, verbose=0, allow_writing_files=False)
-    model.fit(frame, y > np.median(y)).save_model(str(tmp_path / "model.cbm"))
-    frame.assign(y=y).to_csv(tmp_path / "data.csv", index=False)
-    code, err = run(
-        ["explain", "--model", tmp_path / "model.cbm", "--data", tmp_path / "data.csv", "--target", "y"], capsys
-    )
-    assert code == 1
-    assert err.startswith("shap-rsq: error: CatBoostClassifier is a boosted classifier")
+    model.fit(frame, labels).save_model(str(tmp_path / "model.cbm"))
+    frame.assign(y=labels).to_csv(tmp_path / "data.csv", index=False)
+    out = tmp_path / "shares.json"
+    argv = ["explain", "--model", tmp_path / "model.cbm", "--data", tmp_path / "data.csv", "--target", "y"]
+    assert main([str(a) for a in [*argv, "--out", out]]) == 0
+    printed = capsys.readouterr().out
+    assert "Shares of D² (log-loss)" in printed and "model D² (log-loss)" in printed and "gap (exact change" in printed
+    document = json.loads(out.read_text())
+    assert document["score"] == "D² (log-loss)"
+    assert document["gap"] == pytest.approx(document["exact_change"] - document["sum_of_shares"], abs=1e-12)
 
 
 def test_a_lightgbm_model_with_categorical_features_is_refused_in_our_words(tmp_path, capsys):
@@ -106,24 +112,22 @@ def test_version_answers_fast_without_loading_the_heavy_libraries():
 
 
 @pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
-def test_a_booster_file_of_a_classifier_says_it_is_a_boosted_classifier(library, tmp_path, capsys):
+def test_a_booster_file_of_a_classifier_prints_its_d2_and_the_gap(library, tmp_path, capsys):
     module = pytest.importorskip(library)
     X, y, _ = make_data(seed=10)
     frame = pd.DataFrame(X, columns=NAMES)
-    labels = y > np.median(y)
+    labels = (y > np.median(y)).astype(int)
     if library == "xgboost":
         path = tmp_path / "model.json"
         module.XGBClassifier(n_estimators=3, max_depth=2).fit(frame, labels).save_model(path)
-        named = "XGBoost model with objective='binary:logistic' is a boosted classifier: "
     else:
         path = tmp_path / "model.txt"
         model = module.LGBMClassifier(n_estimators=3, num_leaves=4, min_child_samples=5, verbose=-1)
         model.fit(frame, labels).booster_.save_model(path)
-        named = "LightGBM model with objective='binary' is a boosted classifier: "
-    frame.assign(y=y).to_csv(tmp_path / "data.csv", index=False)
-    code, err = run(["explain", "--model", path, "--data", tmp_path / "data.csv", "--target", "y"], capsys)
-    assert code == 1
-    assert err.startswith(f"shap-rsq: error: {named}its probabilities are a sigmoid or softmax")
+    frame.assign(y=labels).to_csv(tmp_path / "data.csv", index=False)
+    assert main(["explain", "--model", str(path), "--data", str(tmp_path / "data.csv"), "--target", "y"]) == 0
+    printed = capsys.readouterr().out
+    assert "D² (log-loss) share" in printed and "exact change of D² (log-loss) from E f" in printed
 
 
 def test_a_wide_tables_columns_are_listed_short_in_a_message(tmp_path, capsys):

@@ -50,7 +50,7 @@ def test_groups_by_name_label_the_result_and_follow_reordered_columns(fitted):
     explainer = RSquaredExplainer(model)
     groups = {"body": ["bmi", "age"], "blood": ["bp", "s2"]}
     shares = explainer.rsq(frame, y, groups=groups)
-    assert list(shares.index) == ["body", "blood", "s1", "s3"] and shares.name == "rsq"
+    assert list(shares.index) == ["body", "blood", "s1", "s3"] and shares.name == "R²"
     np.testing.assert_allclose(explainer.rsq(frame[names[::-1]], y, groups=groups), shares, atol=1e-12)
     by_position = explainer.rsq(X, y, groups={"body": [1, 0], "blood": [2, 4]})  # model names, array rows
     np.testing.assert_allclose(by_position, shares.to_numpy(), atol=1e-12)

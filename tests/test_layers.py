@@ -84,8 +84,7 @@ def test_the_layer_check_sees_a_stray_import(tmp_path):
     probe = tmp_path / "shap_rsq" / "explainer" / "_probe.py"
     probe.parent.mkdir(parents=True)
     probe.write_text(
-        "from ..selector import RSquaredSelector\nimport shap_rsq.cli.commands\n"
-        "def late():\n    from .. import plots\n"
+        "from ..selector import RSquaredSelector\nimport shap_rsq.cli.commands\ndef late():\n    from .. import plots\n"
     )
     assert _package_imports(probe, tmp_path / "shap_rsq") == {"selector", "cli", "plots"}
 

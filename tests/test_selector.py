@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone
-from sklearn.ensemble import GradientBoostingClassifier, RandomForestRegressor
+from sklearn.ensemble import AdaBoostClassifier, RandomForestRegressor
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_selection import SelectFromModel
 from sklearn.linear_model import LinearRegression
@@ -299,8 +299,8 @@ def test_unsupported_models_and_targets(data):
     X, y = data
     with pytest.raises(UnsupportedModelError):
         RSquaredSelector(LinearRegression()).fit(X, y)
-    with pytest.raises(UnsupportedModelError, match="not a sum of trees"):
-        RSquaredSelector(GradientBoostingClassifier(n_estimators=3)).fit(X, (y > 0).astype(int))
+    with pytest.raises(UnsupportedModelError, match="weighted vote"):
+        RSquaredSelector(AdaBoostClassifier(n_estimators=3)).fit(X, (y > 0).astype(int))
     # a forest classifier is decomposed (its Brier skill score)
     assert RSquaredSelector(DecisionTreeClassifier(max_depth=3)).fit(X, (y > 0).astype(int)).feature_rsq_.sum() > 0
     with pytest.raises(ValueError, match="constant"):
@@ -348,10 +348,10 @@ def test_a_boosted_classifier_is_refused_before_it_is_fitted(data, monkeypatch):
     # it was fitted first (minutes on real data, once per fold with cv=) and refused after
     X, y = data
     fits = []
-    monkeypatch.setattr(GradientBoostingClassifier, "fit", lambda self, *args, **kwargs: fits.append(1) or self)
+    monkeypatch.setattr(AdaBoostClassifier, "fit", lambda self, *args, **kwargs: fits.append(1) or self)
     for cv in (None, 3):
-        with pytest.raises(UnsupportedModelError, match="GradientBoostingClassifier is a boosted classifier"):
-            RSquaredSelector(GradientBoostingClassifier(n_estimators=3), cv=cv).fit(X, (y > 0).astype(int))
+        with pytest.raises(UnsupportedModelError, match="AdaBoostClassifier is a boosted classifier"):
+            RSquaredSelector(AdaBoostClassifier(n_estimators=3), cv=cv).fit(X, (y > 0).astype(int))
     assert not fits
 
 

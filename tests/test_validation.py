@@ -51,23 +51,31 @@ def _r2_model_info(model):
 
 
 @pytest.mark.parametrize(
-    ("make", "message"),
+    "make",
     [
-        (lambda: xgboost.XGBClassifier(n_estimators=2), "XGBClassifier is a boosted classifier"),
-        (lambda: lightgbm.LGBMClassifier(n_estimators=2, verbose=-1), "not a sum of trees"),
-        (
-            lambda: catboost.CatBoostClassifier(iterations=2, verbose=0, allow_writing_files=False),
-            "Use a forest classifier",
-        ),
-        (lambda: GradientBoostingClassifier(n_estimators=2), "squared-error regressor fitted on the 0/1 target"),
-        (lambda: HistGradientBoostingClassifier(max_iter=2), "HistGradientBoostingClassifier is a boosted"),
+        lambda: xgboost.XGBClassifier(n_estimators=2),
+        lambda: lightgbm.LGBMClassifier(n_estimators=2, verbose=-1),
+        lambda: catboost.CatBoostClassifier(iterations=2, verbose=0, allow_writing_files=False),
+        lambda: GradientBoostingClassifier(n_estimators=2),
+        lambda: HistGradientBoostingClassifier(max_iter=2),
     ],
 )
-def test_boosted_classifiers_are_refused_with_what_to_use_instead(data, make, message):
+def test_boosted_classifiers_are_read_as_games_of_their_log_loss(data, make):
+    # they were refused ("not a sum of trees"); their margins are, and their log-loss is expanded
     X, y, _ = data
     model = make().fit(X, (y > np.median(y)).astype(int))
-    with pytest.raises(UnsupportedModelError, match=message):
-        _r2_model_info(model)
+    info = _r2_model_info(model)
+    assert info.second_order and info.loss == "log_loss" and list(info.classes) == [0, 1]
+    assert not info.by_output  # one margin, not one probability per class
+
+
+def test_adaboost_is_refused_as_a_vote_not_a_margin(data):
+    from sklearn.ensemble import AdaBoostClassifier
+
+    from shap_rsq.models.inspect import refuse_boosted_classifier
+
+    with pytest.raises(UnsupportedModelError, match="weighted vote"):
+        refuse_boosted_classifier(AdaBoostClassifier())
 
 
 def test_an_xgboost_model_without_trees_is_refused_by_name(data):

@@ -97,8 +97,9 @@ def run_explain(args: argparse.Namespace) -> int:
     _check_outputs(args)
     model = load_model(args.model, trust_pickle=args.trust_pickle)
     explainer = RSquaredExplainer(model, n_jobs=args.n_jobs, progress=args.progress, memory_budget=args.memory_budget)
-    classifier = explainer.model_info.classes is not None
-    if explainer.model_info.n_outputs > 1 and not classifier:
+    second_order = explainer.model_info.second_order  # a booster of log-loss, Poisson, Gamma or Tweedie
+    classifier = explainer.model_info.classes is not None and not second_order
+    if explainer.model_info.n_outputs > 1 and not classifier and not second_order:
         raise InputError(
             f"{type(model).__name__} has {explainer.model_info.n_outputs} outputs; the command line reads one "
             "target column (use RSquaredExplainer.rsq in Python for multi-output regressors)."
@@ -115,17 +116,29 @@ def run_explain(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     explanation = explainer(X, inputs.y, sample_weight=inputs.weight, groups=groups) if args.local else None
+    second = None  # a second-order game's summary: the exact change of D² beside the shares' sum
     if explanation is not None:
         values = explanation.values.sum(axis=0)
+        second = getattr(explanation.output_names, "summary", None)
+    elif second_order:
+        values, _, found = explainer._second_order_shares(X, inputs.y, inputs.weight, groups=groups)
+        second = found.attrs()
     else:
         values = np.asarray(explainer.rsq(X, inputs.y, inputs.weight, groups=groups))
     shares = pd.Series(values, index=names, name="rsq")
     seconds = time.perf_counter() - start
-    model_rsq = float(r2_score(inputs.y, explainer.model_info.predict(X), sample_weight=inputs.weight))
+    if second is not None:
+        score, model_rsq = second["score"], float(second["model_score"])
+    else:
+        score = "R²"
+        model_rsq = float(r2_score(inputs.y, explainer.model_info.predict(X), sample_weight=inputs.weight))
 
     kind = f"{type(model).__module__.split('.')[0]}.{type(model).__name__}"
-    title = f"Shares of R²: {Path(args.model).name} ({kind}) on {Path(args.data).name}, n={len(X)}"
-    print(format_table(shares, model_rsq=model_rsq, seconds=seconds, max_display=args.max_display, title=title))
+    title = f"Shares of {score}: {Path(args.model).name} ({kind}) on {Path(args.data).name}, n={len(X)}"
+    table = format_table(
+        shares, model_rsq=model_rsq, seconds=seconds, max_display=args.max_display, title=title, score=score
+    )
+    print(table if second is None else f"{table}\n{second_order_lines(second)}")
     summary = {
         "model": str(args.model),
         "data": str(args.data),
@@ -136,6 +149,8 @@ def run_explain(args: argparse.Namespace) -> int:
         "model_rsq": model_rsq,
         "sum_of_shares": float(shares.sum()),
     }
+    if second is not None:  # what the score is, and how far its second-order shares are from it
+        summary.update(score=score, exact_change=second["exact_change"], gap=second["gap"])
     if args.interactions or args.plot_interactions:  # first: a refusal there leaves no other output written
         run_interactions(args, explainer, (X, inputs.y, inputs.weight), groups, shares, summary)
     if args.out:
@@ -145,9 +160,31 @@ def run_explain(args: argparse.Namespace) -> int:
         write_local(args.local, explanation.values, explanation.base_values, names)
         print(f"per-row shares written to {args.local}")
     if args.plot:
-        _save_bar(args.plot, shares, model_rsq, args.max_display, f"Shares of R² on {Path(args.data).name}")
+        plot_title = f"Shares of {score} on {Path(args.data).name}"
+        if second is not None:
+            plot_title += f"\nexact change {second['exact_change']:.3f}, gap {second['gap']:.3f} (second order)"
+        _save_bar(args.plot, shares.rename(score), model_rsq, args.max_display, plot_title)
         print(f"bar chart written to {args.plot}")
     return 0
+
+
+def second_order_lines(summary: dict) -> str:
+    """The exact change of a booster's D² beside its shares' sum (their second-order expansion).
+
+    Parameters
+    ----------
+    summary : dict
+        The summary of the shares (``exact_change``, ``gap``, ``score``).
+
+    Returns
+    -------
+    str
+        Two lines of the table.
+    """
+    return (
+        f"  exact change of {summary['score']} from E f: {summary['exact_change']:.4f}\n"
+        f"  gap (exact change - sum of shares, the second-order remainder): {summary['gap']:.4f}"
+    )
 
 
 def column_groups(path: str | None, columns: list[str], target: str | None = None) -> tuple[dict | None, list[str]]:

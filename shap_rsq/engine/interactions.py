@@ -18,6 +18,7 @@ from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import check_interaction_plans, check_interaction_rows
 from .estimates import Projection, progress_bar, trees_named
+from .losses import TreeLosses
 from .routing import interaction_plan
 from .worker_plans import plan_bytes
 
@@ -60,6 +61,7 @@ def interaction_indices(
     local: bool = False,
     progress: bool = False,
     tuning: Tuning = DEFAULT_TUNING,
+    loss: TreeLosses | None = None,
 ) -> tuple[sp.csr_matrix | np.ndarray, np.ndarray]:
     """Interaction indices ``I_jk`` of ``sum_t v_t`` (not yet divided by SST) and ``f(x)``.
 
@@ -67,7 +69,9 @@ def interaction_indices(
     ``local`` every row's symmetric ``(n, P, P)`` indices (zero diagonal), refused with
     :class:`~shap_rsq.MemoryBudgetError` when that array cannot fit the budget.
     ``progress`` draws a bar over trees; without it a call projected to run for minutes warns
-    (:class:`~shap_rsq.engine.estimates.Projection`).
+    (:class:`~shap_rsq.engine.estimates.Projection`).  ``loss``: the second-order games of a
+    booster's loss (one forest: a softmax's offsets are per tree of it), as in
+    :func:`~shap_rsq.engine.run.decompose`.
     """
     forest = plans.forest
     n, n_players = X.shape[0], forest.n_players
@@ -81,7 +85,8 @@ def interaction_indices(
         pairs = _leaf_pairs(forest)
         projection = None if bar else _projection(forest, pairs, local, tuning)
         for t, mean in enumerate(forest.nodes.tree_mean):
-            f = _add_tree(out, plans[t], X, y, w, f, mean, local, tuning, forest.input_dtype)
+            weights = _tree_weights(loss, t, mean, y, w, f)
+            f = _add_tree(out, plans[t], X, weights, f, mean, local, tuning, forest.input_dtype)
             if bar is not None:
                 bar.update()
             else:
@@ -105,14 +110,22 @@ def _projection(forest: Forest, pairs: np.ndarray, local: bool, tuning: Tuning) 
     return Projection(pairs, f"{what} of {trees_named(forest.n_trees)}", advice, tuning)
 
 
-def _add_tree(out, plan: InteractionPlan | None, X, y, w, f: np.ndarray, mean: float, local: bool, tuning, dtype):
-    """Add one tree's indices into ``out`` (rows' weights from the residuals ``y - f`` the trees
-    before it left); returns ``f`` with the tree added."""
+def _tree_weights(loss: TreeLosses | None, t: int, mean: float, y, w, f) -> tuple[np.ndarray, np.ndarray]:
+    """Tree ``t``'s row weights ``(w_quad, w_lin)`` from the margin ``f`` the trees before it left:
+    squared error's (residuals ``y - f``), or the second-order games of ``loss``."""
+    if loss is None:
+        return -w, 2.0 * w * (y - f + mean)
+    w_quad, w_lin = loss.row_weights(f[:, None], np.array([mean]), y, w, slice(None), np.array([t]))
+    return w_quad[:, 0], w_lin[:, 0]
+
+
+def _add_tree(out, plan: InteractionPlan | None, X, weights, f: np.ndarray, mean: float, local: bool, tuning, dtype):
+    """Add one tree's indices into ``out`` (rows' ``weights``, ``(w_quad, w_lin)``); returns ``f``
+    with the tree added."""
     if plan is None:
         return f
     first, inverse, prediction = routed_patterns(plan.pairs, X, dtype, tuning.routing_elements_within, plan.pairs.value)
-    w_quad = -w
-    w_lin = 2.0 * w * (y - f + mean)
+    w_quad, w_lin = weights
     f += prediction - mean
     ids = plan.features
     n_k = len(ids)

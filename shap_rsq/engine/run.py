@@ -32,6 +32,7 @@ from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import MemoryBudgetError, fit_jobs, out_of_memory
 from .estimates import estimated_seconds, progress_bar, progress_label, warn_if_long
 from .interactions import InteractionPlans
+from .losses import TreeLosses
 from .routing import Kernel, build_units
 from .worker_plans import held_bytes, keep_within, remember, restore, return_freed_memory, shipped
 
@@ -96,11 +97,15 @@ class Decomposition:
         ``f(x)`` of every row, reproduced from the trees.
     mean_prediction : float
         ``E f``: the base offset plus each tree's cover-weighted mean.
+    game_totals : ndarray or None
+        Second-order games only: each row's sum of its tree games with every player known, which
+        the row's shares add up to (``None`` for squared error, whose total is the loss change).
     """
 
     values: np.ndarray
     prediction: np.ndarray
     mean_prediction: float
+    game_totals: np.ndarray | None = None
 
 
 def check_row_totals(values, base, target, prediction, weights, mean: float, sst: float) -> None:
@@ -130,6 +135,7 @@ def decompose(
     progress: bool | str = False,
     tuning: Tuning = DEFAULT_TUNING,
     warn_long: bool = True,
+    loss: TreeLosses | None = None,
 ) -> Decomposition:
     """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing).
 
@@ -139,18 +145,22 @@ def decompose(
 
     ``tuning`` decides when blocks of trees go to worker processes (never what they compute) and
     holds the memory budget (:mod:`~shap_rsq.engine.budget`: fewer workers, or a refusal).
+
+    ``loss`` plays each tree's second-order game of a booster's loss
+    (:mod:`~shap_rsq.engine.losses`); ``None`` plays the squared-error games, whose sum is
+    exact (``y`` is then the target the residuals are taken from).
     """
     # refuses before any work when the rows' arrays cannot fit the memory budget
     n_jobs, split = fit_jobs(units, X.shape[0], forest.n_features, forest.n_trees, local, n_jobs, tuning)
     if warn_long and not progress:
         warn_if_long(units, forest.nodes, X.shape[0], local, tuning)
     try:
-        return _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning)
+        return _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning, loss)
     except MemoryError as error:  # an estimate fell short: say so and what to change, never crash
         raise MemoryBudgetError(out_of_memory(X.shape[0], forest.n_features, local, tuning)) from error
 
 
-def _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning) -> Decomposition:
+def _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning, loss) -> Decomposition:
     mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
     blocks = _unit_blocks(units, n_jobs, local, X.shape[0], tuning, forest.n_players)
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
@@ -161,7 +171,7 @@ def _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning) -
     # the plans the explainer keeps for its next call, within a share of the budget
     room = max(0, tuning.kept_plan_limit - held_bytes(units)) // len(blocks)
     if len(blocks) == 1:
-        results = [_run_block(units, X, y, w, starts[0], forest, local, inner, room=room)]
+        results = [_run_block(units, X, y, w, starts[0], forest, local, inner, room=room, loss=loss)]
     else:
         # units go to worker processes without their plans: a worker keeps the plans it compiled
         # (engine.worker_plans) and sends back those this process lacks; threads share them
@@ -169,7 +179,7 @@ def _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning) -
         parts = [[units[u] for u in block] for block in blocks]
         workers = [None if threads else _for_worker(part, tuning) for part in parts]
         tasks = [
-            delayed(_run_block)(shipped(part, split, threads), X, y, w, start, forest, local, inner, worker, room)
+            delayed(_run_block)(shipped(part, split, threads), X, y, w, start, forest, local, inner, worker, room, loss)
             for part, start, worker in zip(parts, starts, workers, strict=True)
         ]
         # the costliest blocks first, so that no worker starts a long block as the others finish;
@@ -180,7 +190,8 @@ def _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning) -
             ran = _run_parallel([tasks[i] for i in order], [blocks[i] for i in order], units, n_jobs, label)
         results = [ran[i] for i in np.argsort(order)]
     values = sum(r[0] for r in results) if local else _tree_order_sum([r[0] for r in results], forest.n_players)
-    return Decomposition(values, results[-1][1], mean_prediction)
+    totals = None if loss is None else sum(r[3] for r in results)
+    return Decomposition(values, results[-1][1], mean_prediction, totals)
 
 
 def _tree_order_sum(blocks: list[list], n_players: int) -> np.ndarray:
@@ -330,7 +341,9 @@ def _for_worker(units: Sequence, tuning: Tuning) -> dict:
     return {"present": plans_present(units), "keep": tuning.worker_plan_limit, "caller": os.getpid()}
 
 
-def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None = None, room: int | None = None):
+def _run_block(
+    units, X, y, w, f, forest, local, progress, worker: dict | None = None, room: int | None = None, loss=None
+):
     """Run a block of units over all rows; ``worker`` (:func:`_for_worker`) when the units were
     shipped without their plans.  The units keep at most ``room`` bytes of the plans they compile
     (``Tuning.kept_plan_bytes``; all of them when ``None``).  Returns the values (per row
@@ -342,11 +355,12 @@ def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None =
         restore(units)
     present = plans_present(units) if worker is None else worker["present"]
     out = np.zeros((X.shape[0], forest.n_players) if local else forest.n_players)
+    totals = None if loss is None else np.zeros(X.shape[0])  # each row's games with all players known
     sums = []  # global values: each unit's own, in the order of the units (see _tree_order_sum)
     # the units' trees: a tree that is one leaf adds a constant and reaches no unit
     with progress_bar(sum(len(unit.trees) for unit in units), progress) as bar:
         for index, unit in enumerate(units):
-            _play_unit(unit, X, y, w, f, out, forest, local)
+            _play_unit(unit, X, y, w, f, out, forest, local, loss, totals)
             if not local:
                 columns = np.flatnonzero(out)
                 sums.append((columns, out[columns]))
@@ -358,27 +372,40 @@ def _run_block(units, X, y, w, f, forest, local, progress, worker: dict | None =
     if keep:
         remember(units, worker["keep"])
         return_freed_memory()
-    return out if local else sums, f, compiled_plans(units, present)
+    return out if local else sums, f, compiled_plans(units, present), totals
 
 
-def _play_unit(unit, X, y, w, f, out, forest, local: bool) -> None:
+def _play_unit(unit, X, y, w, f, out, forest, local: bool, loss: TreeLosses | None = None, totals=None) -> None:
     """Add one unit's games on all rows (chunk by chunk) to ``out``, and its trees' predictions to
-    ``f`` (the residual the next unit's games start from)."""
+    ``f`` (the residual the next unit's games start from); ``loss``: the second-order games, whose
+    values with every player known are added to ``totals``."""
     pending = None  # row weights a unit sums over chunks before its games are evaluated
     for rows in _row_chunks(unit, X.shape[0]):
         state, prediction = unit.prepare(X[rows], forest.input_dtype)
         after = _unit_shift(prediction, unit.means)
-        # w_lin = 2 w (r + c_t) with r = y - f - (shift before t): the tree's own shift plus c_t is its prediction
-        w_lin = prediction - after
-        w_lin += (y[rows] - f[rows])[:, None]
-        w_lin *= 2.0 * w[rows, None]
-        w_quad = np.broadcast_to(-w[rows, None], w_lin.shape)
+        w_quad, w_lin = _row_weights(unit, prediction, after, y, w, f, rows, loss)
+        if totals is not None:  # v_t(N) - v_t(empty): the games of m and m^2 at all players and at none
+            totals[rows] += np.sum(w_quad * (prediction**2 - unit.means**2) + w_lin * (prediction - unit.means), axis=1)
         part = unit.contribute(state, w_quad, w_lin, out[rows] if local else out, local)
         if part is not None:
             pending = part if pending is None else tuple(a + b for a, b in zip(pending, part, strict=True))
         f[rows] += after[:, -1]
     if pending is not None:
         unit.finish(pending, out)
+
+
+def _row_weights(unit, prediction, after, y, w, f, rows, loss: TreeLosses | None):
+    """``(w_quad, w_lin)`` of the unit's games on ``rows``: squared error's, or ``loss``'s expansion."""
+    if loss is not None:
+        before = after - prediction  # each tree's margin before it: the shift before it, less c_t
+        before += unit.means
+        before += f[rows, None]
+        return loss.row_weights(before, unit.means, y[rows], w[rows], rows, unit.trees)
+    # w_lin = 2 w (r + c_t) with r = y - f - (shift before t): the tree's own shift plus c_t is its prediction
+    w_lin = prediction - after
+    w_lin += (y[rows] - f[rows])[:, None]
+    w_lin *= 2.0 * w[rows, None]
+    return np.broadcast_to(-w[rows, None], w_lin.shape), w_lin
 
 
 def tree_shap_values(plan: TreePlan | None, X: np.ndarray, n_features: int, dtype=None) -> np.ndarray:

@@ -11,6 +11,8 @@ Modules, one subject each:
 - :mod:`._groups`: groups of columns as players (``groups=``);
 - :mod:`._interactions`: interaction shares (``rsq_interactions``, ``shap_interaction_values``);
 - :mod:`._outputs`: classes and targets of a model with several outputs;
+- :mod:`._second_order`: boosters of other losses than squared error: shares of D² through
+  their second-order games, beside the exact score;
 - :mod:`._shap_calls`: shap's own calls without ``y``;
 - :mod:`._share_label`: the output name an Explanation of shares carries (read by the plots);
 - :mod:`._estimate`, :mod:`._additive_part`: :func:`estimate_rsq` and its control variate.

@@ -109,10 +109,10 @@ def estimate_rsq(
             f"estimate_rsq needs an RSquaredExplainer, e.g. estimate_rsq(RSquaredExplainer(model), X, y); got "
             f"{type(explainer).__name__}."
         )
-    if explainer.model_info.by_output:
+    if explainer.model_info.by_output or explainer.model_info.second_order:
         raise NotImplementedError(
-            "estimate_rsq supports single-output regressors only, not classifiers or multi-output models: "
-            "compute their shares exactly with rsq."
+            "estimate_rsq supports single-output squared-error regressors only, not classifiers, multi-output "
+            "models or boosters of other losses: compute their shares exactly with rsq."
         )
     if isinstance(n_sample, bool) or not isinstance(n_sample, numbers.Integral):
         raise ValueError(f"n_sample must be an integer number of rows; got {n_sample!r}.")

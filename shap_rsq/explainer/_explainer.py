@@ -30,13 +30,14 @@ from ._groups import GroupedGames, player_data, player_index
 from ._inputs import CallInputs
 from ._interactions import InteractionShares
 from ._outputs import SeveralOutputs
+from ._second_order import SecondOrderShares
 from ._shap_calls import PredictionShap, explanation_in_input_order
-from ._share_label import share_label
+from ._share_label import ScoreName, output_score, share_label
 
 __all__ = ["RSquaredExplainer"]
 
 
-class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.TreeExplainer):
+class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, PredictionShap, shap.TreeExplainer):
     """Exact Shapley decomposition of R² for tree models (Q-SHAP).
 
     A :class:`shap.TreeExplainer` (tree-path-dependent) that also splits the
@@ -56,9 +57,12 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         ``XGBRegressor`` / ``xgboost.Booster``; ``LGBMRegressor`` / ``lightgbm.Booster``;
         ``CatBoostRegressor`` (any grow policy).  Also forest classifiers (shares of the Brier
         skill score) and multi-output scikit-learn and XGBoost regressors (docs/classification.md).
-        Any other model ``shap.TreeExplainer`` explains (a boosted classifier, an absolute-error
-        objective) gives an explainer whose calls without ``y`` are shap's; every call that needs
-        R² raises :class:`~shap_rsq.UnsupportedModelError` with the reason.
+        Also boosted classifiers (XGBoost, LightGBM, CatBoost, scikit-learn) and Poisson, Gamma
+        and Tweedie boosters: shares of D² through the second-order games of their own loss, with
+        the exact change of the score beside their sum (docs/method.md).  Any other model
+        ``shap.TreeExplainer`` explains (an absolute-error or quantile objective) gives an
+        explainer whose calls without ``y`` are shap's; every call that needs R² raises
+        :class:`~shap_rsq.UnsupportedModelError` with the reason.
     data : None
         Background data is refused: the decomposition is tree-path-dependent (its conditional
         expectations come from the trees' training cover), so there is nothing to pass here.
@@ -148,8 +152,8 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
             )
             self.forests = read_forests(self.model, info, type(model).__name__)
         except UnsupportedModelError as error:
-            # a model shap explains whose R² has no exact decomposition (a boosted classifier, an
-            # absolute-error objective) is shap's explainer alone: every call without y is shap's
+            # a model shap explains whose R² has no exact decomposition (an absolute-error or
+            # quantile objective) is shap's explainer alone: every call without y is shap's
             self._explain_predictions_only(model, feature_names, error)
             return
         self.feature_names = check_names(feature_names, info)
@@ -227,12 +231,17 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
             Shares that sum to ``R²(model) - R²(E f)``; a Series named ``"rsq"`` indexed by
             feature name when ``X`` is a DataFrame.  With ``multioutput="raw_values"``,
             ``(n_features, n_outputs)`` (a DataFrame with one column per class or output).
-            Memory stays O(n + p): no ``(n, p)`` array is formed.
+            Memory stays O(n + p): no ``(n, p)`` array is formed.  For a boosted classifier or a
+            Poisson, Gamma or Tweedie booster, shares of D² through its second-order games: a Series
+            named for the score (``"D² (log-loss)"``...) whose ``attrs`` hold the model's exact
+            D², the exact change the shares stand for and the gap (docs/method.md).
         """
+        if self.model_info.second_order:
+            return self._second_order_rsq(X, y, sample_weight, multioutput, groups)
         if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, multioutput, local=False, groups=groups)
             shares = combine(games.values, games.sst(), games.multioutput, brier=games.brier)
-            return labelled(shares, games.names, self.model_info, "rsq", multioutput=games.multioutput)
+            return labelled(shares, games.names, self.model_info, output_score(games), multioutput=games.multioutput)
         checked_multioutput(multioutput, self.model_info)
         if is_dask_array(X):
             players = self._inputs.players(groups, None)
@@ -244,7 +253,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         players = self._inputs.players(groups, rows)
         result = self._decompose(rows.array, target, weights, local=False, players=players)
         names = player_index(rows.labels, players)
-        return result.values / sst if names is None else pd.Series(result.values / sst, index=names, name="rsq")
+        return result.values / sst if names is None else pd.Series(result.values / sst, index=names, name="R²")
 
     def loss_reduction(
         self, X: Any, y: Any, sample_weight: Any = None, *, local: bool = False, groups: Any = None
@@ -274,8 +283,12 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
             ``(n_features,)`` (a Series indexed by feature name for a DataFrame), or
             ``(n_samples, n_features)`` with ``local=True`` (columns in ``X``'s order, as the per-row
             shares'); a classifier or multi-output
-            regressor adds a last axis over its outputs (a DataFrame with one column each).
+            regressor adds a last axis over its outputs (a DataFrame with one column each).  A
+            booster of another loss gives the second-order expansions of its deviance's reduction
+            (summed over a softmax's classes).
         """
+        if self.model_info.second_order:
+            return self._second_order_loss_reduction(X, y, sample_weight, local, groups)
         if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, None, local=local, require_variance=False, groups=groups)
             if local:
@@ -348,7 +361,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         if interactions:
             checked_multioutput(multioutput, self.model_info)
             values, base, rows, names = self._local_interactions(X, y, sample_weight, check_additivity, groups)
-            output_names = "R²"
+            output_names = self._second_order_loss().score if self.model_info.second_order else "R²"
         else:
             values, base, rows, names, output_names = self._local_shares(
                 X, y, sample_weight, check_additivity, multioutput, groups
@@ -359,7 +372,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
             # a grouped game's players are not the columns: beside each, its column if it is one
             data=rows.array if groups is None else player_data(rows.array, self._inputs.players(groups, rows)),
             feature_names=self._inputs.explanation_names(names, groups, values.shape[1]),
-            output_names=share_label(output_names, values, base, interactions),
+            output_names=share_label(output_names, values, base, interactions, getattr(output_names, "summary", None)),
         )
         return explanation_in_input_order(explanation, rows.order if groups is None else None, interactions)
 
@@ -411,10 +424,15 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         return in_input_order(values, rows.order)
 
     def _local_shares(self, X, y, sample_weight, check_additivity: bool, multioutput: str | None, groups):
+        if self.model_info.second_order:
+            values, base, rows, names, summary = self._second_order_local(
+                X, y, sample_weight, check_additivity, multioutput, groups
+            )
+            return values, base, rows, names, ScoreName(summary.score, summary.attrs())
         if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, multioutput, local=True, groups=groups)
             values, base = local_output_shares(games, check_additivity)
-            names = list(self.model_info.outputs) if games.multioutput == "raw_values" else "R²"
+            names = list(self.model_info.outputs) if games.multioutput == "raw_values" else output_score(games)
             return values, base, games.rows, games.names, names
         checked_multioutput(multioutput, self.model_info)
         rows, target, weights, sst = self._inputs.for_rsq(X, y, sample_weight)
@@ -444,10 +462,10 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, shap.
         return {"local": local, "n_jobs": self.n_jobs, "progress": self.progress, "tuning": tuning}
 
     def _decompose(
-        self, rows: np.ndarray, target, weights, *, local: bool, players=None, warn_long=True
+        self, rows: np.ndarray, target, weights, *, local: bool, players=None, warn_long=True, loss=None
     ) -> Decomposition:
         forests, caches = self._game_sets.get(players)
-        options = {**self._run_options(local), "warn_long": warn_long}
+        options = {**self._run_options(local), "warn_long": warn_long, "loss": loss}
         result = decompose(forests[0], caches[0].units(local), rows, target, weights, **options)
-        self._prediction_check(rows, result.prediction, target)
+        self._prediction_check(rows, result.prediction, None if loss is not None else target)
         return result

@@ -20,10 +20,12 @@ from ..engine.budget import check_matrix_budget
 from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array
 from ..engine.interactions import interaction_indices
+from ..engine.losses import TreeLosses
 from ..engine.run import check_row_totals
 from ..engine.validation import weighted_mean
 from ._checks import refuse_without_target
 from ._groups import player_index, position_labels
+from ._second_order import check_second_order_rows
 
 __all__ = ["NO_MULTIOUTPUT_INTERACTIONS", "InteractionShares", "model_outputs", "shares_matrix", "top_pairs"]
 
@@ -103,13 +105,14 @@ class InteractionShares:
         if top_k is None:
             n_players = self.model_info.n_features if players is None else len(players.names)
             check_matrix_budget(n_players, self._tuning.memory_budget)
-        indices = self._indices(rows.array, target, weights, players, local=False)
+        indices = self._indices(rows.array, target, weights, players, local=False, loss=self._interaction_loss())
         if top_k is not None:
             labels = names
             if labels is None:  # an array: column positions, as without groups, and the groups' names
                 labels = range(indices.shape[0]) if players is None else position_labels(players)
             return top_pairs(indices / sst, list(labels), int(top_k))
-        shares = self._decompose(rows.array, target, weights, local=False, players=players).values / sst
+        loss = self._interaction_loss()
+        shares = self._decompose(rows.array, target, weights, local=False, players=players, loss=loss).values / sst
         matrix = (indices + indices.T).toarray()
         matrix /= sst
         matrix = shares_matrix(matrix, shares)
@@ -157,10 +160,17 @@ class InteractionShares:
         """Per-row interaction shares ``(n, p, p)``, their base values, rows and player names."""
         rows, target, weights, sst, players = self._interaction_inputs(X, y, sample_weight, groups)
         # the shares first: a long call's warning about them comes before the interactions' hours
-        result = self._decompose(rows.array, target, weights, local=True, players=players)
-        indices = self._indices(rows.array, target, weights, players, local=True)
+        loss = self._interaction_loss()
+        result = self._decompose(rows.array, target, weights, local=True, players=players, loss=loss)
+        indices = self._indices(rows.array, target, weights, players, local=True, loss=loss)
         indices /= sst
         values = shares_matrix(indices, result.values / sst)
+        if loss is not None:  # each row's part of D² at E f; its shares add up to its second-order total
+            start = weights * loss.loss.deviance(target, np.full(len(target), result.mean_prediction))
+            base = self._null_deviances(target, weights) / sst - start / sst
+            if check_additivity:
+                check_second_order_rows(values.sum(axis=2), result.game_totals / sst)
+            return values, base, rows, player_index(rows.labels, players)
         mean = weighted_mean(target, weights)
         base = weights * ((target - mean) ** 2 - (target - result.mean_prediction) ** 2) / sst
         if check_additivity:
@@ -168,20 +178,39 @@ class InteractionShares:
         return values, base, rows, player_index(rows.labels, players)
 
     def _interaction_inputs(self, X, y, sample_weight, groups):
+        if self.model_info.second_order and self.model_info.n_outputs > 1:
+            raise NotImplementedError(
+                "Interaction shares of a softmax classifier's D² are not available: its classes' trees share one "
+                "game each round.  Without y, shap's interaction values of the margins still work."
+            )
         if self.model_info.by_output:  # a one-class classifier too: its score is a Brier skill score
             raise NotImplementedError(NO_MULTIOUTPUT_INTERACTIONS.format(what=model_outputs(self.model_info)))
         if is_dask_array(X):
             raise NotImplementedError("Interaction shares of R² take in-memory rows; pass a NumPy array or DataFrame.")
-        rows, target, weights, sst = self._inputs.for_rsq(X, y, sample_weight)
+        if self.model_info.second_order:
+            rows, target, weights, sst = self._second_order_inputs(X, y, sample_weight)
+        else:
+            rows, target, weights, sst = self._inputs.for_rsq(X, y, sample_weight)
         return rows, target, weights, sst, self._inputs.players(groups, rows)
 
-    def _indices(self, rows: np.ndarray, target, weights, players, *, local: bool):
+    def _interaction_loss(self):
+        """The second-order games of a booster's loss, ``None`` for squared error."""
+        return TreeLosses(self._second_order_loss()) if self.model_info.second_order else None
+
+    def _indices(self, rows: np.ndarray, target, weights, players, *, local: bool, loss=None):
         _, caches = self._game_sets.get(players)
         cache = caches[0]
         indices, prediction = interaction_indices(
-            cache.interaction_plans(), rows, target, weights, local=local, progress=self.progress, tuning=cache.tuning
+            cache.interaction_plans(),
+            rows,
+            target,
+            weights,
+            local=local,
+            progress=self.progress,
+            tuning=cache.tuning,
+            loss=loss,
         )
-        self._prediction_check(rows, prediction, target)
+        self._prediction_check(rows, prediction, None if loss is not None else target)
         return indices
 
 

@@ -15,13 +15,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 __all__ = [
+    "ScoreName",
     "ShareLabel",
     "holds_interactions",
     "is_whole",
     "labelled_shares",
+    "output_score",
     "rows_computed",
+    "score_name",
     "share_label",
     "transformed",
 ]
@@ -43,29 +47,73 @@ class ShareLabel(str):
     interactions : bool
         Whether it holds interaction shares, ``(rows, features, features)``: one row of them,
         ``explanation[0]``, is a ``(features, features)`` matrix that reads like per-row shares.
+    summary : dict or None
+        Second-order games of a booster's loss: the model's exact score, the exact change the shares
+        stand for, their sum and the gap between the two (the ``attrs`` of ``rsq``'s Series).
+        ``None`` for squared error, whose shares add up to the exact change.
     """
 
     n_rows: int
     n_features: int
     total: float
     interactions: bool
+    summary: dict | None
 
-    def __new__(cls, text: str, n_rows: int, n_features: int, total: float, interactions: bool = False) -> ShareLabel:
+    def __new__(
+        cls,
+        text: str,
+        n_rows: int,
+        n_features: int,
+        total: float,
+        interactions: bool = False,
+        summary: dict | None = None,
+    ) -> ShareLabel:
         label = super().__new__(cls, text)
         label.n_rows, label.n_features, label.total = int(n_rows), int(n_features), float(total)
         label.interactions = bool(interactions)
+        label.summary = None if summary is None else dict(summary)
         return label
 
     def __reduce__(self):
-        return ShareLabel, (str(self), self.n_rows, self.n_features, self.total, self.interactions)
+        return ShareLabel, (str(self), self.n_rows, self.n_features, self.total, self.interactions, self.summary)
 
 
-def share_label(output_names: Any, values: np.ndarray, base_values: np.ndarray, interactions: bool = False) -> Any:
+class ScoreName(str):
+    """A score's name with the summary of a second-order game (see :class:`ShareLabel`)."""
+
+    summary: dict | None
+
+    def __new__(cls, text: str, summary: dict | None = None) -> ScoreName:
+        name = super().__new__(cls, text)
+        name.summary = summary
+        return name
+
+
+def output_score(games: Any) -> str:
+    """The score of combined outputs: a forest classifier's Brier skill score (variance-weighted over
+    its classes), or R² (of a multi-output regressor, or averaged over a classifier's classes)."""
+    brier = getattr(games, "brier", False) and games.multioutput == "variance_weighted"
+    return "Brier skill score" if brier else "R²"
+
+
+def score_name(shares: Any) -> str:
+    """The score the shares are of: an Explanation's label or a Series' name when it names one
+    (``"R²"``, ``"Brier skill score"``, ``"D² (log-loss)"``...), else ``"R²"``."""
+    label = getattr(shares, "output_names", None) if not isinstance(shares, pd.Series) else shares.name
+    if isinstance(label, str) and label.startswith(("R²", "D²", "Brier skill score")):
+        return str(label)
+    return "R²"
+
+
+def share_label(
+    output_names: Any, values: np.ndarray, base_values: np.ndarray, interactions: bool = False, summary=None
+) -> Any:
     """``output_names`` as the explainer sets them: a single "R²" becomes a :class:`ShareLabel`, and
-    so does each output's name of ``(rows, features, outputs)`` shares (with that output's total)."""
+    so does each output's name of ``(rows, features, outputs)`` shares (with that output's total);
+    ``summary``: a second-order game's exact score beside the shares' sum."""
     if isinstance(output_names, str) and values.ndim >= 2:
         total = float(values.sum() + np.sum(base_values))
-        return ShareLabel(output_names, values.shape[0], values.shape[1], total, interactions)
+        return ShareLabel(output_names, values.shape[0], values.shape[1], total, interactions, summary)
     if isinstance(output_names, list) and values.ndim == 3 and len(output_names) == values.shape[2]:
         base = np.broadcast_to(np.asarray(base_values, dtype=float), (values.shape[0], values.shape[2]))
         totals = values.sum(axis=(0, 1)) + base.sum(axis=0)

@@ -40,14 +40,16 @@ def catboost_info(model: Any) -> ModelInfo:
     if not model.is_fitted():
         raise NotFittedError(f"This {type(model).__name__} instance is not fitted yet. Call 'fit' first.")
     params = _training_params(model)
-    loss = str(params.get("loss_function", "RMSE")).split(":")[0]
-    if loss == "MultiRMSE":
+    loss_function = str(params.get("loss_function", "RMSE"))
+    loss = loss_function.split(":")[0]
+    if loss in ("MultiRMSE", "MultiClass", "MultiClassOneVsAll", "MultiLogloss", "MultiCrossEntropy"):
         raise UnsupportedModelError(
-            "CatBoost model with loss_function='MultiRMSE' has several outputs; "
-            "only single-output models are supported."
+            f"CatBoost model with loss_function={loss!r} has several outputs; only single-output models "
+            "(RMSE, Logloss, CrossEntropy, Poisson, Tweedie) are supported: shap reads one value per leaf."
         )
-    if loss != "RMSE":
+    if loss not in _CATBOOST_LOSSES:
         refuse("CatBoost model", "loss_function", loss)
+    game_loss, power = _CATBOOST_LOSSES[loss], _tweedie_power(loss_function)
     if model.get_cat_feature_indices():
         raise UnsupportedModelError(
             f"CatBoost model with categorical features {model.get_cat_feature_indices()} is not supported: "
@@ -58,7 +60,14 @@ def catboost_info(model: Any) -> ModelInfo:
         if indices:
             raise UnsupportedModelError(f"CatBoost model with {kind} features {indices} is not supported.")
     if type(model).__name__ == "CatBoost":
-        model = _as_regressor(model)
+        model = _as_regressor(model) if game_loss != "log_loss" else _as_classifier(model)
+    extra = {"loss": game_loss, "loss_power": power}
+    predict = model.predict
+    if game_loss != "squared_error":  # the games are of the margin; the model predicts its link of it
+        predict = partial(_raw_predict, model)
+    if game_loss == "log_loss" and loss == "Logloss":
+        classes = getattr(model, "classes_", None)
+        extra["classes"] = np.asarray([0, 1] if classes is None else classes)
     scale, bias = model.get_scale_and_bias()
     bias = float(np.ravel(bias)[0]) if np.size(bias) else 0.0
     names = as_names(model.feature_names_)
@@ -73,12 +82,47 @@ def catboost_info(model: Any) -> ModelInfo:
         # (the explainer's, tests/test_library_gaps.py)
         wrong = scale != 1.0
         return ModelInfo(
-            model, None, len(names), names, None, model.predict, "catboost", adjust, shap_explains_wrong=wrong
+            model, None, len(names), names, None, predict, "catboost", adjust, shap_explains_wrong=wrong, **extra
         )
     document = _catboost_json(model)
     trees = _nonsymmetric_trees(document, scale, bias, _nan_right_features(document))
     # CatBoost's own SHAP values of these trees, which shap returns, do not add up to its predictions
-    return ModelInfo(model, trees, len(names), names, None, model.predict, "catboost", shap_explains_wrong=True)
+    return ModelInfo(model, trees, len(names), names, None, predict, "catboost", shap_explains_wrong=True, **extra)
+
+
+# the losses of the margin: Logloss and CrossEntropy take the logit, Poisson and Tweedie the log
+_CATBOOST_LOSSES = {
+    "RMSE": "squared_error",
+    "Logloss": "log_loss",
+    "CrossEntropy": "log_loss",
+    "Poisson": "poisson",
+    "Tweedie": "tweedie",
+}
+
+
+def _tweedie_power(loss_function: str) -> float:
+    """The ``variance_power`` of ``"Tweedie:variance_power=1.5"`` (0 for other losses)."""
+    if not loss_function.startswith("Tweedie"):
+        return 0.0
+    options = dict(part.split("=", 1) for part in loss_function.split(":")[1].split(";") if "=" in part)
+    return float(options["variance_power"])
+
+
+def _raw_predict(model: Any, X: Any) -> np.ndarray:
+    """The margin (``RawFormulaVal``: the sum of the trees, scaled, plus the bias)."""
+    return model.predict(X, prediction_type="RawFormulaVal")
+
+
+def _as_classifier(model: Any) -> Any:
+    """A CatBoostClassifier copy of a base-class ``catboost.CatBoost`` log-loss model."""
+    from catboost import CatBoostClassifier
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.cbm")
+        model.save_model(path)
+        classifier = CatBoostClassifier()
+        classifier.load_model(path)
+    return classifier
 
 
 def _training_params(model: Any) -> dict:

@@ -119,6 +119,9 @@ class Forest:
         Columns the trees read.
     players : ndarray of int or None
         The player of each feature (see :meth:`grouped`); ``None``: every feature is a player.
+    steps : ndarray of int or None
+        One output's trees of a softmax: each tree's position in the model's order of the trees of
+        all outputs (see :meth:`of_output`); ``None`` otherwise.
     """
 
     nodes: NodeArrays
@@ -126,6 +129,7 @@ class Forest:
     input_dtype: np.dtype
     n_features: int
     players: np.ndarray | None = None
+    steps: np.ndarray | None = None
 
     @classmethod
     def from_trees(cls, trees: tuple[TreeTable, ...], base_offset: float, input_dtype, n_features: int) -> Forest:
@@ -252,6 +256,26 @@ class Forest:
             return self
         nodes = NodeArrays(**{f: getattr(self.nodes, f)[keep] for f in NodeArrays.__dataclass_fields__})
         return dataclasses.replace(self, nodes=nodes)
+
+    def of_output(self, steps: np.ndarray) -> Forest:
+        """The trees at ``steps`` (one output's, in the model's order of all trees), the trees of
+        this output whose leaves are all zero left out, with their positions kept as :attr:`steps`.
+
+        Parameters
+        ----------
+        steps : ndarray of int
+            The positions of this output's trees among all trees.
+
+        Returns
+        -------
+        Forest
+            The output's forest.
+        """
+        steps = np.asarray(steps, dtype=np.int64)
+        keep = np.any(self.nodes.value[steps] != 0.0, axis=1)
+        steps = steps[keep] if keep.any() else steps[:1]  # at least one tree, as without_zero_trees
+        nodes = NodeArrays(**{f: getattr(self.nodes, f)[steps] for f in NodeArrays.__dataclass_fields__})
+        return dataclasses.replace(self, nodes=nodes, steps=steps)
 
     def cast(self, X: np.ndarray) -> np.ndarray:
         """Rows in the dtype the model compares thresholds in (a copy unless already there).

@@ -57,6 +57,14 @@ class ModelInfo:
     tree_outputs : ndarray of int or None
         The output each tree adds to, where shap's parse puts tree ``i``'s leaf values under output
         ``i % n_outputs`` and that is wrong; ``None`` where it is right.
+    loss : str
+        The loss the model was boosted with, of its margin (the sum of its trees):
+        ``"squared_error"`` (exact games of R²; also forest classifiers' Brier score), or
+        ``"log_loss"``, ``"poisson"``, ``"gamma"``, ``"tweedie"`` (second-order games of D²).
+        A boosted classifier has ``classes`` and ``loss="log_loss"``: one output (its margin) when
+        binary, one per class (a softmax) otherwise; ``predict`` then gives the margins.
+    loss_power : float
+        Tweedie's variance power (``loss="tweedie"``).
     """
 
     shap_model: Any
@@ -74,6 +82,19 @@ class ModelInfo:
     shap_interactions_wrong: bool = False
     shap_tree_limit: int | None = None
     tree_outputs: np.ndarray | None = None
+    loss: str = "squared_error"
+    loss_power: float = 0.0
+
+    @property
+    def second_order(self) -> bool:
+        """Whether the games are second-order expansions of a booster's loss (not squared error).
+
+        Returns
+        -------
+        bool
+            True for boosted classifiers and Poisson, Gamma and Tweedie boosters.
+        """
+        return self.loss != "squared_error"
 
     @property
     def n_outputs(self) -> int:
@@ -95,9 +116,10 @@ class ModelInfo:
         Returns
         -------
         bool
-            True for classifiers and models with several outputs.
+            True for forest classifiers and models with several outputs (a boosted classifier's
+        classes share one softmax game instead).
         """
-        return self.n_outputs > 1 or self.classes is not None
+        return (self.n_outputs > 1 or self.classes is not None) and not self.second_order
 
 
 def as_names(values) -> list[str] | None:
@@ -117,16 +139,53 @@ def as_names(values) -> list[str] | None:
 
 
 BOOSTED_CLASSIFIER = (
-    "its probabilities are a sigmoid or softmax of a sum of trees, not a sum of trees, so their squared error "
-    "(the Brier score) has no exact Shapley decomposition.  Use a forest classifier (DecisionTreeClassifier, "
-    "RandomForestClassifier, ExtraTreesClassifier), or a squared-error regressor fitted on the 0/1 target."
+    "its probability is a weighted vote of its estimators, not the link of a margin boosted on a loss, so "
+    "neither its Brier score nor a second-order expansion of a loss decomposes.  Use a gradient-boosted "
+    "classifier (HistGradientBoostingClassifier, XGBClassifier, LGBMClassifier, CatBoostClassifier) or a "
+    "forest classifier (RandomForestClassifier, ExtraTreesClassifier)."
 )
-# a booster read from a file is no XGBClassifier: its objective says it was a classifier
-_CLASSIFIER_OBJECTIVES = ("binary", "multi", "reg:logistic", "cross_entropy", "xentropy", "Logloss", "CrossEntropy")
+NO_SECOND_DERIVATIVE = (
+    "its loss has no usable second derivative (absolute error and quantile losses are piecewise linear, "
+    "with a Hessian of zero; ranking and survival objectives are no loss of each row's own prediction), so "
+    "neither its R² nor a second-order expansion of its loss decomposes.  Supported losses: squared error, "
+    "log-loss (classifiers, cross-entropy), Poisson, Gamma and Tweedie."
+)
+# losses of a row's prediction that are piecewise linear, or not a loss of each row alone
+_NO_SECOND_DERIVATIVE = (
+    "reg:absoluteerror",
+    "reg:quantileerror",
+    "rank",
+    "survival",
+    "binary:hinge",
+    "multi:softmax_hinge",
+    "l1",
+    "regression_l1",
+    "mae",
+    "mean_absolute_error",
+    "quantile",
+    "lambdarank",
+    "rank_xendcg",
+    "huber",
+    "fair",
+    "absolute_error",
+    "MAE",
+    "Quantile",
+    "MultiQuantile",
+    "Expectile",
+    "YetiRank",
+    "PairLogit",
+    "QueryRMSE",
+    "QuerySoftMax",
+    "Huber",
+    "Lq",
+    "LogLinQuantile",
+    "MAPE",
+    "mape",
+)
 
 
 def refuse(family: str, what: str, value: Any) -> None:
-    """Raise the error for a model setting the R² decomposition cannot take.
+    """Raise the error for a model setting that cannot be decomposed.
 
     Parameters
     ----------
@@ -142,9 +201,9 @@ def refuse(family: str, what: str, value: Any) -> None:
     UnsupportedModelError
         Always.
     """
-    if what in ("objective", "loss_function") and str(value).startswith(_CLASSIFIER_OBJECTIVES):
-        raise UnsupportedModelError(f"{family} with {what}={value!r} is a boosted classifier: {BOOSTED_CLASSIFIER}")
+    if str(value).startswith(_NO_SECOND_DERIVATIVE):
+        raise UnsupportedModelError(f"{family} with {what}={value!r} is not supported: {NO_SECOND_DERIVATIVE}")
     raise UnsupportedModelError(
-        f"{family} with {what}={value!r} is not supported: the R² decomposition needs a "
-        "single-output regressor fitted with squared error."
+        f"{family} with {what}={value!r} is not supported: the decomposition needs a model fitted with squared "
+        "error, or a booster of log-loss, Poisson, Gamma or Tweedie deviance."
     )

@@ -29,8 +29,10 @@ __all__ = ["ModelInfo", "UnsupportedModelError", "inspect_model", "read_forests"
 _SUPPORTED = (
     "scikit-learn DecisionTreeRegressor, ExtraTreeRegressor, RandomForestRegressor, ExtraTreesRegressor, "
     "GradientBoostingRegressor, HistGradientBoostingRegressor; XGBRegressor or xgboost.Booster; "
-    "LGBMRegressor or lightgbm.Booster; CatBoostRegressor; and forest classifiers (RandomForestClassifier, "
-    "ExtraTreesClassifier, DecisionTreeClassifier, ExtraTreeClassifier)"
+    "LGBMRegressor or lightgbm.Booster; CatBoostRegressor; forest classifiers (RandomForestClassifier, "
+    "ExtraTreesClassifier, DecisionTreeClassifier, ExtraTreeClassifier); and gradient-boosting classifiers and "
+    "Poisson, Gamma and Tweedie boosters (GradientBoostingClassifier, HistGradientBoostingClassifier, "
+    "XGBClassifier, LGBMClassifier, CatBoostClassifier)"
 )
 
 
@@ -99,7 +101,7 @@ def _with_fixed_trees_for_shap(info: ModelInfo) -> ModelInfo:
 
 
 def _refuse_classifier(model: Any) -> None:
-    if not _is_classifier(model):
+    if not _is_classifier(model) or safe_isinstance(model, _GRADIENT_BOOSTED):
         return
     refuse_boosted_classifier(model)
     # a bagging, calibrated or voting ensemble, a Pipeline, a linear model: not a boosted one
@@ -107,7 +109,10 @@ def _refuse_classifier(model: Any) -> None:
 
 
 def refuse_boosted_classifier(model: Any) -> None:
-    """Refuse a boosted classifier, fitted or not: its probability is not a sum of trees.
+    """Refuse a boosted classifier that has no loss of a margin, fitted or not (AdaBoost).
+
+    Gradient-boosted classifiers (XGBoost, LightGBM, CatBoost, scikit-learn) are boosted on the
+    log-loss of their margin and are decomposed through its second-order games.
 
     Parameters
     ----------
@@ -117,7 +122,7 @@ def refuse_boosted_classifier(model: Any) -> None:
     Raises
     ------
     UnsupportedModelError
-        For XGBoost, LightGBM, CatBoost and scikit-learn gradient-boosting classifiers.
+        For AdaBoost classifiers.
     """
     if _is_classifier(model) and safe_isinstance(model, _BOOSTED_CLASSIFIERS):
         raise UnsupportedModelError(f"{type(model).__name__} is a boosted classifier: {BOOSTED_CLASSIFIER}")
@@ -130,11 +135,10 @@ def _is_classifier(model: Any) -> bool:
         return getattr(model, "_estimator_type", None) == "classifier"
 
 
-# the classifiers whose probabilities are a link function of a sum of trees
-_BOOSTED_CLASSIFIERS = [
-    "sklearn.ensemble._gb.GradientBoostingClassifier",
-    "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingClassifier",
-    "sklearn.ensemble._weight_boosting.AdaBoostClassifier",
+# boosted classifiers whose probabilities are no link of a margin boosted on a loss
+_BOOSTED_CLASSIFIERS = ["sklearn.ensemble._weight_boosting.AdaBoostClassifier"]
+# classifiers boosted on the log-loss of their margin: their family's module reads them
+_GRADIENT_BOOSTED = [
     "xgboost.sklearn.XGBModel",
     "xgboost.core.Booster",
     "lightgbm.sklearn.LGBMModel",
@@ -172,10 +176,19 @@ def read_forests(shap_model: Any, info: ModelInfo, model_name: str) -> list[Fore
 
 
 def _read_forest(ensemble, info: ModelInfo, tree_limit: int | None, output: int) -> Forest:
-    """One output's trees; trees that never touch it (another target's, in XGBoost) are dropped."""
+    """One output's trees; trees that never touch it (another target's, in XGBoost) are dropped.
+
+    A softmax's class trees keep their positions among all trees: each class's games need the
+    margins the other classes' trees reached before it."""
     forest = Forest.from_ensemble(ensemble, info.n_features, tree_limit, output, info.tree_outputs)
     if info.adjust is not None:
         forest = info.adjust(forest)
     if info.bases is not None:
         forest = dataclasses.replace(forest, base_offset=info.bases[output])
-    return forest if info.n_outputs == 1 else forest.without_zero_trees()
+    if info.n_outputs == 1:
+        return forest
+    if info.second_order:
+        trees = np.arange(forest.n_trees)
+        mine = trees % info.n_outputs == output if info.tree_outputs is None else info.tree_outputs[trees] == output
+        return forest.of_output(np.flatnonzero(mine))
+    return forest.without_zero_trees()

@@ -43,9 +43,16 @@ def lightgbm_info(model: Any) -> ModelInfo:
 
     booster = model if isinstance(model, lightgbm.Booster) else model.booster_  # raises when unfitted
     dump = booster.dump_model(num_iteration=-1)
-    _check_lightgbm_objective(dump)
-    if int(dump.get("num_class", 1)) > 1 or int(dump.get("num_tree_per_iteration", 1)) > 1:
-        raise UnsupportedModelError("LightGBM model has several outputs; only single-output models are supported.")
+    loss, power = _check_lightgbm_objective(dump)
+    if loss == "tweedie":  # the model file keeps the power among its parameters, not in its objective
+        power = float(booster.params.get("tweedie_variance_power", power))
+    n_classes = int(dump.get("num_class", 1))
+    if (n_classes > 1 or int(dump.get("num_tree_per_iteration", 1)) > 1) and not dump["objective"].startswith(
+        "multiclass"
+    ):
+        raise UnsupportedModelError(
+            "LightGBM model has several outputs; only single-output models and softmax classifiers are supported."
+        )
     _refuse_declared_categories(booster, dump)
     splits = [_lightgbm_splits(tree["tree_structure"]) for tree in dump["tree_info"]]
     if any(node.get("decision_type", "<=") != "<=" for tree in splits for node in tree):
@@ -55,20 +62,36 @@ def lightgbm_info(model: Any) -> ModelInfo:
     best = booster.best_iteration
     tree_limit = best * booster.num_model_per_iteration() if best and best > 0 else None
     nan_as_zero, average = _nan_as_zero(splits), bool(dump.get("average_output"))
+    classes = None
+    if dump["objective"].startswith(("binary", "multiclass")):
+        classes = getattr(model, "classes_", None) if not isinstance(model, lightgbm.Booster) else None
+        classes = np.arange(max(n_classes, 2)) if classes is None else np.asarray(classes)
+    outputs = tuple(str(c) for c in classes) if n_classes > 1 else ()
+    # the games are of the margin; the model predicts its link of it
+    predict = model.predict if loss == "squared_error" else partial(_raw_predict, model)
     return ModelInfo(
         model,
         None,
         booster.num_feature(),
         as_names(booster.feature_name()),
         tree_limit,
-        model.predict,
+        predict,
         "lightgbm",
         partial(_fix_lightgbm_forest, nan_as_zero=nan_as_zero, average=average),
         # shap explains through LightGBM's pred_contrib, which sums a random forest's trees; its
         # interaction values come from its own parse, which sends NaN to a default child
         shap_explains_wrong=average,
         shap_interactions_wrong=len(nan_as_zero[0]) > 0,
+        outputs=outputs,
+        classes=classes,
+        loss=loss,
+        loss_power=power,
     )
+
+
+def _raw_predict(model: Any, X: Any) -> np.ndarray:
+    """The margin (the sum of the trees) a LightGBM model predicts."""
+    return model.predict(X, raw_score=True)
 
 
 def _refuse_declared_categories(booster: Any, dump: dict) -> None:
@@ -94,7 +117,30 @@ def _refuse_declared_categories(booster: Any, dump: dict) -> None:
         )
 
 
-def _check_lightgbm_objective(dump: dict) -> None:
+# the objectives' losses of the margin (not LightGBM's own Hessians: multiclass's K / (K - 1) factor
+# and the Poisson max_delta_step shift are stand-ins the games do not use)
+_LIGHTGBM_LOSSES = {
+    "binary": "log_loss",
+    "multiclass": "log_loss",
+    "cross_entropy": "log_loss",
+    "xentropy": "log_loss",
+    "poisson": "poisson",
+    "gamma": "gamma",
+    "tweedie": "tweedie",
+}
+
+
+def _option(options: list[str], name: str, default: float) -> float:
+    """A numeric option of a LightGBM objective string (``"tweedie tweedie_variance_power:1.3"``)."""
+    for option in options:
+        key, _, value = option.partition(":")
+        if key == name:
+            return float(value)
+    return default
+
+
+def _check_lightgbm_objective(dump: dict) -> tuple[str, float]:
+    """The loss and Tweedie power of the model's objective; refuses the others."""
     if "objective" not in dump:
         # a custom objective function leaves no name in the model: it may not be squared error
         raise UnsupportedModelError(
@@ -102,11 +148,17 @@ def _check_lightgbm_objective(dump: dict) -> None:
             "needs a regressor fitted with squared error, and the model does not record which loss it used."
         )
     objective, *options = str(dump["objective"]).split()
-    if objective not in _LIGHTGBM_L2:
+    if objective in _LIGHTGBM_L2:
+        if "sqrt" in options:
+            # the model predicts the square of its trees' sum
+            refuse("LightGBM model", "reg_sqrt", True)
+        return "squared_error", 0.0
+    if objective not in _LIGHTGBM_LOSSES:
         refuse("LightGBM model", "objective", objective)
-    if "sqrt" in options:
-        # the model predicts the square of its trees' sum
-        refuse("LightGBM model", "reg_sqrt", True)
+    if objective == "binary" and _option(options, "sigmoid", 1.0) != 1.0:
+        # its probability is sigmoid(sigmoid * F): the games are of the margin it boosted
+        refuse("LightGBM model", "sigmoid", _option(options, "sigmoid", 1.0))
+    return _LIGHTGBM_LOSSES[objective], 1.5 if objective == "tweedie" else 0.0
 
 
 def _lightgbm_splits(root: dict) -> list[dict]:

@@ -7,6 +7,7 @@ where it cannot read the original (``GradientBoostingRegressor(init="zero")``).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,10 @@ def sklearn_info(model: Any) -> ModelInfo | None:
         return _sklearn_gradient_boosting(model)
     if safe_isinstance(model, "sklearn.ensemble.HistGradientBoostingRegressor"):
         return _sklearn_hist_gradient_boosting(model)
+    if safe_isinstance(model, "sklearn.ensemble.HistGradientBoostingClassifier"):
+        return _sklearn_hist_gradient_boosting(model)
+    if safe_isinstance(model, "sklearn.ensemble.GradientBoostingClassifier"):
+        return _sklearn_gradient_boosting_classifier(model)
     return None
 
 
@@ -125,14 +130,79 @@ def _sklearn_tree_dict(tree: Any, scaling: float) -> dict:
     }
 
 
+# each loss of the margin: the regressors' Poisson and Gamma have the log link, the classifier's the logit
+_HIST_LOSSES = {"squared_error": "squared_error", "poisson": "poisson", "gamma": "gamma", "log_loss": "log_loss"}
+
+
 def _sklearn_hist_gradient_boosting(model: Any) -> ModelInfo:
     check_is_fitted(model)
-    if model.loss != "squared_error":
-        refuse("HistGradientBoostingRegressor", "loss", model.loss)
+    name = type(model).__name__
+    if model.loss not in _HIST_LOSSES:
+        refuse(name, "loss", model.loss)
     categorical = getattr(model, "is_categorical_", None)
     if categorical is not None and np.any(categorical):
         raise UnsupportedModelError(
-            "HistGradientBoostingRegressor with categorical features is not supported: categorical splits "
+            f"{name} with categorical features is not supported: categorical splits "
             f"(features {np.flatnonzero(categorical).tolist()}) have no threshold order."
         )
-    return _sklearn_info(model)
+    loss = _HIST_LOSSES[model.loss]
+    if loss == "squared_error":
+        return _sklearn_info(model)
+    if loss != "log_loss":
+        names = as_names(getattr(model, "feature_names_in_", None))
+        predict = partial(_log_of_predict, model)
+        return ModelInfo(model, None, model.n_features_in_, names, None, predict, "sklearn", loss=loss)
+    return _boosted_classifier(model, model, model.n_trees_per_iteration_)
+
+
+def _boosted_classifier(model: Any, shap_model: Any, n_outputs: int) -> ModelInfo:
+    """A boosted classifier: its margin (one output, or one per class of a softmax) is a sum of trees."""
+    names = as_names(getattr(model, "feature_names_in_", None))
+    classes = np.asarray(model.classes_)
+    outputs = tuple(str(c) for c in classes) if n_outputs > 1 else ()
+    return ModelInfo(
+        shap_model,
+        None,
+        model.n_features_in_,
+        names,
+        None,
+        model.decision_function,
+        "sklearn",
+        outputs=outputs,
+        classes=classes,
+        loss="log_loss",
+    )
+
+
+def _log_of_predict(model: Any, X: Any) -> np.ndarray:
+    """The margin of a model with the log link: the log of its predicted mean."""
+    return np.log(model.predict(X))
+
+
+def _sklearn_gradient_boosting_classifier(model: Any) -> ModelInfo:
+    """``GradientBoostingClassifier`` of log-loss; shap reads binary ones, the others are handed to it
+    as their trees (one per stage and class, each adding to its class's margin)."""
+    check_is_fitted(model)
+    if model.loss != "log_loss":
+        refuse("GradientBoostingClassifier", "loss", model.loss)
+    if not (isinstance(model.init_, str) and model.init_ == "zero") and not safe_isinstance(
+        model.init_, "sklearn.dummy.DummyClassifier"
+    ):
+        raise UnsupportedModelError(
+            f"GradientBoostingClassifier with init={type(model.init_).__name__} is not supported: "
+            "its starting margin must be a constant (init=None, 'zero' or a DummyClassifier)."
+        )
+    n_outputs = model.estimators_.shape[1]
+    zero = isinstance(model.init_, str)
+    if n_outputs == 1 and not zero:
+        return _boosted_classifier(model, model, 1)
+    base = np.zeros(n_outputs) if zero else model._raw_predict_init(np.zeros((1, model.n_features_in_)))[0]
+    trees = []
+    for stage in model.estimators_:
+        for k, estimator in enumerate(stage):
+            tree = _sklearn_tree_dict(estimator.tree_, model.learning_rate)
+            values = np.zeros((len(tree["values"]), n_outputs))
+            values[:, k] = tree["values"][:, 0]
+            trees.append({**tree, "values": values})
+    shap_model = {"trees": trees, "base_offset": base, "input_dtype": np.float32, "tree_output": "log_odds"}
+    return _boosted_classifier(model, shap_model, n_outputs)

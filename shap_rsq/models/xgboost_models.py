@@ -48,13 +48,18 @@ def xgboost_info(model: Any) -> ModelInfo:
             "for every row, so no feature has a share of its R²."
         )
     n_features = booster.num_features()
+    loss, power = _xgboost_loss(config)
     outputs, bases = _xgboost_targets(config)
+    classes = None
+    if loss == "log_loss" and config["objective"]["name"].startswith(("binary:", "multi:")):
+        outputs, bases, classes = _xgboost_classes(model, is_booster, config)
+    margin = loss != "squared_error"  # the games are of the margin, the model predicts its link of it
     if is_booster:
-        predict = partial(_booster_predict, booster)  # a module-level function: explainers pickle
+        predict = partial(_booster_predict, booster, margin=margin)  # a module-level function: explainers pickle
         # Booster.predict uses every tree; shap would stop at best_iteration, also in its own calls
         tree_limit = shap_tree_limit = len(booster.get_dump())  # shap counts trees, not rounds
     else:
-        predict = model.predict
+        predict = partial(_margin_predict, model) if margin else model.predict
         tree_limit = shap_tree_limit = None
     names = as_names(booster.feature_names)
     return ModelInfo(
@@ -70,7 +75,56 @@ def xgboost_info(model: Any) -> ModelInfo:
         bases=bases,
         shap_tree_limit=shap_tree_limit,
         tree_outputs=_tree_outputs(booster, config, len(outputs)),
+        classes=classes,
+        loss=loss,
+        loss_power=power,
     )
+
+
+# each objective's loss of the margin; the boosters' own Hessians (multi:softprob's 2 p (1 - p), the
+# Poisson max_delta_step shift) are stand-ins the games do not use
+_XGBOOST_LOSSES = {
+    "reg:squarederror": "squared_error",
+    "reg:linear": "squared_error",
+    "binary:logistic": "log_loss",
+    "binary:logitraw": "log_loss",
+    "reg:logistic": "log_loss",
+    "multi:softprob": "log_loss",
+    "multi:softmax": "log_loss",
+    "count:poisson": "poisson",
+    "reg:gamma": "gamma",
+    "reg:tweedie": "tweedie",
+}
+
+
+def _xgboost_loss(config: dict) -> tuple[str, float]:
+    """The loss the objective boosted, and Tweedie's variance power."""
+    objective = config["objective"]
+    loss = _XGBOOST_LOSSES[objective["name"]]
+    if loss != "tweedie":
+        return loss, 0.0
+    return loss, float(objective.get("tweedie_regression_param", {}).get("tweedie_variance_power", "1.5"))
+
+
+def _xgboost_classes(model: Any, is_booster: bool, config: dict):
+    """Outputs, base margins and classes of a classifier: one output (the margin) when binary, one
+    per class (a softmax) otherwise."""
+    parameters = config["learner_model_param"]
+    n_classes = int(parameters.get("num_class", "0"))
+    classes = getattr(model, "classes_", None) if not is_booster else None
+    if classes is None:
+        classes = np.arange(max(n_classes, 2))
+    classes = np.asarray(classes)
+    if n_classes <= 1:
+        return (), None, classes
+    # XGBoost keeps one base margin per class; shap reads the first for all
+    bases = tuple(float(b) for b in parameters["base_score"].strip("[]").split(","))
+    return tuple(str(c) for c in classes), bases, classes
+
+
+def _margin_predict(model: Any, X: Any) -> np.ndarray:
+    """The margin (sum of the trees and base) an XGBoost estimator predicts."""
+    return model.predict(X, output_margin=True)
 
 
 def _tree_outputs(booster: Any, config: dict, n_outputs: int) -> np.ndarray | None:
@@ -121,7 +175,7 @@ def _check_xgboost_settings(model: Any, is_booster: bool, config: dict) -> None:
     if not is_booster and callable(getattr(model, "objective", None)):
         # a custom objective leaves the default name in the booster: it may not be squared error
         refuse("XGBoost model", "objective", f"custom function {getattr(model.objective, '__name__', '?')}")
-    if objective not in ("reg:squarederror", "reg:linear"):
+    if objective not in _XGBOOST_LOSSES:
         refuse("XGBoost model", "objective", objective)
     name = config["gradient_booster"]["name"]
     if name != "gbtree":
@@ -162,9 +216,10 @@ def _booster_of(model: Any, is_booster: bool) -> Any:
     return model if is_booster else model.get_booster()
 
 
-def _booster_predict(booster: Any, X: Any) -> np.ndarray:
-    """``booster.predict`` on rows; rows given as an array take the names it was trained with."""
+def _booster_predict(booster: Any, X: Any, margin: bool = False) -> np.ndarray:
+    """``booster.predict`` on rows (the margin when ``margin``); rows given as an array take the
+    names it was trained with."""
     import xgboost
 
     names = None if hasattr(X, "columns") else booster.feature_names
-    return booster.predict(xgboost.DMatrix(X, missing=np.nan, feature_names=names))
+    return booster.predict(xgboost.DMatrix(X, missing=np.nan, feature_names=names), output_margin=margin)

@@ -15,7 +15,14 @@ import numpy as np
 import shap
 from matplotlib.axes import Axes
 
-from ..explainer._share_label import holds_interactions, is_whole, labelled_shares, rows_computed, transformed
+from ..explainer._share_label import (
+    holds_interactions,
+    is_whole,
+    labelled_shares,
+    rows_computed,
+    score_name,
+    transformed,
+)
 
 __all__ = ["for_shap", "refuse_not_shares", "shap_plot"]
 
@@ -244,6 +251,8 @@ def shap_plot(
     result = plot(scaled, show=False, **options)
     ax = result if isinstance(result, Axes) else plt.gca()
     words = _ROW_WORDS if rows == "each" else _SUMMED_WORDS if is_whole(explanation) else _PART_WORDS
+    score = score_name(explanation)  # R², a forest classifier's Brier skill score, a booster's D²
+    words = {old: new.replace("R²", score) for old, new in words.items()}
     _rename(ax.figure, words, total)
     main = ax.figure.axes[0]  # the waterfall returns a twin axis drawn on top of the bars' own
     if not main.get_xlabel():  # and draws no axis label: say what its numbers are

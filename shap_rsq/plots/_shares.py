@@ -14,7 +14,7 @@ import pandas as pd
 import shap
 from matplotlib.axes import Axes
 
-from ..explainer._share_label import is_whole
+from ..explainer._share_label import is_whole, score_name
 from ._shap import _names, refuse_not_shares
 
 __all__ = ["bar", "class_bar", "heatmap", "sorted_shares", "top_shares"]
@@ -22,6 +22,7 @@ __all__ = ["bar", "class_bar", "heatmap", "sorted_shares", "top_shares"]
 POSITIVE = "#1f6fb4"
 NEGATIVE = "#d6404e"
 OTHERS = "#9a9a9a"
+DEFAULT_TITLE = "Shapley shares of R²"  # bar's default: replaced by the score the shares are of
 
 
 def sorted_shares(shares: pd.Series) -> pd.Series:
@@ -74,11 +75,11 @@ def bar(
     *,
     feature_names: Sequence[str] | None = None,
     model_rsq: float | None = None,
-    title: str | None = "Shapley shares of R²",
+    title: str | None = DEFAULT_TITLE,
     ax: Axes | None = None,
     show: bool = True,
     model_r2: float | None = None,
-) -> Axes:
+) -> Axes:  # the default title names the score the shares are of (see _score_of)
     """Bar chart of each feature's share of R², largest first, with the total annotated.
 
     Parameters
@@ -95,7 +96,9 @@ def bar(
         The model's R², annotated next to the sum of the shares.  Taken from an
         Explanation's ``base_values`` when not given.
     title : str or None
-        Title of the Axes.
+        Title of the Axes.  The default names the score the shares are of (R², a forest
+        classifier's Brier skill score, a booster's D²), and for a booster's second-order game
+        adds the shares' sum beside the exact change of the score, and the gap.
     ax : matplotlib Axes, optional
         Where to draw; a new figure is made when not given.
     show : bool, default=True
@@ -126,6 +129,11 @@ def bar(
         missing = list(series.index[~np.isfinite(series.to_numpy())])[:5]
         raise ValueError(f"bar needs finite shares; {missing} are not (NaN or infinite).")
     model_rsq = total if model_rsq is None else model_rsq
+    score, summary = _score_of(shares)
+    if model_rsq is None and summary is not None:
+        model_rsq = summary["model_score"]
+    if title == DEFAULT_TITLE:
+        title = f"Shapley shares of {score}" + ("" if summary is None else "\n" + _gap_text(summary))
     shown = top_shares(series, max_display).iloc[::-1]  # barh draws bottom-up; the largest goes on top
     grouped = len(series) > max_display
     if ax is None:
@@ -137,7 +145,24 @@ def bar(
     ax.barh(positions, shown.to_numpy(), color=colors, height=0.7)
     ax.set_yticks(positions, [str(name) for name in shown.index])
     _label_bars(ax, shown.to_numpy())
-    return _finish(ax, "share of R²", _total_text(series.sum(), model_rsq), title, show, below=22)
+    return _finish(ax, f"share of {score}", _total_text(series.sum(), model_rsq, score), title, show, below=22)
+
+
+def _score_of(shares: Any) -> tuple[str, dict | None]:
+    """The score the shares are of, and a second-order game's summary (exact change and gap)."""
+    if isinstance(shares, pd.Series):
+        return score_name(shares), (dict(shares.attrs) if "gap" in shares.attrs else None)
+    if isinstance(shares, shap.Explanation):
+        return score_name(shares), getattr(shares.output_names, "summary", None)
+    return "R²", None
+
+
+def _gap_text(summary: dict) -> str:
+    """A second-order game's shares beside the exact change of the score."""
+    return (
+        f"shares sum to {summary['shares_sum']:.3f} (second order); exact change {summary['exact_change']:.3f}, "
+        f"gap {summary['gap']:.3f}"
+    )
 
 
 def class_bar(
@@ -367,8 +392,8 @@ def _finish(ax: Axes, xlabel: str, total: str, title: str | None, show: bool, be
     return ax
 
 
-def _total_text(total: float, model_rsq: float | None) -> str:
+def _total_text(total: float, model_rsq: float | None, score: str = "R²") -> str:
     text = f"sum of shares = {total:.3f}"
     if model_rsq is not None:
-        text += f",  model R² = {model_rsq:.3f}"
+        text += f",  model {score} = {model_rsq:.3f}"
     return text

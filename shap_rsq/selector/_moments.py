@@ -115,6 +115,8 @@ def target(explainer: RSquaredExplainer, y: np.ndarray, *, held_out: bool = Fals
     sum of squares, over which the model's probability is 0.
     """
     info = explainer.model_info
+    if info.second_order:  # the explainer matches a boosted classifier's labels itself
+        return Target(y, y)
     if info.classes is None:
         if info.n_outputs > 1:
             raise UnsupportedModelError(

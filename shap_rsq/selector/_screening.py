@@ -75,8 +75,11 @@ def evaluate(
     explainer = RSquaredExplainer(model, n_jobs=n_jobs)
     p = explainer.model_info.n_features if groups is None else len(groups)
     parsed = target(explainer, y, held_out=held_out)
-    with np.errstate(over="ignore"):  # an overflow is refused by name when the shares are read
-        s = squares(parsed.all_columns, w, None if pooled is None else pooled_means(explainer, parsed, *pooled))
+    if explainer.model_info.second_order:  # D²: each row's deviance at the mean of y (or the pooled rows')
+        s = explainer._null_deviances_of(y, w, pooled)
+    else:
+        with np.errstate(over="ignore"):  # an overflow is refused by name when the shares are read
+            s = squares(parsed.all_columns, w, None if pooled is None else pooled_means(explainer, parsed, *pooled))
     sst, n = float(s.sum()), int(np.count_nonzero(w))
     y = parsed.model_columns
     # numerators, not shares: a held-out fold with a constant target still adds to the pooled shares
@@ -128,15 +131,16 @@ def _loss_reduction(explainer: RSquaredExplainer, X: Any, y: np.ndarray, w: np.n
     """The explainer's loss reductions; a classifier's of the one-hot ``model_columns`` of
     :func:`~shap_rsq.selector._moments.target` (rows of zeros where a held-out label is not among the
     model's classes)."""
-    if explainer.model_info.classes is None:
+    if not explainer.model_info.by_output:
         return explainer.loss_reduction(X, y, w, local=local, groups=groups)
     return explainer._class_loss_reduction(X, y, w, local=local, groups=groups)
 
 
 def _over_classes(explainer: RSquaredExplainer, values: Any) -> np.ndarray:
-    """Loss reductions summed over a classifier's classes (its last axis, even for one class): the Brier score's."""
+    """Loss reductions summed over a forest classifier's classes (its last axis, even for one class): the Brier
+    score's.  A boosted classifier's come summed over its classes already."""
     values = np.asarray(values, dtype=np.float64)
-    return values if explainer.model_info.classes is None else values.sum(axis=-1)
+    return values if not explainer.model_info.by_output else values.sum(axis=-1)
 
 
 def screen_and_fit(

@@ -1,0 +1,304 @@
+"""Shares of D² for boosters of log-loss, Poisson, Gamma and Tweedie deviance: their second-order games.
+
+Each tree is played on the second-order expansion of the loss change it makes, at the margin the
+trees before it left (:mod:`~shap_rsq.engine.losses`).  The shares add up to that expansion of the
+deviance removed from the constant ``E f`` to the model, divided by the deviance of the weighted mean
+of ``y`` (the denominator of scikit-learn's ``d2_log_loss_score`` and ``d2_tweedie_score``).  The
+exact change of D² is computed beside them, and the gap between the two is reported, with a
+warning past 5% of the change.  A mixin of :class:`~shap_rsq.RSquaredExplainer`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import logsumexp
+
+from ..engine.columns import in_input_order
+from ..engine.distributed import is_dask_array
+from ..engine.labels import one_hot
+from ..engine.losses import Loss, TreeLosses, softmax_offsets
+from ..engine.run import decompose
+from ..engine.validation import check_target, weighted_mean
+from ..exceptions import SecondOrderGapWarning
+from ._groups import player_index
+
+__all__ = [
+    "GAP_WARNING",
+    "SecondOrderShares",
+    "SecondOrderSummary",
+    "check_second_order_rows",
+]
+
+CONSTANT_TARGET = (
+    "y is constant (over the rows with positive weight): the deviance of its mean is 0, so D² is undefined."
+)
+GAP_WARNING = 0.05  # the gap, as a fraction of the exact change of the score, past which a call warns
+
+
+@dataclass(frozen=True)
+class SecondOrderSummary:
+    """What the shares of a second-order game add up to, beside the exact score.
+
+    Attributes
+    ----------
+    score : str
+        The score's name, ``"D² (log-loss)"`` for instance.
+    model_score : float
+        The model's D² on the rows (exact).
+    mean_score : float
+        D² of the constant margin ``E f`` (at most 0, and 0 when it predicts the mean of ``y``).
+    exact_change : float
+        ``model_score - mean_score``: the exact change the shares stand for.
+    shares_sum : float
+        The sum of the shares: the second-order expansion of that change, tree by tree.
+    """
+
+    score: str
+    model_score: float
+    mean_score: float
+    exact_change: float
+    shares_sum: float
+
+    @property
+    def gap(self) -> float:
+        """``exact_change - shares_sum``: the remainder of the expansion."""
+        return self.exact_change - self.shares_sum
+
+    def attrs(self) -> dict:
+        """The summary as a Series' ``attrs``."""
+        return {
+            "score": self.score,
+            "model_score": self.model_score,
+            "mean_score": self.mean_score,
+            "exact_change": self.exact_change,
+            "shares_sum": self.shares_sum,
+            "gap": self.gap,
+        }
+
+    def describe(self) -> str:
+        """One line: the shares' sum, the exact change, and the gap."""
+        return (
+            f"shares sum to {self.shares_sum:.4g} (second order); exact change {self.exact_change:.4g}; "
+            f"gap {self.gap:.3g}"
+        )
+
+
+@dataclass(frozen=True)
+class SecondOrderGames:
+    """The decomposition of a booster's loss on one set of rows (before division by the null deviance)."""
+
+    rows: Any
+    weights: np.ndarray
+    values: np.ndarray  # (P,) or (n, P): loss reductions, summed over a softmax's classes
+    totals: np.ndarray  # (n,) each row's second-order loss reduction
+    start: np.ndarray  # (n,) each row's weighted deviance at E f
+    end: np.ndarray  # (n,) ... at the model's margin
+    null: np.ndarray  # (n,) ... at the weighted mean of y
+    names: Any
+    score: str
+
+    def summary(self) -> SecondOrderSummary:
+        """The exact D² change beside the shares' sum."""
+        null = float(self.null.sum())
+        return SecondOrderSummary(
+            self.score,
+            1.0 - float(self.end.sum()) / null,
+            1.0 - float(self.start.sum()) / null,
+            float(self.start.sum() - self.end.sum()) / null,
+            float(self.totals.sum()) / null,
+        )
+
+
+class SecondOrderShares:
+    """Second-order games of :class:`~shap_rsq.RSquaredExplainer` (a mixin)."""
+
+    def _second_order_loss(self) -> Loss:
+        return Loss(self.model_info.loss, self.model_info.loss_power)
+
+    def _second_order_rsq(self, X, y, sample_weight, multioutput, groups) -> np.ndarray | pd.Series:
+        shares, names, summary = self._second_order_shares(X, y, sample_weight, multioutput, groups)
+        if names is None:
+            return shares
+        series = pd.Series(shares, index=names, name=summary.score)
+        series.attrs.update(summary.attrs())
+        return series
+
+    def _second_order_shares(self, X, y, sample_weight, multioutput=None, groups=None):
+        """Shares of D² ``(P,)``, the players' names (``None`` for arrays) and the summary beside them
+        (the command line's, which reads arrays too)."""
+        _refuse_multioutput(multioutput)
+        games = self._second_order_games(X, y, sample_weight, local=False, groups=groups)
+        summary = _warn_on_gap(games.summary())
+        return games.values / float(games.null.sum()), games.names, summary
+
+    def _second_order_loss_reduction(self, X, y, sample_weight, local: bool, groups):
+        games = self._second_order_games(X, y, sample_weight, local=local, groups=groups, require_variance=False)
+        if local:
+            return in_input_order(games.values, games.rows.order if groups is None else None)
+        if games.names is None:
+            return games.values
+        return pd.Series(games.values, index=games.names, name="loss_reduction")
+
+    def _second_order_local(self, X, y, sample_weight, check_additivity: bool, multioutput, groups):
+        """Per-row shares, each row's base (its part of D² at ``E f``), rows, names and the label."""
+        _refuse_multioutput(multioutput)
+        games = self._second_order_games(X, y, sample_weight, local=True, groups=groups)
+        summary = _warn_on_gap(games.summary())
+        null = float(games.null.sum())
+        values = games.values / null
+        base = (games.null - games.start) / null
+        if check_additivity:
+            check_second_order_rows(values, games.totals / null)
+        return values, base, games.rows, games.names, summary
+
+    def _second_order_inputs(self, X, y, sample_weight):
+        """Rows, target, weights and the deviance of the weighted mean of ``y`` (D²'s denominator)."""
+        rows, weights = self._inputs.rows_weights(X, sample_weight, require_variance=True)
+        target = self._second_order_target(y, rows.array.shape[0], weights, self._second_order_loss(), True)
+        null = float(self._null_deviances(target, weights).sum())
+        if not null > 0:
+            raise ValueError(CONSTANT_TARGET)
+        return rows, target, weights, null
+
+    def _null_deviances_of(self, y, weights: np.ndarray, pooled=None) -> np.ndarray:
+        """Each row's weighted deviance at the weighted mean of ``y``, or of the pooled rows'
+        ``(y, w)`` (the selector's held-out folds, pooled)."""
+        loss = self._second_order_loss()
+        target = self._second_order_target(y, len(weights), weights, loss, False)
+        if pooled is None:
+            return self._null_deviances(target, weights)
+        reference = self._second_order_target(pooled[0], len(pooled[1]), pooled[1], loss, False)
+        return self._null_deviances(target, weights, (reference, pooled[1]))
+
+    def _null_deviances(self, target: np.ndarray, weights: np.ndarray, reference=None) -> np.ndarray:
+        """Each row's weighted deviance at the weighted mean of ``y`` (or of ``reference``'s
+        ``(target, weights)``)."""
+        loss = self._second_order_loss()
+        deviance = _deviance(loss, target)
+        margin = _null_margin(loss, *((target, weights) if reference is None else reference))
+        with np.errstate(invalid="ignore"):  # a constant 0/1 target: its null margin is infinite, refused after
+            return weights * deviance(np.broadcast_to(margin, target.shape))
+
+    def _second_order_games(
+        self, X, y, sample_weight, *, local: bool, groups: Any = None, require_variance: bool = True
+    ) -> SecondOrderGames:
+        info = self.model_info
+        loss = self._second_order_loss()
+        if is_dask_array(X):
+            raise NotImplementedError("dask arrays of rows are supported for squared-error regressors only.")
+        rows, weights = self._inputs.rows_weights(X, sample_weight, require_variance=require_variance)
+        n = rows.array.shape[0]
+        target = self._second_order_target(y, n, weights, loss, require_variance)
+        players = self._inputs.players(groups, rows)
+        forests, caches = self._game_sets.get(players)
+        offsets = _softmax_offsets(forests, rows.array) if len(forests) > 1 else [None]
+        options = self._run_options(local)
+        results = []
+        for k, (game, units) in enumerate(zip(forests, caches, strict=True)):
+            column = target if target.ndim == 1 else target[:, k]
+            if options["progress"] and len(forests) > 1:
+                options["progress"] = f"class {info.outputs[k]}"
+            games = TreeLosses(loss, offsets[k])
+            results.append(decompose(game, units.units(local), rows.array, column, weights, loss=games, **options))
+            if len(forests) > 1:
+                units.release()
+        margins = np.column_stack([r.prediction for r in results]) if len(results) > 1 else results[0].prediction
+        self._prediction_check(rows.array, margins)
+        start = np.array([r.mean_prediction for r in results])
+        deviance = _deviance(loss, target)
+        null = self._null_deviances(target, weights)
+        if require_variance and not null.sum() > 0:
+            raise ValueError(CONSTANT_TARGET)
+        return SecondOrderGames(
+            rows,
+            weights,
+            sum(r.values for r in results),
+            sum(r.game_totals for r in results),
+            weights * deviance(np.broadcast_to(start if len(results) > 1 else start[0], np.shape(margins))),
+            weights * deviance(margins),
+            null,
+            player_index(rows.labels, players),
+            loss.score,
+        )
+
+    def _second_order_target(self, y, n: int, weights: np.ndarray, loss: Loss, require_variance: bool) -> np.ndarray:
+        """A classifier's 0/1 target (one column per class of a softmax), or the checked target."""
+        info = self.model_info
+        if info.classes is not None:
+            Y = one_hot(y, info.classes, n)
+            return Y if info.n_outputs > 1 else Y[:, -1]
+        target = check_target(y, n, weights, require_variance=require_variance)
+        loss.check_target(target)
+        return target
+
+
+def _softmax_offsets(forests, X: np.ndarray) -> list[np.ndarray]:
+    """Each class's offsets: the other classes' log-sum-exp margin when each of its trees is added."""
+    trajectories = []
+    for forest in forests:
+        trees = np.arange(forest.n_trees)
+        shift = forest.nodes.leaf_values(X, trees, forest.input_dtype) - forest.nodes.tree_mean
+        start = forest.base_offset + float(forest.nodes.tree_mean.sum())
+        trajectory = np.empty((X.shape[0], forest.n_trees + 1))
+        trajectory[:, 0] = start
+        np.cumsum(shift, axis=1, out=trajectory[:, 1:])
+        trajectory[:, 1:] += start
+        trajectories.append(trajectory)
+    steps = [forest.steps for forest in forests]
+    return [softmax_offsets(trajectories, steps, k) for k in range(len(forests))]
+
+
+def _deviance(loss: Loss, target: np.ndarray):
+    """Each row's deviance as a function of its margin (a softmax's: its classes' margins)."""
+    if target.ndim == 1:
+        return lambda margin: loss.deviance(target, margin)
+    return lambda margins: logsumexp(margins, axis=1) - np.sum(target * margins, axis=1)
+
+
+def _null_margin(loss: Loss, target: np.ndarray, weights: np.ndarray) -> np.ndarray | float:
+    """The margin of the weighted mean of ``y`` (a softmax's: the log of each class's frequency)."""
+    if not np.sum(weights) > 0:
+        return np.zeros(target.shape[1:])
+    mean = weighted_mean(target, weights)
+    with np.errstate(divide="ignore"):
+        if target.ndim > 1:
+            return np.log(mean)
+        if loss.name == "log_loss":
+            return np.log(mean) - np.log1p(-mean)
+        return np.log(mean)
+
+
+def _refuse_multioutput(multioutput) -> None:
+    if multioutput is not None:
+        raise ValueError(
+            "multioutput does not apply to a boosted model's D²: a softmax's classes share one log-loss, "
+            "and the shares are of it."
+        )
+
+
+def _warn_on_gap(summary: SecondOrderSummary) -> SecondOrderSummary:
+    if abs(summary.gap) > GAP_WARNING * abs(summary.exact_change):
+        warnings.warn(
+            f"The shares of {summary.score} add up to its second-order expansion, {summary.shares_sum:.4g}, "
+            f"which is off the exact change {summary.exact_change:.4g} by {summary.gap:.3g} (more than "
+            f"{GAP_WARNING:.0%} of it): the trees take large steps of the margin (a high learning rate or "
+            "large leaf values), where the loss is far from quadratic.",
+            SecondOrderGapWarning,
+            stacklevel=5,
+        )
+    return summary
+
+
+def check_second_order_rows(values: np.ndarray, totals: np.ndarray) -> None:
+    """Each row's shares must add up to its second-order total (efficiency, per row)."""
+    gap = np.max(np.abs(values.sum(axis=1) - totals), initial=0.0)
+    if gap > 1e-6 * max(1.0, float(np.abs(totals).sum())):
+        raise AssertionError(
+            f"The per-row shares do not add up to each row's second-order change of D² (largest gap {gap:.3g}).  "
+            "Please report this with the model; pass check_additivity=False to get the values anyway."
+        )
