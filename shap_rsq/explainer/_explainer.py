@@ -48,8 +48,8 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, PredictionShap, ShapT
     the squared error left by the trees before it, and that reduction is
     divided among the features by its Shapley value.  The shares add up to
     ``R²(model) - R²(E f)``, where ``E f`` is the model's mean prediction
-    under its training cover, or over the background rows (``R²(E f) <= 0``, and 0 when ``E f`` equals the
-    mean of ``y``).
+    under its training cover, or over the background rows when they give the
+    covers (``R²(E f) <= 0``, and 0 when ``E f`` equals the mean of ``y``).
 
     Parameters
     ----------
