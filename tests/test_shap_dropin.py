@@ -281,6 +281,8 @@ def test_r2_on_background_data_takes_shaps_covers_and_matches_the_oracle(models,
     reference = ShapTreeExplainer(model, background, feature_perturbation="tree_path_dependent")
     covered = _with_shaps_covers(explainer.forest, reference)
     np.testing.assert_array_equal(explainer._games[0].nodes.cover, covered.nodes.cover)
+    nodes = covered.nodes  # leaves no background row reaches (below splits some reach) get a share of 0
+    assert np.any(nodes.is_leaf & (nodes.depth >= 0) & (nodes.cover == 0))
     X, target = frame.iloc[:30], y[:30]
     expected, expected_local = rsq_oracle(covered, X.to_numpy(), target)
     np.testing.assert_allclose(explainer.rsq(X, target).to_numpy(), expected, rtol=0, atol=1e-9)
