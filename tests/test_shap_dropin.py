@@ -232,7 +232,7 @@ def test_the_engine_does_not_import_shap():
     # worker processes import the engine; shap takes seconds to import
     code = (
         "import sys; import shap_rsq.engine.run; import shap_rsq.exceptions as e; e.MemoryBudgetError; "
-        "assert 'shap' not in sys.modules, 'shap imported'; e.UnsupportedModelError; assert 'shap' in sys.modules"
+        "assert 'shap' not in sys.modules, 'shap imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
