@@ -1,13 +1,12 @@
 """Every shap.TreeExplainer call keeps its meaning on RSquaredExplainer.
 
 Without y the explainer is shap's: the same SHAP values of the predictions.  With y the same
-calls return shares of R².  Background data is refused with a reason.
+calls return shares of R².  Background data and shap's other options: tests/test_shap_dropin.py.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -15,7 +14,7 @@ import pytest
 import shap
 from conftest import make_data
 
-from shap_rsq import MemoryBudgetError, RSquaredExplainer
+from shap_rsq import RSquaredExplainer
 
 xgboost = pytest.importorskip("xgboost")
 
@@ -39,39 +38,6 @@ def test_without_y_every_call_is_shaps_own(fitted):
         np.testing.assert_array_equal(mine.base_values, reference.base_values)
         assert mine.feature_names == reference.feature_names
     assert ours.expected_value == theirs.expected_value
-
-
-def test_shap_calls_whose_result_cannot_fit_the_budget_are_refused_before_shap_runs(monkeypatch):
-    rng = np.random.default_rng(0)
-    X = pd.DataFrame(rng.normal(size=(1200, 60)), columns=[f"x{j}" for j in range(60)])
-    model = xgboost.XGBRegressor(n_estimators=5, max_depth=3).fit(X, X["x0"] + X["x1"] * X["x2"])
-    # interaction values take 8 x 61^2 = 29,768 bytes a row: 563 rows fit in 16 MiB
-    explainer = RSquaredExplainer(model, memory_budget=1 / 64)
-    small = X.iloc[:500]
-    np.testing.assert_array_equal(
-        explainer.shap_interaction_values(small), shap.TreeExplainer(model).shap_interaction_values(small)
-    )
-    calls = []
-    monkeypatch.setattr(shap.TreeExplainer, "shap_interaction_values", lambda *args, **kwargs: calls.append(args))
-    message = r"interaction values of 1,200 rows x 60 features .* \(about 563 fit\).* rsq_interactions\(X, y\)"
-    with pytest.raises(MemoryBudgetError, match=message):
-        explainer.shap_interaction_values(X)
-    with pytest.raises(MemoryBudgetError, match=message):
-        explainer(X, interactions=True)
-    assert not calls
-    # SHAP values take 2 x 8 x 61 = 976 bytes a row, and shap's copy of X 8 x 61 more: 11,459 rows fit
-    many = np.tile(X.to_numpy(), (10, 1))
-    np.testing.assert_array_equal(
-        explainer.shap_values(many[:11000]), shap.TreeExplainer(model).shap_values(many[:11000])
-    )
-    with pytest.raises(MemoryBudgetError, match=r"SHAP values of 12,000 rows .*\(about 11,459 fit\).* rsq\(X, y\)"):
-        explainer(many)
-    # where not one row fits, fewer rows are no advice: "about 0 fit" was given
-    tiny = RSquaredExplainer(model, memory_budget=1 / 64)
-    tiny._tuning = replace(tiny._tuning, memory_budget=20_000)  # under one row of interaction values
-    with pytest.raises(MemoryBudgetError, match=r"not one row fits: raise RSquaredExplainer") as error:
-        tiny.shap_interaction_values(X.iloc[:2])
-    assert "about 0 fit" not in str(error.value)
 
 
 def test_with_y_the_same_calls_give_shares_of_r2(fitted):
@@ -136,42 +102,15 @@ def test_the_positional_parameters_are_shaps(fitted):
     )
     np.testing.assert_array_equal(spelled.shap_values(frame), theirs.shap_values(frame))
     np.testing.assert_allclose(spelled.rsq(frame, y), ours.rsq(frame, y), atol=1e-15)
-    with pytest.raises(ValueError, match="model_output='probability' is not supported"):
-        RSquaredExplainer(model, None, "probability")
 
 
-@pytest.mark.parametrize("how", ["positional", "keyword"])
-def test_background_data_is_refused_with_the_reason(fitted, how):
-    model, frame, _, _ = fitted
-    background = frame.iloc[:10]
-    with pytest.raises(TypeError, match="path-dependent"):
-        if how == "positional":
-            RSquaredExplainer(model, background)
-        else:
-            RSquaredExplainer(model, data=background)
-
-
-def test_feature_names_are_keyword_only_and_checked(fitted):
+def test_feature_names_are_checked(fitted):
     model, frame, y, _ = fitted
     names = [f"n{j}" for j in range(frame.shape[1])]
-    with pytest.raises(TypeError, match="no background data"):
-        RSquaredExplainer(model, names)
     explainer = RSquaredExplainer(model, feature_names=names)
     assert explainer(frame.to_numpy(), y).feature_names == names
     with pytest.raises(ValueError, match="feature_names has 2 names"):
         RSquaredExplainer(model, feature_names=["a", "b"])
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"model_output": "probability"}, "model_output='probability' is not supported"),
-        ({"feature_perturbation": "interventional"}, "tree-path-dependent"),
-    ],
-)
-def test_other_shap_settings_are_refused_by_name(fitted, kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        RSquaredExplainer(fitted[0], **kwargs)
 
 
 def _catboost(policy: str, X, y):

@@ -35,7 +35,6 @@ __all__ = [
     "check_interaction_rows",
     "check_matrix_budget",
     "check_output_rows",
-    "check_shap_output",
     "fit_jobs",
     "out_of_memory",
     "row_bytes",
@@ -204,46 +203,6 @@ def worker_tuning(tuning: Tuning, split: int) -> Tuning:
     ``1 / split`` of it, which only the LCA kernel's blocks of patterns read at run time (plans
     and pieces are chosen when the units are built)."""
     return tuning if split == 1 else replace(tuning, memory_budget=tuning.memory_budget // split)
-
-
-def check_shap_output(n_rows: int, n_features: int, n_outputs: int, interactions: bool, budget: int) -> None:
-    """Refuse shap's own SHAP (interaction) values of rows whose result alone would pass ``budget``.
-
-    shap's TreeSHAP returns an ``(n, p)`` array per output, ``(n, p, p)`` for interactions, with
-    no chunking: interaction values of 2,000 rows x 600 features are 5.4 GiB.  Measured peaks
-    (shap 0.51, 1,000 x 200, per output): 1.0x the float64 ``(n, p + 1, p + 1)`` array for
-    LightGBM and scikit-learn, 1.0x as well for XGBoost, whose float32 result is converted; 1.8x
-    for a forest classifier's 20 classes.  SHAP values peak at twice their ``(n, p + 1)`` arrays,
-    plus shap's copy of ``X``.
-
-    Raises
-    ------
-    MemoryBudgetError
-        When that estimate exceeds ``budget``.
-    """
-    width = n_features + 1
-    # several outputs' interaction values peaked at 1.8x their array (20 classes, 300 features); shap
-    # also copies X for its SHAP values (a forest's values peaked at 1.2 GB against 1 GB counted)
-    if interactions:
-        per_row = 8 * n_outputs * width * width * (2 if n_outputs > 1 else 1)
-    else:
-        per_row = 8 * (2 * n_outputs + 1) * width
-    need = n_rows * per_row
-    if need <= budget:
-        return
-    what = "interaction values" if interactions else "SHAP values"
-    shape = "n x (p + 1)^2" if interactions else "n x (p + 1)"
-    instead = (
-        "rsq_interactions(X, y) gives the interaction shares of R² summed over rows without it"
-        if interactions
-        else "rsq(X, y) gives the shares of R² summed over rows without it"
-    )
-    raise MemoryBudgetError(
-        f"shap's {what} of {n_rows:,} rows x {n_features:,} features form one array of about {_size(need)} "
-        f"({shape} floats{f' x {n_outputs} outputs' if n_outputs > 1 else ''}), over "
-        f"memory_budget={_size(budget)}: {_fewer_rows(budget, per_row, 'or')} raise "
-        f"RSquaredExplainer(memory_budget=...); {instead}."
-    )
 
 
 def _fewer_rows(budget: int, per_row: int, then: str) -> str:

@@ -22,11 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import shap
 
 from ..engine.estimates import progress_bar
 from ..models.forest import Forest
 from ..models.shap_trees import forest_model
+from ._shap_calls import ShapTreeExplainer
 
 __all__ = ["AdditivePart", "additive_part"]
 
@@ -105,7 +105,7 @@ def additive_part(
     return AdditivePart(total, sampled)
 
 
-def _tree_explainer(forest: Forest, tree) -> shap.TreeExplainer:
-    """shap's TreeExplainer of one tree as read here (path-dependent: no background data)."""
+def _tree_explainer(forest: Forest, tree) -> ShapTreeExplainer:
+    """shap's TreeExplainer of one tree as read here (path-dependent on its covers: no background data)."""
     single = Forest.from_trees((tree,), 0.0, forest.input_dtype, forest.n_features)
-    return shap.TreeExplainer(forest_model(single), feature_perturbation="tree_path_dependent")
+    return ShapTreeExplainer(forest_model(single), feature_perturbation="tree_path_dependent")

@@ -8,6 +8,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+from shap.utils._exceptions import ExplainerError
 
 from ..engine.columns import generic_names
 from ..models.inspect import ModelInfo, UnsupportedModelError
@@ -19,7 +20,8 @@ __all__ = [
     "check_n_jobs",
     "check_names",
     "check_rounding_against_target",
-    "refuse_background",
+    "refuse_rsq_game",
+    "refuse_unreached_splits",
     "refuse_without_target",
     "rows_with_nan",
 ]
@@ -47,32 +49,78 @@ def check_n_jobs(n_jobs: Any) -> int | None:
     return int(n_jobs)
 
 
-def refuse_background(data: Any, model_output: str, feature_perturbation: str) -> None:
-    """Only shap's tree-path-dependent, raw-output explainer has an exact R² decomposition.
+def refuse_rsq_game(model_output: Any, feature_perturbation: str) -> Exception | None:
+    """Why calls that need R² are refused on an explainer of these shap options, or ``None``.
+
+    The shares of R² are the Shapley values of a game whose coalitions know some features and
+    average the trees over the others along their paths (tree-path-dependent).  shap's other
+    options explain other functions: another output (a probability, a loss), or the marginal
+    (interventional) game, whose R² shares (a "SAGE for trees") this package does not compute.
 
     Parameters
     ----------
-    data : None
-        Background data, which must not be given.
     model_output : str
-        Must be ``"raw"``.
+        shap's ``model_output``.
     feature_perturbation : str
-        ``"auto"`` or ``"tree_path_dependent"``.
+        shap's, resolved (``"interventional"`` or ``"tree_path_dependent"``).
+
+    Returns
+    -------
+    ValueError or None
+        The refusal every call with ``y`` raises; ``None`` where the game is defined.
     """
-    if data is not None:
-        raise TypeError(
-            "RSquaredExplainer takes no background data: the R² decomposition is path-dependent, its "
-            "conditional expectations come from the trees' own training cover, so a background sample "
-            "would change shap's SHAP values without changing the shares.  Pass the model alone "
-            "(names go in feature_names=...), then the rows to explain to rsq(X, y) or explainer(X, y)."
+    if not (isinstance(model_output, str) and model_output == "raw"):
+        return ValueError(
+            f"This explainer explains model_output={model_output!r}; shares of R² decompose the model's raw "
+            "output (its prediction), so they need an explainer with model_output='raw'.  Calls without y "
+            "are shap's and work as they do in shap.TreeExplainer."
         )
-    if model_output != "raw":
-        raise ValueError(f"model_output={model_output!r} is not supported: R² is decomposed on the raw output.")
-    if feature_perturbation not in ("auto", "tree_path_dependent"):
-        raise ValueError(
-            f"feature_perturbation={feature_perturbation!r} is not supported: the R² decomposition is "
-            "tree-path-dependent ('auto' or 'tree_path_dependent')."
+    if feature_perturbation != "tree_path_dependent":
+        return ValueError(
+            "This explainer is interventional (background data with feature_perturbation 'auto' or "
+            "'interventional'): its SHAP values are those of the marginal game.  Shares of R² are the Shapley "
+            "values of the tree-path-dependent game, whose coalitions condition on the features they know "
+            "and average the trees over the others with the trees' covers; its marginal counterpart is not "
+            "computed here.  For shares with conditional expectations on your own reference rows, use "
+            "RSquaredExplainer(model, data, feature_perturbation='tree_path_dependent'); without data the "
+            "covers are the trees' training covers.  Calls without y are shap's and work as in shap."
         )
+    return None
+
+
+def refuse_unreached_splits(forests: list, n_rows: int) -> Exception | None:
+    """Why calls that need R² are refused on covers counted from background rows, or ``None``.
+
+    A coalition that does not know a split's feature averages its children by the share of the
+    background rows going each way; a split that none of them reaches has no such share, so the
+    game is not defined there.  (A leaf none of them reaches, below a split some reach, is fine:
+    it gets a share of 0.)  shap itself then puts 1e-6 in place of each zero cover for its SHAP
+    values; the R² game takes no made-up weight.
+
+    Parameters
+    ----------
+    forests : list of Forest
+        The forests with covers counted from the background rows.
+    n_rows : int
+        How many background rows there were.
+
+    Returns
+    -------
+    shap's ExplainerError or None
+        The refusal every call with ``y`` raises; ``None`` where every split is reached.
+    """
+    nodes = [forest.nodes for forest in forests]
+    unreached = [int(np.sum((n.left >= 0) & (n.depth >= 0) & (n.cover <= 0))) for n in nodes]
+    if not any(unreached):
+        return None
+    trees = sum(int(np.sum(np.any((n.left >= 0) & (n.depth >= 0) & (n.cover <= 0), axis=1))) for n in nodes)
+    return ExplainerError(
+        f"None of the {n_rows} background rows reaches {max(unreached)} of the trees' splits (in {trees} "
+        "tree(s)): shares of R² with conditional expectations on this reference population are not defined "
+        "where it has no rows.  Pass more background rows (shap keeps 100 of a larger array or DataFrame; "
+        "shap.maskers.Independent(data, max_samples=len(data)) keeps them all), or no data to use the "
+        "trees' training covers."
+    )
 
 
 def refuse_without_target(**options: Any) -> None:

@@ -109,6 +109,7 @@ def estimate_rsq(
             f"estimate_rsq needs an RSquaredExplainer, e.g. estimate_rsq(RSquaredExplainer(model), X, y); got "
             f"{type(explainer).__name__}."
         )
+    explainer._check_rsq_game()  # a model or shap options without an R² game: the reason
     if explainer.model_info.by_output or explainer.model_info.second_order:
         raise NotImplementedError(
             "estimate_rsq supports single-output squared-error regressors only, not classifiers, multi-output "

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import shap
+from shap.explainers._tree import DEPRECATED_APPROX, TreeEnsemble
 
 from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array, rsq_over_blocks
@@ -15,6 +16,7 @@ from ..engine.outputs import checked_multioutput, combine, labelled, local_outpu
 from ..engine.routing import Kernel
 from ..engine.run import Decomposition, UnitCache, check_row_totals, decompose
 from ..engine.validation import weighted_mean
+from ..models.forest import Forest
 from ..models.inspect import ModelInfo, UnsupportedModelError, inspect_model, read_forests
 from ..tuning import DEFAULT_TUNING, Tuning
 from ._checks import (
@@ -22,8 +24,9 @@ from ._checks import (
     check_budget,
     check_n_jobs,
     check_names,
-    refuse_background,
     refuse_non_flag,
+    refuse_rsq_game,
+    refuse_unreached_splits,
     refuse_without_target,
 )
 from ._groups import GroupedGames, player_data, player_index
@@ -31,23 +34,23 @@ from ._inputs import CallInputs
 from ._interactions import InteractionShares
 from ._outputs import SeveralOutputs
 from ._second_order import SecondOrderShares
-from ._shap_calls import PredictionShap, explanation_in_input_order
+from ._shap_calls import PredictionShap, ShapTreeExplainer, background_by_name, explanation_in_input_order
 from ._share_label import ScoreName, output_score, share_label
 
 __all__ = ["RSquaredExplainer"]
 
 
-class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, PredictionShap, shap.TreeExplainer):
+class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, PredictionShap, ShapTreeExplainer):
     """Exact Shapley decomposition of R² for tree models (Q-SHAP).
 
-    A :class:`shap.TreeExplainer` (tree-path-dependent) that also splits the
+    A :class:`shap.TreeExplainer` (same arguments, values and errors) that also splits the
     model's R² on a dataset into per-feature shares.  Trees are played as
     sequential games: tree ``t``, centred on its cover-weighted mean, reduces
     the squared error left by the trees before it, and that reduction is
     divided among the features by its Shapley value.  The shares add up to
     ``R²(model) - R²(E f)``, where ``E f`` is the model's mean prediction
-    under its training cover (``R²(E f) <= 0``, and 0 when ``E f`` equals the
-    mean of ``y``).
+    under its training cover, or over the background rows when they give the
+    covers (``R²(E f) <= 0``, and 0 when ``E f`` equals the mean of ``y``).
 
     Parameters
     ----------
@@ -63,20 +66,27 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         ``shap.TreeExplainer`` explains (an absolute-error or quantile objective) gives an
         explainer whose calls without ``y`` are shap's; every call that needs R² raises
         :class:`~shap_rsq.UnsupportedModelError` with the reason.
-    data : None
-        Background data is refused: the decomposition is tree-path-dependent (its conditional
-        expectations come from the trees' training cover), so there is nothing to pass here.
-        The parameter exists so that ``RSquaredExplainer(model, X)``, a common
-        ``shap.TreeExplainer`` call, fails clearly instead of being misread.
-    model_output : {"raw"}, default="raw"
-        As in ``shap.TreeExplainer``; only the raw output has an R² decomposition.
-    feature_perturbation : {"auto", "tree_path_dependent"}, default="auto"
-        As in ``shap.TreeExplainer``; both mean tree-path-dependent here.
+    data : array-like, DataFrame or shap masker, optional
+        Background data, as ``shap.TreeExplainer`` takes it (shap keeps a sample of 100 rows of a
+        larger array; a DataFrame's columns are matched to the model's features by name).  With
+        ``feature_perturbation="tree_path_dependent"`` each node's cover becomes the number of
+        background rows through it, for shap's values as for the shares of R²: how much of R²
+        each feature carries, with conditional expectations taken on this reference population
+        (docs/models.md).  Interventional explainers (data with ``"auto"`` or ``"interventional"``)
+        give shap's values; their calls with ``y`` are refused.
+    model_output : str, default="raw"
+        As in ``shap.TreeExplainer`` (``"probability"``, ``"log_loss"``, a method name); shares of R²
+        decompose the raw output, and an explainer of another output refuses the calls with ``y``
+        (with ``"log_loss"``, ``y`` is shap's labels).
+    feature_perturbation : {"auto", "interventional", "tree_path_dependent"}, default="auto"
+        As in ``shap.TreeExplainer``: ``"auto"`` is interventional with data and tree-path-dependent
+        without, ``"interventional"`` without data warns and falls back to tree-path-dependent.
     feature_names : list of str, optional
-        Names of the model's features: the feature names of the Explanations of array inputs
-        (``rsq`` and ``rsq_interactions`` of an array return arrays, in the model's order), the
-        names ``groups=`` may use on arrays, and the names DataFrame columns are matched by when
-        the model recorded none of its own (or only names its library made up for an array).
+        Names of the model's features (the fifth positional parameter, as in shap): the feature
+        names of the Explanations of array inputs (``rsq`` and ``rsq_interactions`` of an array
+        return arrays, in the model's order), the names ``groups=`` may use on arrays, and the
+        names DataFrame columns are matched by when the model recorded none of its own (or only
+        names its library made up for an array).
     n_jobs : int, optional
         Number of worker processes over blocks of trees (joblib semantics; ``-1`` = all
         cores; ``None`` follows ``joblib.parallel_config``, whose backend, dask for
@@ -97,12 +107,15 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         shortens the call; interaction shares, which have no estimate up front, warn as soon
         as the trees done, 10 s or more into the call, project its total past two minutes.
     memory_budget : float, default=2.0
-        Working memory, in GiB, that one call may use (besides ``X`` itself).  Deep trees are
+        Working memory, in GiB, that one call that needs R² may use (besides ``X`` itself; shap's own
+        calls are not bounded by it).  Deep trees are
         evaluated in blocks sized to it, worker processes share it (with smaller blocks, or
         fewer of them when fewer fit; their imported libraries are not counted), and a call
         whose per-row arrays alone cannot fit is refused at once with
         :class:`~shap_rsq.MemoryBudgetError` (a ``ValueError``), which gives the
         estimate and what to change.  Results do not depend on it.  At least 1/64 GiB.
+    approximate : bool, optional
+        Deprecated in shap's constructor (it warns); pass ``approximate`` to the calls instead.
     link, linearize_link : optional
         Accepted and handed to ``shap.TreeExplainer``, which ignores them (shap issue #3513).
 
@@ -121,6 +134,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
 
     _call_inputs: CallInputs | None = None  # None where the explainer is shap's alone
     _unsupported: str | None = None  # why, then: the message of every call that needs R²
+    _rsq_refusal: Exception | None = None  # why calls that need R² are refused where the model has them
 
     def __init__(
         self,
@@ -128,45 +142,52 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         data: Any = None,
         model_output: str = "raw",
         feature_perturbation: str = "auto",
-        *,
         feature_names: list[str] | None = None,
+        approximate: Any = DEPRECATED_APPROX,
+        link: Any = None,
+        linearize_link: Any = None,
+        *,
         n_jobs: int | None = None,
         progress: bool = False,
         memory_budget: float = 2.0,
-        link: Any = None,
-        linearize_link: Any = None,
     ) -> None:
-        refuse_background(data, model_output, feature_perturbation)
         self.n_jobs = check_n_jobs(n_jobs)
         self.progress = progress
         self.memory_budget = check_budget(memory_budget)
         self._tuning = replace(DEFAULT_TUNING, memory_budget=int(self.memory_budget * (1 << 30)))
+        shap_options = {
+            "model_output": model_output,
+            "feature_perturbation": feature_perturbation,
+            "feature_names": feature_names,
+            "approximate": approximate,
+            "link": link,
+            "linearize_link": linearize_link,
+        }
         try:
             info = inspect_model(model)
-            super().__init__(
-                info.shap_model,
-                feature_perturbation="tree_path_dependent",
-                feature_names=feature_names,
-                link=link,
-                linearize_link=linearize_link,
-            )
-            self.forests = read_forests(self.model, info, type(model).__name__)
+            # shap checks and resolves data, model_output and feature_perturbation, as for its own class
+            background = background_by_name(data, info.feature_names, info.family)
+            ShapTreeExplainer.__init__(self, info.shap_model, background, **shap_options)
+            forests = read_forests(self._training_ensemble(info), info, type(model).__name__)
         except UnsupportedModelError as error:
             # a model shap explains whose R² has no exact decomposition (an absolute-error or
             # quantile objective) is shap's explainer alone: every call without y is shap's
-            self._explain_predictions_only(model, feature_names, error)
+            self._explain_predictions_only(model, data, shap_options, error)
             return
         self.feature_names = check_names(feature_names, info)
-        self.forest = self.forests[0]
+        self.forests, self.forest = forests, forests[0]
         self._call_inputs, self._unsupported = CallInputs(info, self.feature_names, self.forest.input_dtype), None
-        if info.adjust is not None:
+        self._rsq_refusal = refuse_rsq_game(self.model_output, self.feature_perturbation)
+        covered = self._covered(forests)
+        if info.adjust is not None and self.feature_perturbation == "tree_path_dependent":
             # shap's expected value comes from its own reading, which missed the fix (CatBoost's
-            # bias, XGBoost's base of each target); shap puts it right only once shap_values has run
-            values = [forest.expected_value for forest in self.forests]
+            # bias, XGBoost's base of each target); shap puts it right only once shap_values has run.
+            # On background data it is the rows' mean prediction, their covers' mean as well
+            values = [forest.expected_value for forest in covered]
             self.expected_value = values[0] if len(values) == 1 else np.array(values)
         # the games square tree values: centred on each tree's mean they stay on the scale of y's
         # spread, not of y itself, so a target in the millions keeps its digits
-        self._games = [forest.centred() for forest in self.forests]
+        self._games = [forest.centred() for forest in covered]
         self._unit_caches = [UnitCache(game, "auto", self._tuning) for game in self._games]
         self._game_forest, self._units = self._games[0], self._unit_caches[0]
         self._prediction_check = PredictionCheck(info)
@@ -194,6 +215,38 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         if self._call_inputs is None:
             raise UnsupportedModelError(self._unsupported)
         return self._call_inputs
+
+    def _training_ensemble(self, info: Any) -> Any:
+        """shap's parse of the model with its training covers: the one shap's constructor built, or,
+        where background data replaced its covers, a parse of its own."""
+        if self.data is None:
+            return self.model
+        return TreeEnsemble(info.shap_model) if info.trees is None else None
+
+    def _covered(self, forests: list[Forest]) -> list[Forest]:
+        """The forests the R² games are played on: with covers counted on the background data where
+        shap's tree-path-dependent values take theirs from it (shap recomputes them the same way)."""
+        if self.data is None or self.feature_perturbation != "tree_path_dependent":
+            return forests
+        rows = np.asarray(self.data, dtype=np.float64)
+        covered = [forest.with_covers(rows) for forest in forests]
+        if self._rsq_refusal is None:
+            self._rsq_refusal = refuse_unreached_splits(covered, len(rows))
+        return covered
+
+    @property
+    def _labels_for_shap(self) -> bool:
+        """Whether ``y`` is shap's: with ``model_output="log_loss"`` shap explains each row's loss,
+        and its calls take the labels as ``y``."""
+        return isinstance(self.model_output, str) and self.model_output == "log_loss"
+
+    def _check_rsq_game(self) -> None:
+        """Refuse a call that needs R² where the explainer has no R² game: a model without an exact
+        decomposition (its reason), or shap's options that change the game (interventional values,
+        another model output, background data that misses a split)."""
+        _ = self.model_info
+        if self._rsq_refusal is not None:  # a fresh exception each time: no traceback piles up on it
+            raise type(self._rsq_refusal)(*self._rsq_refusal.args)
 
     def rsq(
         self, X: Any, y: Any, sample_weight: Any = None, *, multioutput: str | None = None, groups: Any = None
@@ -236,6 +289,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
             named for the score (``"D² (log-loss)"``...) whose ``attrs`` hold the model's exact
             D², the exact change the shares stand for and the gap (docs/method.md).
         """
+        self._check_rsq_game()
         if self.model_info.second_order:
             return self._second_order_rsq(X, y, sample_weight, multioutput, groups)
         if self.model_info.by_output:
@@ -287,6 +341,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
             booster of another loss gives the second-order expansions of its deviance's reduction
             (summed over a softmax's classes).
         """
+        self._check_rsq_game()
         if self.model_info.second_order:
             return self._second_order_loss_reduction(X, y, sample_weight, local, groups)
         if self.model_info.by_output:
@@ -351,13 +406,14 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
             to the model by name, and its columns may come in another order).
         """
         refuse_non_flag(interactions)
-        if y is None:
+        if y is None or self._labels_for_shap:
             refuse_without_target(sample_weight=sample_weight, groups=groups, multioutput=multioutput)
-            frame, order = self._aligned(X, interactions)
+            frame, order = self._aligned(X)
             explanation = super().__call__(
-                frame, interactions=interactions, check_additivity=check_additivity, approximate=approximate
+                frame, y, interactions=interactions, check_additivity=check_additivity, approximate=approximate
             )
             return explanation_in_input_order(explanation, order, interactions)
+        self._check_rsq_game()
         if interactions:
             checked_multioutput(multioutput, self.model_info)
             values, base, rows, names = self._local_interactions(X, y, sample_weight, check_additivity, groups)
@@ -408,13 +464,13 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
             Columns in ``X``'s order, so that ``shap.summary_plot(values, X)`` labels them right
             whatever order a DataFrame's columns come in.
         """
-        if y is None:
+        if y is None or self._labels_for_shap:
             refuse_without_target(sample_weight=sample_weight)
             tree_limit = self._shap_tree_limit(tree_limit)
             frame, order = self._aligned(X)
-            values = super().shap_values(frame, None, tree_limit, approximate, check_additivity, from_call)
+            values = super().shap_values(frame, y, tree_limit, approximate, check_additivity, from_call)
             return in_input_order(values, order)
-        _ = self.model_info  # a model without an R² decomposition is refused first, with its reason
+        self._check_rsq_game()  # a model or shap options without an R² game are refused first, with the reason
         if tree_limit is not None or approximate:
             raise ValueError(
                 "R² shares use every tree the model predicts with, exactly: tree_limit and approximate "

@@ -98,6 +98,7 @@ class InteractionShares:
         ``docs/method.md``).  It costs about ``W^2 / 2`` times what ``rsq`` costs per leaf pair,
         ``W`` being the features on two paths.
         """
+        self._check_rsq_game()
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int | np.integer) or top_k < 1):
             raise ValueError(f"top_k must be a positive integer; got {top_k!r}.")
         rows, target, weights, sst, players = self._interaction_inputs(X, y, sample_weight, groups)
@@ -144,11 +145,11 @@ class InteractionShares:
         if y is None:
             refuse_without_target(sample_weight=sample_weight)
             tree_limit = self._shap_tree_limit(tree_limit)
-            frame, order = self._aligned(X, True)
+            frame, order = self._aligned(X)
             fixed = self._model_info is not None and self._model_info.shap_interactions_wrong
             shap_explainer = self._fixed_shap() if fixed else super()
             return in_input_order(shap_explainer.shap_interaction_values(frame, None, tree_limit), order, (1, 2))
-        _ = self.model_info  # a model without an R² decomposition is refused first, with its reason
+        self._check_rsq_game()  # a model or shap options without an R² game are refused first, with the reason
         if tree_limit is not None:
             raise ValueError(
                 "R² interaction shares use every tree the model predicts with: tree_limit applies without y."

@@ -5,6 +5,11 @@ reads a DataFrame whose columns come in another order than the model's by positi
 columns are matched to the model's features by name, and the values come back in the DataFrame's
 own column order), and for some models shap's reading misses a fix made when the trees are read
 (:mod:`~shap_rsq.models.shap_trees`): those calls explain the fixed trees.
+
+shap's class is taken from the module that defines it, here alone (:data:`ShapTreeExplainer`): code
+that swaps the explainer in with ``shap.TreeExplainer = RSquaredExplainer`` makes the global name
+point at this package's class, and a call through it would come back here.  shap's own calls are
+not held to ``memory_budget``: it bounds the R² calls, which are this package's.
 """
 
 from __future__ import annotations
@@ -12,34 +17,46 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import shap
+from shap.explainers._tree import TreeExplainer as ShapTreeExplainer
+from shap.utils._exceptions import InvalidModelError
 
-from ..engine.budget import check_shap_output
 from ..engine.columns import aligned_frame, in_input_order
 from ..engine.validation import check_width
 from ..models.shap_trees import forest_model
 
-__all__ = ["PredictionShap", "explanation_in_input_order"]
+__all__ = ["PredictionShap", "ShapTreeExplainer", "background_by_name", "explanation_in_input_order"]
 
 
 class PredictionShap:
     """Mixin of :class:`~shap_rsq.RSquaredExplainer`: the rows and trees shap's own calls are given."""
 
-    _fixed_trees_explainer: shap.TreeExplainer | None = None
+    _fixed_trees_explainer: ShapTreeExplainer | None = None
 
-    def _explain_predictions_only(self, model: Any, feature_names: Any, error: Exception) -> None:
-        """Be shap's ``TreeExplainer`` of ``model`` alone, for a model whose R² has no exact
-        decomposition (``error`` says why; every call with ``y`` raises it).  A model shap cannot
-        explain either is refused with ``error``."""
+    def _explain_predictions_only(self, model: Any, data: Any, shap_options: dict, error: Exception) -> None:
+        """Be shap's ``TreeExplainer`` of ``model`` alone (``data`` and ``shap_options`` as shap takes
+        them), for a model whose R² has no exact decomposition (``error`` says why; every call with
+        ``y`` raises it).  A model shap cannot explain either is refused with shap's message and
+        ``error``'s, as an :class:`~shap_rsq.UnsupportedModelError` (a subclass of shap's
+        ``InvalidModelError``); shap's other errors (a bad ``feature_perturbation``) are shap's."""
+        recorded = _recorded_names(model)
         try:
-            shap.TreeExplainer.__init__(
-                self, model, feature_perturbation="tree_path_dependent", feature_names=feature_names
+            ShapTreeExplainer.__init__(self, model, background_by_name(data, *recorded), **shap_options)
+        except Exception as shap_error:
+            if _shap_reads(model):  # the model is fine: shap refuses the options, with its own error
+                raise
+            # shap's loader fails on it (an InvalidModelError, or a bare IndexError on a booster
+            # without trees): ours says why, and is an InvalidModelError too
+            shaps = (
+                f"{shap_error}  Nor has its R² an exact decomposition: "
+                if isinstance(shap_error, InvalidModelError)
+                else ""
             )
-        except Exception:  # shap's own failure says less than why R² is refused
-            raise error from None
-        self.feature_names = feature_names
+            raise type(error)(f"{shaps}{error}") from None
+        self.feature_names = shap_options.get("feature_names")
         self._unsupported = str(error)
-        self._recorded = _recorded_names(model)
+        self._recorded = recorded
         self._recorded_width = _fitted_width(model)
 
     @property
@@ -74,34 +91,40 @@ class PredictionShap:
             )
         return self.model_info.shap_tree_limit if tree_limit is None else tree_limit
 
-    def _fixed_shap(self) -> shap.TreeExplainer:
+    def _fixed_shap(self) -> ShapTreeExplainer:
         """shap's explainer of the trees as read and fixed here, for the calls where shap's own
-        reading of the model misses a fix (:attr:`ModelInfo.shap_interactions_wrong`)."""
+        reading of the model misses a fix (:attr:`ModelInfo.shap_interactions_wrong`), with the
+        explainer's background data and feature perturbation."""
         if self._fixed_trees_explainer is None:
-            self._fixed_trees_explainer = shap.TreeExplainer(
-                forest_model(self.forest), feature_perturbation="tree_path_dependent", feature_names=self.feature_names
+            self._fixed_trees_explainer = ShapTreeExplainer(
+                forest_model(self.forest),
+                self.data,
+                feature_perturbation=self.feature_perturbation,
+                feature_names=self.feature_names,
             )
         return self._fixed_trees_explainer
 
-    def _aligned(self, X: Any, interactions: bool = False) -> tuple[Any, list[int] | None]:
+    def _aligned(self, X: Any) -> tuple[Any, list[int] | None]:
         """``X`` for shap's prediction SHAP values, a DataFrame's columns in the model's order, and
-        that order (:func:`~shap_rsq.engine.columns.in_model_order`), once shap's result for it is
-        known to fit the memory budget (shap forms it in one piece)."""
-        shape = np.shape(X)
-        n_rows = shape[0] if len(shape) > 1 else 1
-        budget = self._tuning.memory_budget
+        that order (:func:`~shap_rsq.engine.columns.in_model_order`)."""
         info = self._model_info
         if info is None:  # shap's explainer alone: a frame matched by the names the model recorded
-            n_outputs = getattr(self.model, "num_outputs", 1)
-            check_shap_output(n_rows, shape[-1] if shape else 1, n_outputs, interactions, budget)
             names, family = self._recorded
             aligned = aligned_frame(X, names, family) if names is not None else (X, None)
             _check_width(aligned[0], self._recorded_width)
             return aligned
-        check_shap_output(n_rows, info.n_features, info.n_outputs, interactions, budget)
         aligned = aligned_frame(X, self._inputs.names_for_matching(), info.family)
         _check_width(aligned[0], info.n_features)
         return aligned
+
+
+def _shap_reads(model: Any) -> bool:
+    """Whether shap's explainer takes ``model`` with its default options."""
+    try:
+        ShapTreeExplainer(model, feature_perturbation="tree_path_dependent")
+    except Exception:  # any failure of shap's loader: the model is what it cannot read
+        return False
+    return True
 
 
 def _check_width(X: Any, n_features: int | None) -> None:
@@ -141,6 +164,18 @@ def _recorded_names(model: Any) -> tuple[list[str] | None, str]:
     if names is None and family == "catboost":
         names = getattr(model, "feature_names_", None)
     return (None if names is None else [str(name) for name in names]), family
+
+
+def background_by_name(data: Any, names: list[str] | None, family: str) -> Any:
+    """Background ``data`` as shap is given it: a pandas DataFrame's columns in the model's order
+    (``names``, matched by name as the rows of every call are), anything else as it is.
+
+    shap reads a background frame by position: with its columns in another order, each feature's
+    background would be another feature's values.
+    """
+    if not isinstance(data, pd.DataFrame) or names is None:
+        return data
+    return aligned_frame(data, names, family)[0]
 
 
 def explanation_in_input_order(

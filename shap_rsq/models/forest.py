@@ -243,6 +243,29 @@ class Forest:
         centred = NodeArrays(**{**{f: getattr(nodes, f) for f in NodeArrays.__dataclass_fields__}, "value": value})
         return dataclasses.replace(self, nodes=centred, base_offset=self.base_offset + float(np.sum(means)))
 
+    def with_covers(self, X: np.ndarray) -> Forest:
+        """The same trees with each node's cover the number of rows of ``X`` that pass through it.
+
+        The rows are routed as the model routes them (values compared in :attr:`input_dtype`, NaN
+        to the default child): shap's tree-path-dependent values on background data take their
+        covers from it this way, and a game on these covers takes its conditional expectations on
+        those rows instead of the training data.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The background rows, in the model's feature order.
+
+        Returns
+        -------
+        Forest
+            The forest with the counted covers (the rows' mean prediction is its expected value).
+        """
+        nodes = self.nodes
+        counts = nodes.visits(np.asarray(X, dtype=np.float64), self.input_dtype)
+        fields = {f: getattr(nodes, f) for f in NodeArrays.__dataclass_fields__ if f not in ("depth", "mass")}
+        return dataclasses.replace(self, nodes=NodeArrays.from_padded(**{**fields, "cover": counts}))
+
     def without_zero_trees(self) -> Forest:
         """The same function without the trees whose leaves are all zero (at least one tree is kept).
 

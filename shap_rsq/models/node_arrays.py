@@ -119,6 +119,47 @@ class NodeArrays:
             out[rows[:, 0]] = values[node]
         return out
 
+    def visits(self, X: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
+        """``(T, N)`` number of rows of ``X`` passing through each node of each tree (NaN follows the
+        default child; values compared in ``dtype`` when given), trees routed level by level.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The rows.
+        dtype : dtype, optional
+            The precision thresholds are compared in.
+
+        Returns
+        -------
+        ndarray of float of shape (T, N)
+            Counts; 0 at padding nodes.
+        """
+        n_trees, width = self.left.shape
+        base = np.arange(n_trees) * width
+        leaf = self.left < 0
+        own = np.arange(width)
+        left = (np.where(leaf, own, self.left) + base[:, None]).ravel()
+        right = (np.where(leaf, own, self.right) + base[:, None]).ravel()
+        feature = np.maximum(self.feature, 0).ravel()
+        threshold = self.threshold.ravel()
+        default_left = (self.default == self.left).ravel()
+        internal = (~leaf).ravel()
+        counts = np.zeros(n_trees * width)
+        counts[base] = X.shape[0]
+        step = max(1, _ROUTE_ELEMENTS // max(1, n_trees))
+        for start in range(0, X.shape[0], step):
+            block = X[start : start + step]
+            node = np.repeat(base[None, :], block.shape[0], axis=0)
+            rows = np.arange(block.shape[0])[:, None]
+            for _ in range(int(self.depth.max(initial=0))):
+                moving = internal[node]  # a row at a leaf stays there and is not counted again
+                x = block[rows, feature[node]]
+                x = x if dtype is None else x.astype(dtype)
+                node = np.where(goes_left(x, threshold[node], default_left[node]), left[node], right[node])
+                counts += np.bincount(node[moving], minlength=counts.size)
+        return counts.reshape(n_trees, width)
+
     def split_players(self, players: np.ndarray | None = None) -> np.ndarray:
         """``(T,)`` distinct players each tree splits on: its features, or ``players[feature]``
         when features are grouped into players."""
