@@ -29,7 +29,7 @@ from ..kernels.lca.unit import adopt_plans, compiled_plans, plans_present
 from ..kernels.row_patterns import distinct_rows, split_decisions
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
-from .budget import MemoryBudgetError, fit_jobs, out_of_memory
+from .budget import MemoryBudgetError, fit_jobs, out_of_memory, routing_rows
 from .estimates import estimated_seconds, progress_bar, progress_label, warn_if_long
 from .interactions import InteractionPlans
 from .losses import TreeLosses
@@ -150,6 +150,7 @@ def decompose(
     (:mod:`~shap_rsq.engine.losses`); ``None`` plays the squared-error games, whose sum is
     exact (``y`` is then the target the residuals are taken from).
     """
+    X = routing_rows(forest, X, tuning)
     # refuses before any work when the rows' arrays cannot fit the memory budget
     n_jobs, split = fit_jobs(units, X.shape[0], forest.n_features, forest.n_trees, local, n_jobs, tuning)
     if warn_long and not progress:

@@ -16,10 +16,19 @@ import shap
 
 from ..engine.budget import check_shap_output
 from ..engine.columns import aligned_frame, in_input_order
+from ..engine.run import tree_shap_values
 from ..engine.validation import check_width
+from ..kernels.lca_plan import compile_tree
 from ..models.shap_trees import forest_model
 
-__all__ = ["PredictionShap", "explanation_in_input_order"]
+__all__ = ["ROUTED_INTERACTIONS", "PredictionShap", "explanation_in_input_order"]
+
+ROUTED_INTERACTIONS = (
+    "SHAP interaction values of the predictions are not available for this model: shap reads its categorical "
+    "splits wrong (or sums a random forest's trees), and the trees as read here split on sets of categories, "
+    "which shap's TreeSHAP cannot play as one feature.  Interaction shares of R² (with y) are exact; SHAP values "
+    "of the predictions (interactions=False) are computed here."
+)
 
 
 class PredictionShap:
@@ -83,10 +92,67 @@ class PredictionShap:
             )
         return self._fixed_trees_explainer
 
+    def _routed_for_shap(self) -> bool:
+        """Whether shap's calls run on the fixed trees of a model with categorical splits, which read
+        routing columns (:mod:`~shap_rsq.models.categories`): rows go to shap as routing rows, and
+        each routing column's values back to its feature."""
+        info = self._model_info
+        return info is not None and info.categorical is not None and info.shap_explains_wrong
+
+    def _routed_shap_values(self, X: Any):
+        """Path-dependent SHAP values of the predictions of a model with categorical splits whose
+        trees shap is handed fixed: computed here, each feature one player with its routing columns
+        (shap's TreeSHAP would play each column apart, another game), and the rows as checked."""
+        rows = self._inputs.rows_weights(X, None, require_variance=False)[0]
+        forest = self.forest
+        check_shap_output(len(rows.array), forest.n_players, 1, False, self._tuning.memory_budget)
+        routed = forest.routing_rows(rows.array)
+        values = np.zeros((len(routed), forest.n_players))
+        for tree in forest.trees:
+            if tree.left[0] >= 0:
+                values += tree_shap_values(compile_tree(tree), routed, forest.n_players, forest.input_dtype)
+        return values, rows
+
+    def _routed_explanation(self, X, interactions: bool) -> shap.Explanation:
+        """The Explanation of SHAP values of a model with categorical splits whose trees shap is
+        handed fixed (:meth:`_routed_shap_values`); data: the rows' codes."""
+        if interactions:
+            raise ValueError(ROUTED_INTERACTIONS)
+        values, rows = self._routed_shap_values(X)
+        explanation = shap.Explanation(
+            values=values,
+            base_values=np.full(len(values), float(self.expected_value)),
+            data=rows.array,
+            feature_names=rows.columns or self.feature_names or self.model_info.feature_names,
+        )
+        return explanation_in_input_order(explanation, rows.order)
+
+    def shap_values(
+        self, X: Any, y: Any = None, tree_limit=None, approximate=False, check_additivity=True, from_call=False
+    ):
+        """shap's SHAP values of ``X`` (aligned by :meth:`_aligned`), or, for a model with categorical
+        splits whose trees shap is handed fixed, those computed here (in ``X``'s column order)."""
+        if self._routed_for_shap():
+            values, rows = self._routed_shap_values(X)
+            return in_input_order(values, rows.order)
+        return super().shap_values(X, y, tree_limit, approximate, check_additivity, from_call)
+
+    def __call__(self, X: Any, y: Any = None, interactions=False, check_additivity=True, approximate=False):
+        """shap's Explanation of ``X``, or, for a model with categorical splits whose trees shap is
+        handed fixed, :meth:`_routed_explanation`."""
+        if self._routed_for_shap():
+            return self._routed_explanation(X, interactions)
+        return super().__call__(
+            X, interactions=interactions, check_additivity=check_additivity, approximate=approximate
+        )
+
     def _aligned(self, X: Any, interactions: bool = False) -> tuple[Any, list[int] | None]:
         """``X`` for shap's prediction SHAP values, a DataFrame's columns in the model's order, and
         that order (:func:`~shap_rsq.engine.columns.in_model_order`), once shap's result for it is
-        known to fit the memory budget (shap forms it in one piece)."""
+        known to fit the memory budget (shap forms it in one piece).  A model with categorical
+        splits whose trees shap is handed fixed takes ``X`` as it is (:meth:`shap_values`)."""
+        if self._routed_for_shap():
+            return X, None
         shape = np.shape(X)
         n_rows = shape[0] if len(shape) > 1 else 1
         budget = self._tuning.memory_budget
