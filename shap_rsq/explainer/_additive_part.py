@@ -25,8 +25,7 @@ import numpy as np
 import shap
 
 from ..engine.estimates import progress_bar
-from ..engine.run import tree_shap_values
-from ..kernels.lca_plan import compile_tree
+from ..engine.run import tree_shap_function
 from ..models.forest import Forest
 from ..models.shap_trees import forest_model
 
@@ -114,8 +113,7 @@ def _tree_values(forest: Forest, tree, routed: bool):
     TreeSHAP, or, for a tree whose categorical splits read routing columns, this package's (each
     feature one player over its columns, where shap's would play each column apart)."""
     if routed:
-        plan = compile_tree(tree) if tree.left[0] >= 0 else None
-        return lambda rows: tree_shap_values(plan, rows, forest.n_players, forest.input_dtype)
+        return tree_shap_function(tree, forest.n_players, forest.input_dtype)
     single = Forest.from_trees((tree,), 0.0, forest.input_dtype, forest.n_features)
     explainer = shap.TreeExplainer(forest_model(single), feature_perturbation="tree_path_dependent")
     return lambda rows: explainer.shap_values(rows, check_additivity=False)

@@ -16,9 +16,8 @@ import shap
 
 from ..engine.budget import check_shap_output
 from ..engine.columns import aligned_frame, in_input_order
-from ..engine.run import tree_shap_values
+from ..engine.run import tree_shap_function
 from ..engine.validation import check_width
-from ..kernels.lca_plan import compile_tree
 from ..models.shap_trees import forest_model
 
 __all__ = ["ROUTED_INTERACTIONS", "PredictionShap", "explanation_in_input_order"]
@@ -109,8 +108,7 @@ class PredictionShap:
         routed = forest.routing_rows(rows.array)
         values = np.zeros((len(routed), forest.n_players))
         for tree in forest.trees:
-            if tree.left[0] >= 0:
-                values += tree_shap_values(compile_tree(tree), routed, forest.n_players, forest.input_dtype)
+            values += tree_shap_function(tree, forest.n_players, forest.input_dtype)(routed)
         return values, rows
 
     def _routed_explanation(self, X, interactions: bool) -> shap.Explanation:
@@ -130,8 +128,23 @@ class PredictionShap:
     def shap_values(
         self, X: Any, y: Any = None, tree_limit=None, approximate=False, check_additivity=True, from_call=False
     ):
-        """shap's SHAP values of ``X`` (aligned by :meth:`_aligned`), or, for a model with categorical
-        splits whose trees shap is handed fixed, those computed here (in ``X``'s column order)."""
+        """shap's SHAP values of ``X``, or, for a model with categorical splits whose trees shap is
+        handed fixed, those computed here.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to explain (aligned to the model by the explainer, or as given for such a model).
+        y : None
+            shap's parameter (unused by shap).
+        tree_limit, approximate, check_additivity, from_call
+            shap's parameters.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            SHAP values of the predictions (in ``X``'s column order for such a model).
+        """
         if self._routed_for_shap():
             values, rows = self._routed_shap_values(X)
             return in_input_order(values, rows.order)
@@ -139,7 +152,22 @@ class PredictionShap:
 
     def __call__(self, X: Any, y: Any = None, interactions=False, check_additivity=True, approximate=False):
         """shap's Explanation of ``X``, or, for a model with categorical splits whose trees shap is
-        handed fixed, :meth:`_routed_explanation`."""
+        handed fixed, :meth:`_routed_explanation`.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to explain.
+        y : None
+            shap's parameter (unused by shap).
+        interactions, check_additivity, approximate : bool
+            shap's parameters.
+
+        Returns
+        -------
+        shap.Explanation
+            SHAP values of the predictions.
+        """
         if self._routed_for_shap():
             return self._routed_explanation(X, interactions)
         return super().__call__(
