@@ -66,6 +66,7 @@ def models(quick: bool) -> dict:
             verbose=0,
             random_seed=0,
             cat_features=["continent", "country"],
+            allow_writing_files=False,
             max_ctr_complexity=1,  # splits on each category's own CTR: combinations are not decomposed
         )
     except ImportError:

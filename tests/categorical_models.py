@@ -138,6 +138,7 @@ def catboost_model(splits: str = "ctr", seed: int = 0, **options):
     X = X.astype({"colour": str, "size": str})
     X.loc[X.index % 11 == 0, "x1"] = np.nan
     params = dict(iterations=10, depth=3, verbose=0, random_seed=seed, max_ctr_complexity=1, thread_count=1)
+    params.update(allow_writing_files=False)
     params.update(one_hot_max_size=10 if splits == "onehot" else 1, cat_features=[0, 2])
     params.update(options)
     return catboost.CatBoostRegressor(**params).fit(X, y), X, y, w

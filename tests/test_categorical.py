@@ -190,7 +190,9 @@ def test_a_catboost_model_of_one_categorical_column_is_explained_with_default_se
 
     X, y, w = mixed_data(nan=False)
     frame = X[["colour"]].astype(str)
-    model = catboost.CatBoostRegressor(iterations=20, depth=3, verbose=0, random_seed=0, cat_features=[0]).fit(frame, y)
+    model = catboost.CatBoostRegressor(
+        iterations=20, depth=3, verbose=0, random_seed=0, cat_features=[0], allow_writing_files=False
+    ).fit(frame, y)
     explainer = RSquaredExplainer(model)
     shares = explainer.rsq(frame, y, w)
     routed = explainer.forest.routing_rows(explainer._inputs.rows_weights(frame, None, require_variance=False)[0].array)
