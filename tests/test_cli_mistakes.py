@@ -79,23 +79,6 @@ def test_a_catboost_classifier_file_gives_shares_of_its_log_loss_d2(tmp_path, ca
     assert document["gap"] == pytest.approx(document["exact_change"] - document["sum_of_shares"], abs=1e-12)
 
 
-def test_a_lightgbm_model_with_categorical_features_is_refused_in_our_words(tmp_path, capsys):
-    lightgbm = pytest.importorskip("lightgbm")
-    X, y, _ = make_data(seed=9)
-    frame = pd.DataFrame(X, columns=NAMES).assign(kind=pd.Categorical(np.arange(len(y)) % 3))
-    model = lightgbm.LGBMRegressor(n_estimators=3, num_leaves=4, min_child_samples=5, verbose=-1).fit(frame, y)
-    model.booster_.save_model(tmp_path / "model.txt")
-    frame.assign(kind=np.arange(len(y)) % 3, y=y).to_csv(tmp_path / "data.csv", index=False)
-    code, err = run(
-        ["explain", "--model", tmp_path / "model.txt", "--data", tmp_path / "data.csv", "--target", "y"], capsys
-    )
-    assert code == 1
-    assert err == (
-        "shap-rsq: error: LightGBM model fitted with categorical feature(s) ['kind'] is not supported: categorical "
-        "splits have no threshold order; encode the categories as numbers and refit.\n"
-    )
-
-
 def test_version_answers_fast_without_loading_the_heavy_libraries():
     code = (
         "import sys, runpy\n"

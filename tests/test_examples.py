@@ -16,6 +16,7 @@ DIABETES_PICTURES = ("bar", "heatmap", "interactions", "shap_bar", "shap_beeswar
 # script -> (options for a quick run, libraries it needs, files it writes into --out, text its report holds)
 CASES = {
     "quickstart.py": ([], [], [], "sum of shares"),
+    "categorical_gapminder.py": (["--quick"], ["plotly", "lightgbm"], [], "equals its R²: checked"),
     "diabetes.py": (
         ["--out", "results/run1"],  # a folder that does not exist yet
         [],

@@ -184,29 +184,6 @@ def test_gradient_boosting_with_zero_init_is_supported(data):
 
 
 @pytest.mark.parametrize(
-    "make",
-    [
-        lambda X, y: HistGradientBoostingRegressor(max_iter=2, categorical_features=[0]).fit(
-            np.column_stack([np.arange(len(y)) % 3, X[:, 1:]]), y
-        ),
-        lambda X, y: lightgbm.LGBMRegressor(
-            n_estimators=3, verbose=-1, min_child_samples=2, min_data_per_group=2, cat_smooth=0.0
-        ).fit(pd.DataFrame({"c": pd.Categorical(np.arange(len(y)) % 4), "x": X[:, 1]}), 5.0 * (np.arange(len(y)) % 4)),
-        lambda X, y: xgboost.XGBRegressor(n_estimators=2, enable_categorical=True, tree_method="hist").fit(
-            pd.DataFrame({"c": pd.Categorical(np.arange(len(y)) % 4), "x": X[:, 1]}), y
-        ),
-        lambda X, y: _catboost(cat_features=[0]).fit(
-            pd.DataFrame({"c": (np.arange(len(y)) % 4).astype(str), "x": X[:, 1]}), y
-        ),
-    ],
-)
-def test_categorical_splits_are_refused(data, make):
-    X, y, _ = data
-    with pytest.raises(UnsupportedModelError, match="categorical"):
-        _r2_model_info(make(X, y))
-
-
-@pytest.mark.parametrize(
     "model",
     [
         DecisionTreeRegressor(),

@@ -267,6 +267,16 @@ def _check_distinct(outputs: dict, inputs: dict) -> None:
         seen[resolved] = option
 
 
+def _text_categories(info, frame: pd.DataFrame) -> list[str]:
+    """The table's columns, by the model's names, of categorical features whose categories are text."""
+    names = info.feature_names or []
+    return [
+        names[j]
+        for j, column in info.categorical_columns.items()
+        if j < len(names) and names[j] in frame and column.reads_text
+    ]
+
+
 def _read_inputs(args: argparse.Namespace, explainer: RSquaredExplainer) -> ModelInputs:
     """The data file's columns matched to the model, with notes on stderr about columns left out."""
     frame = load_data(args.data)
@@ -274,9 +284,20 @@ def _read_inputs(args: argparse.Namespace, explainer: RSquaredExplainer) -> Mode
     if info.classes is not None and all(isinstance(c, str) for c in info.classes) and args.target in frame:
         # text classes as written: pandas reads '1', '01', 'True' and 'NA' as numbers, booleans, missing
         frame[args.target] = text_column(args.data, args.target)
+    for column in _text_categories(info, frame):
+        # categories written as text, as written: pandas reads '1' and '01' as one number
+        frame[column] = text_column(args.data, column, missing=True)
     # a classifier's target holds class labels, of any type
     inputs = model_inputs(
-        frame, args.data, args.target, info.feature_names, info.n_features, args.weight, info.classes, info.family
+        frame,
+        args.data,
+        args.target,
+        info.feature_names,
+        info.n_features,
+        args.weight,
+        info.classes,
+        info.family,
+        info.categorical_columns,
     )
     if inputs.ignored:
         print(f"shap-rsq: ignoring column(s) the model does not use: {preview(inputs.ignored)}", file=sys.stderr)

@@ -40,6 +40,7 @@ def model_inputs(
     weight: str | None = None,
     classes: Any = None,
     family: str = "",
+    categorical: dict | None = None,
 ) -> ModelInputs:
     """Select the model's feature columns from ``frame`` (read from ``source``) by name, or by position.
 
@@ -67,6 +68,9 @@ def model_inputs(
     family : str, default=""
         The model's library: only the names *it* makes up for arrays (LightGBM's ``Column_0``,
         CatBoost's ``0``) mean "no names"; scikit-learn and XGBoost record the user's names only.
+    categorical : dict of int to CategoricalColumn, optional
+        The model's categorical features by position: their columns may hold text, and are
+        passed on as they are (the explainer matches their values to the model's categories).
 
     Returns
     -------
@@ -104,7 +108,8 @@ def model_inputs(
                 "features (it records no feature names, so columns are matched by position)."
             )
         features = others
-    _require_numeric(frame, features, source)
+    categorical = categorical or {}
+    _require_numeric(frame, [c for j, c in enumerate(features) if j not in categorical], source)
     used = set(features)
     for role, column in (("target", target), ("weight", weight)):
         if role == "target" and classes is not None:
@@ -112,7 +117,7 @@ def model_inputs(
             continue
         _check_column(frame, column, role, source)
     return ModelInputs(
-        X=frame[features].astype(float),
+        X=frame[features].astype({c: float for j, c in enumerate(features) if j not in categorical}),
         y=frame[target] if classes is not None else frame[target].astype(float),
         weight=frame[weight].astype(float) if weight is not None else None,
         ignored=[c for c in others if c not in used],

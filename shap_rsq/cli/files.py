@@ -245,15 +245,16 @@ def _refuse_duplicated_header(path: Path, header: pd.Series) -> None:
         raise InputError(f"{path} has the column name(s) {repeated} more than once; give every column its own name.")
 
 
-def text_column(path: str | os.PathLike, column: str) -> pd.Series:
+def text_column(path: str | os.PathLike, column: str, missing: bool = False) -> pd.Series:
     """One column of a CSV/TSV table as text, exactly as written ('01', 'True' and 'NA' stay text):
-    class labels, which pandas would read as numbers, booleans or missing values."""
+    class labels, which pandas would read as numbers, booleans or missing values.  With
+    ``missing``, empty cells (and pandas' other missing markers) are missing: categories."""
     path = Path(path)
     kind = _data_format(path)
     if kind == "parquet":
         return load_data(path)[column]
     sep = "\t" if kind == "tsv" else ","
-    return pd.read_csv(path, sep=sep, usecols=[column], dtype=str, keep_default_na=False)[column]
+    return pd.read_csv(path, sep=sep, usecols=[column], dtype=str, keep_default_na=missing)[column]
 
 
 def _data_format(path: Path) -> str:

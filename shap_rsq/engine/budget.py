@@ -37,6 +37,7 @@ __all__ = [
     "check_output_rows",
     "fit_jobs",
     "out_of_memory",
+    "routing_rows",
     "row_bytes",
     "unit_bytes",
     "worker_tuning",
@@ -341,3 +342,18 @@ def _refusal(
 def _size(n_bytes: float) -> str:
     """A size in GiB, or in MiB below 0.1 GiB (a budget of 1/64 GiB read as "0.02 GiB")."""
     return f"{n_bytes / _GIB:.2f} GiB" if n_bytes >= 0.1 * _GIB else f"{n_bytes / (1 << 20):.0f} MiB"
+
+
+def routing_rows(forest, X: np.ndarray, tuning: Tuning = DEFAULT_TUNING) -> np.ndarray:
+    """The columns the trees read (:meth:`Forest.routing_rows`), refused up front when a model's
+    categorical splits make them too wide for a quarter of the memory budget."""
+    if forest.routing is None or X.shape[1] == forest.n_features:
+        return X
+    size = X.shape[0] * forest.n_features * X.dtype.itemsize
+    if size > tuning.memory_budget // 4:
+        raise MemoryBudgetError(
+            f"The model's categorical splits read {forest.n_features - forest.n_model_features} distinct sets of "
+            f"categories: their side for {X.shape[0]} rows takes {size / (1 << 20):.0f} MiB, more than a quarter "
+            "of the memory budget.  Raise memory_budget, or pass fewer rows at a time and add up loss_reduction."
+        )
+    return forest.routing_rows(X)

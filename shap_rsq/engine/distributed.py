@@ -73,6 +73,13 @@ def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_s
     import dask
 
     _check_dask_rows(X, n_features)
+    if forest.routing is not None and forest.routing.matched:
+        # a block's numbers would be read as the model's codes, which need not be its categories
+        raise ValueError(
+            f"The model's categorical feature(s) {list(forest.routing.matched)} are matched to its categories by "
+            "value, which a dask array of numbers does not hold: pass the rows as a pandas DataFrame (in blocks "
+            "of rows, adding up loss_reduction), or fit the model on integer codes."
+        )
     X = X.rechunk({1: -1})
     rows = X.chunks[0]
     y = _column_in_blocks("y", y, X.shape[0], rows)

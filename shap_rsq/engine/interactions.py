@@ -16,7 +16,7 @@ from ..kernels.interactions.indices import InteractionPlan, pattern_interactions
 from ..kernels.row_patterns import routed_patterns
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
-from .budget import check_interaction_plans, check_interaction_rows
+from .budget import check_interaction_plans, check_interaction_rows, routing_rows
 from .estimates import Projection, progress_bar, trees_named
 from .losses import TreeLosses
 from .routing import interaction_plan
@@ -74,6 +74,7 @@ def interaction_indices(
     :func:`~shap_rsq.engine.run.decompose`.
     """
     forest = plans.forest
+    X = routing_rows(forest, X, tuning)
     n, n_players = X.shape[0], forest.n_players
     check_interaction_plans(forest.nodes, forest.players, tuning)
     if local:

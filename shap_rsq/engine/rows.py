@@ -59,6 +59,7 @@ def check_rows(
     family: str = "",
     min_rows: int = 2,
     precision: np.dtype | None = None,
+    categorical: dict | None = None,
 ) -> Rows:
     """Rows as a float array ``(n, p)`` in the model's feature order.
 
@@ -84,6 +85,10 @@ def check_rows(
         The fewest rows accepted.
     precision : dtype, optional
         The precision the model compares features in: values beyond its range are refused.
+    categorical : dict of int to CategoricalColumn, optional
+        The model's categorical features by position: their values (categories, text or numbers)
+        become the codes the model's splits test, matched by value
+        (:class:`~shap_rsq.models.categories.CategoricalColumn`).
 
     Returns
     -------
@@ -95,8 +100,10 @@ def check_rows(
     frame = as_frame(_dense_pandas(X))
     labels = order = None
     if isinstance(frame, nw.DataFrame):
-        array, labels, order = _frame_rows(frame, n_features, model_names, family, min_rows)
+        array, labels, order = _frame_rows(frame, n_features, model_names, family, min_rows, categorical)
         columns = [str(c) for c in labels]
+    elif categorical:
+        array, columns = _coded_array(X, n_features, categorical, min_rows), None
     else:
         _check_not_text(X)
         array, columns = _array(X, min_rows), None
@@ -116,10 +123,12 @@ def check_rows(
     return Rows(array, columns, labels, order)
 
 
-def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int):
+def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int, categorical: dict | None = None):
     """The frame's rows in the model's order, its column labels in that order (as the frame holds
     them), and the frame's position of each (``None``: already in order)."""
     labels = list(frame.columns)
+    if categorical:
+        return _coded_frame_rows(frame, labels, n_features, model_names, family, min_rows, categorical)
     _check_numeric_columns(frame, [str(c) for c in labels])
     if all(isinstance(c, str) for c in labels) and read_by_position(labels, model_names, family):
         # as scikit-learn's predict warns: a reordered frame would be read wrong, silently
@@ -136,6 +145,39 @@ def _frame_rows(frame, n_features: int, model_names, family: str, min_rows: int)
     # pandas frames go to scikit-learn as they are (it knows their extension dtypes); others through NumPy
     data = native if frame.implementation.is_pandas() else frame.to_numpy()
     return _array(data, min_rows), labels, order
+
+
+def _coded_frame_rows(frame, labels, n_features: int, model_names, family: str, min_rows: int, categorical: dict):
+    """:func:`_frame_rows` for a model with categorical features: their columns become codes."""
+    ordered, order = in_model_order(frame, model_names, family)
+    if order is not None:
+        labels = [labels[i] for i in order]
+    check_width(len(labels), n_features)
+    native = nw.to_native(ordered) if ordered.implementation.is_pandas() else ordered.to_pandas()
+    numeric = [j for j in range(len(labels)) if j not in categorical]
+    _check_numeric_columns(nw.from_native(native.iloc[:, numeric], eager_only=True), [str(labels[j]) for j in numeric])
+    return _coded(native, categorical, min_rows), labels, order
+
+
+def _coded_array(X: Any, n_features: int, categorical: dict, min_rows: int) -> np.ndarray:
+    """An array's rows with its categorical features' values as codes (text is read there only)."""
+    if not hasattr(X, "__array__") and not isinstance(X, list | tuple):
+        return _array(X, min_rows)
+    array = np.asarray(X)
+    if array.ndim != 2:
+        return _array(array, min_rows)
+    check_width(array.shape[1], n_features)
+    _check_not_text(np.delete(array, list(categorical), axis=1))
+    return _coded(pd.DataFrame(array), categorical, min_rows)
+
+
+def _coded(native: pd.DataFrame, categorical: dict, min_rows: int) -> np.ndarray:
+    """A pandas frame in the model's order as floats, its categorical features as codes."""
+    columns = {
+        j: (categorical[j].codes(native.iloc[:, j]) if j in categorical else native.iloc[:, j])
+        for j in range(native.shape[1])
+    }
+    return _array(pd.DataFrame(columns, index=native.index), min_rows)
 
 
 def user_stacklevel() -> int:

@@ -23,20 +23,20 @@ from joblib.parallel import get_active_backend
 from threadpoolctl import threadpool_limits
 
 from ..kernels.lca import global_values as lca
-from ..kernels.lca.plan import TreePlan
+from ..kernels.lca.plan import TreePlan, compile_tree
 from ..kernels.lca.row_values import pattern_gradients
 from ..kernels.lca.unit import adopt_plans, compiled_plans, plans_present
 from ..kernels.row_patterns import distinct_rows, split_decisions
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
-from .budget import MemoryBudgetError, fit_jobs, out_of_memory
+from .budget import MemoryBudgetError, fit_jobs, out_of_memory, routing_rows
 from .estimates import estimated_seconds, progress_bar, progress_label, warn_if_long
 from .interactions import InteractionPlans
 from .losses import TreeLosses
 from .routing import Kernel, build_units
 from .worker_plans import held_bytes, keep_within, remember, restore, return_freed_memory, shipped
 
-__all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_values"]
+__all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_function", "tree_shap_values"]
 
 
 _COMPILED = ("_units", "_lca_units", "_interaction_plans")  # what UnitCache.release drops
@@ -150,6 +150,7 @@ def decompose(
     (:mod:`~shap_rsq.engine.losses`); ``None`` plays the squared-error games, whose sum is
     exact (``y`` is then the target the residuals are taken from).
     """
+    X = routing_rows(forest, X, tuning)
     # refuses before any work when the rows' arrays cannot fit the memory budget
     n_jobs, split = fit_jobs(units, X.shape[0], forest.n_features, forest.n_trees, local, n_jobs, tuning)
     if warn_long and not progress:
@@ -418,3 +419,11 @@ def tree_shap_values(plan: TreePlan | None, X: np.ndarray, n_features: int, dtyp
     _, g_lin = pattern_gradients(plan, lca.leaf_codes(plan, left[first]))
     out[:, plan.features] = g_lin[inverse]
     return out
+
+
+def tree_shap_function(tree, n_players: int, dtype=None):
+    """``rows -> (n, n_players)`` path-dependent SHAP values of one tree's prediction, its plan
+    compiled once: a feature whose splits read several columns (routing columns of categorical
+    splits) is one player, where shap's TreeSHAP would play each column apart."""
+    plan = compile_tree(tree) if tree.left[0] >= 0 else None
+    return lambda rows: tree_shap_values(plan, rows, n_players, dtype)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine.estimates import progress_bar
+from ..engine.run import tree_shap_function
 from ..models.forest import Forest
 from ..models.shap_trees import forest_model
 from ._shap_calls import ShapTreeExplainer
@@ -81,19 +82,21 @@ def additive_part(
     AdditivePart
         The sums over all rows and the sampled rows' own parts.
     """
-    if forest.players is not None:
+    routed = forest.routing is not None and np.array_equal(forest.players, forest.routing.column_feature)
+    if forest.players is not None and not routed:
         raise ValueError("the additive part is of features, not of groups of them")
     n, n_features = X.shape
-    step = max(1, memory_budget // (8 * 8 * (n_features + 1)))
+    X = forest.routing_rows(X)
+    step = max(1, memory_budget // (8 * 8 * (X.shape[1] + 1)))
     f = np.full(n, forest.expected_value)
     total = np.zeros(n_features)
     sampled = np.zeros((len(pick), n_features))
     with progress_bar(len(order), progress) as bar:
         for t in order:
-            explainer = _tree_explainer(forest, forest.trees[t])
+            tree_values = _tree_values(forest, forest.trees[t], routed)
             for start in range(0, n, step):
                 rows = slice(start, min(n, start + step))
-                phi = explainer.shap_values(X[rows], check_additivity=False)
+                phi = tree_values(X[rows])
                 shift = phi.sum(axis=1)  # TreeSHAP's values add up to the tree's prediction minus its mean
                 weight = w[rows] * (2.0 * (y[rows] - f[rows]) - shift)  # the factor of the tree's values
                 total += weight @ phi
@@ -105,7 +108,12 @@ def additive_part(
     return AdditivePart(total, sampled)
 
 
-def _tree_explainer(forest: Forest, tree) -> ShapTreeExplainer:
-    """shap's TreeExplainer of one tree as read here (path-dependent on its covers: no background data)."""
+def _tree_values(forest: Forest, tree, routed: bool):
+    """The path-dependent SHAP values of one tree as read here, as a function of rows: shap's
+    TreeSHAP, or, for a tree whose categorical splits read routing columns, this package's (each
+    feature one player over its columns, where shap's would play each column apart)."""
+    if routed:
+        return tree_shap_function(tree, forest.n_players, forest.input_dtype)
     single = Forest.from_trees((tree,), 0.0, forest.input_dtype, forest.n_features)
-    return ShapTreeExplainer(forest_model(single), feature_perturbation="tree_path_dependent")
+    explainer = ShapTreeExplainer(forest_model(single), feature_perturbation="tree_path_dependent")
+    return lambda rows: explainer.shap_values(rows, check_additivity=False)

@@ -76,7 +76,7 @@ class CallInputs:
         """
         min_rows = 2 if require_variance else 1
         names, info = self.names_for_matching(), self.info
-        rows = check_rows(X, info.n_features, names, info.family, min_rows, self.precision)
+        rows = check_rows(X, info.n_features, names, info.family, min_rows, self.precision, info.categorical_columns)
         weights = check_weights(sample_weight, rows.array)
         if require_variance:
             weights = ratio_weights(weights)

@@ -26,6 +26,7 @@ from ..engine.validation import weighted_mean
 from ._checks import refuse_without_target
 from ._groups import player_index, position_labels
 from ._second_order import check_second_order_rows
+from ._shap_calls import ROUTED_INTERACTIONS
 
 __all__ = ["NO_MULTIOUTPUT_INTERACTIONS", "InteractionShares", "model_outputs", "shares_matrix", "top_pairs"]
 
@@ -145,6 +146,8 @@ class InteractionShares:
         if y is None:
             refuse_without_target(sample_weight=sample_weight)
             tree_limit = self._shap_tree_limit(tree_limit)
+            if self._routed_for_shap():
+                raise ValueError(ROUTED_INTERACTIONS)
             frame, order = self._aligned(X)
             fixed = self._model_info is not None and self._model_info.shap_interactions_wrong
             shap_explainer = self._fixed_shap() if fixed else super()

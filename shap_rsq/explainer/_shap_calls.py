@@ -23,10 +23,24 @@ from shap.explainers._tree import TreeExplainer as ShapTreeExplainer
 from shap.utils._exceptions import InvalidModelError
 
 from ..engine.columns import aligned_frame, in_input_order
+from ..engine.run import tree_shap_function
 from ..engine.validation import check_width
 from ..models.shap_trees import forest_model
 
-__all__ = ["PredictionShap", "ShapTreeExplainer", "background_by_name", "explanation_in_input_order"]
+__all__ = [
+    "ROUTED_INTERACTIONS",
+    "PredictionShap",
+    "ShapTreeExplainer",
+    "background_by_name",
+    "explanation_in_input_order",
+]
+
+ROUTED_INTERACTIONS = (
+    "SHAP interaction values of the predictions are not available for this model: shap reads its categorical "
+    "splits wrong (or sums a random forest's trees), and the trees as read here split on sets of categories, "
+    "which shap's TreeSHAP cannot play as one feature.  Interaction shares of R² (with y) are exact; SHAP values "
+    "of the predictions (interactions=False) are computed here."
+)
 
 
 class PredictionShap:
@@ -104,9 +118,94 @@ class PredictionShap:
             )
         return self._fixed_trees_explainer
 
+    def _routed_for_shap(self) -> bool:
+        """Whether shap's calls run on the fixed trees of a model with categorical splits, which read
+        routing columns (:mod:`~shap_rsq.models.categories`): rows go to shap as routing rows, and
+        each routing column's values back to its feature."""
+        info = self._model_info
+        return info is not None and info.categorical is not None and info.shap_explains_wrong
+
+    def _routed_shap_values(self, X: Any):
+        """Path-dependent SHAP values of the predictions of a model with categorical splits whose
+        trees shap is handed fixed: computed here, each feature one player with its routing columns
+        (shap's TreeSHAP would play each column apart, another game), and the rows as checked."""
+        rows = self._inputs.rows_weights(X, None, require_variance=False)[0]
+        forest = self.forest
+        routed = forest.routing_rows(rows.array)
+        values = np.zeros((len(routed), forest.n_players))
+        for tree in forest.trees:
+            values += tree_shap_function(tree, forest.n_players, forest.input_dtype)(routed)
+        return values, rows
+
+    def _routed_explanation(self, X, interactions: bool) -> shap.Explanation:
+        """The Explanation of SHAP values of a model with categorical splits whose trees shap is
+        handed fixed (:meth:`_routed_shap_values`); data: the rows' codes."""
+        if interactions:
+            raise ValueError(ROUTED_INTERACTIONS)
+        values, rows = self._routed_shap_values(X)
+        explanation = shap.Explanation(
+            values=values,
+            base_values=np.full(len(values), float(self.expected_value)),
+            data=rows.array,
+            feature_names=rows.columns or self.feature_names or self.model_info.feature_names,
+        )
+        return explanation_in_input_order(explanation, rows.order)
+
+    def shap_values(
+        self, X: Any, y: Any = None, tree_limit=None, approximate=False, check_additivity=True, from_call=False
+    ):
+        """shap's SHAP values of ``X``, or, for a model with categorical splits whose trees shap is
+        handed fixed, those computed here.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to explain (aligned to the model by the explainer, or as given for such a model).
+        y : None
+            shap's parameter (unused by shap).
+        tree_limit, approximate, check_additivity, from_call
+            shap's parameters.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            SHAP values of the predictions (in ``X``'s column order for such a model).
+        """
+        if self._routed_for_shap():
+            values, rows = self._routed_shap_values(X)
+            return in_input_order(values, rows.order)
+        return super().shap_values(X, y, tree_limit, approximate, check_additivity, from_call)
+
+    def __call__(self, X: Any, y: Any = None, interactions=False, check_additivity=True, approximate=False):
+        """shap's Explanation of ``X``, or, for a model with categorical splits whose trees shap is
+        handed fixed, :meth:`_routed_explanation`.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to explain.
+        y : None
+            shap's parameter (unused by shap).
+        interactions, check_additivity, approximate : bool
+            shap's parameters.
+
+        Returns
+        -------
+        shap.Explanation
+            SHAP values of the predictions.
+        """
+        if self._routed_for_shap():
+            return self._routed_explanation(X, interactions)
+        return super().__call__(
+            X, y, interactions=interactions, check_additivity=check_additivity, approximate=approximate
+        )
+
     def _aligned(self, X: Any) -> tuple[Any, list[int] | None]:
         """``X`` for shap's prediction SHAP values, a DataFrame's columns in the model's order, and
-        that order (:func:`~shap_rsq.engine.columns.in_model_order`)."""
+        that order (:func:`~shap_rsq.engine.columns.in_model_order`).  A model with categorical
+        splits whose trees shap is handed fixed takes ``X`` as it is (:meth:`shap_values`)."""
+        if self._routed_for_shap():
+            return X, None
         info = self._model_info
         if info is None:  # shap's explainer alone: a frame matched by the names the model recorded
             names, family = self._recorded

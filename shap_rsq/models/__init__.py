@@ -2,6 +2,8 @@
 
 - :mod:`.forest`: the forest table (:class:`~.forest.Forest`, node arrays of every tree), the one
   thing the kernels read.
+- :mod:`.categories` and :mod:`.category_codes`: splits on sets of categories as splits on routing
+  columns, and input values as the codes those splits test.
 - :mod:`.info`: :class:`~.info.ModelInfo`, the model facts the rest of the library needs
   (features and their names, outputs, how to check the trees against the model's predictions).
 - :mod:`.inspect`: :func:`~.inspect.inspect_model`, which dispatches to the family modules

@@ -16,8 +16,10 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from sklearn.exceptions import NotFittedError
 
+from .catboost_categories import symmetric_categorical_trees
 from .forest import Forest
 from .info import ModelInfo, UnsupportedModelError, as_names, refuse
 
@@ -50,11 +52,6 @@ def catboost_info(model: Any) -> ModelInfo:
     if loss not in _CATBOOST_LOSSES:
         refuse("CatBoost model", "loss_function", loss)
     game_loss, power = _CATBOOST_LOSSES[loss], _tweedie_power(loss_function)
-    if model.get_cat_feature_indices():
-        raise UnsupportedModelError(
-            f"CatBoost model with categorical features {model.get_cat_feature_indices()} is not supported: "
-            "categorical splits have no threshold order."
-        )
     for kind in ("text", "embedding"):
         indices = getattr(model, f"get_{kind}_feature_indices", lambda: [])()
         if indices:
@@ -71,6 +68,13 @@ def catboost_info(model: Any) -> ModelInfo:
     scale, bias = model.get_scale_and_bias()
     bias = float(np.ravel(bias)[0]) if np.size(bias) else 0.0
     names = as_names(model.feature_names_)
+    if model.get_cat_feature_indices():
+        if game_loss != "squared_error":
+            raise UnsupportedModelError(
+                f"CatBoost model with categorical features and loss_function={loss!r} is not supported: "
+                "categorical features are decomposed for RMSE models."
+            )
+        return _categorical_info(model, params, names, scale)
     if params.get("grow_policy", "SymmetricTree") == "SymmetricTree":
         # shap reads symmetric trees (and explains predictions natively); fix what its loader drops.
         # NaN goes left except under nan_mode='Max', and even then only on features that had NaN in
@@ -123,6 +127,38 @@ def _as_classifier(model: Any) -> Any:
         classifier = CatBoostClassifier()
         classifier.load_model(path)
     return classifier
+
+
+def _categorical_info(model: Any, params: dict, names: list[str], scale: float) -> ModelInfo:
+    """A model with categorical features: its symmetric trees read here, its categorical splits on
+    routing columns asked of the model (:mod:`.catboost_categories`)."""
+    policy = params.get("grow_policy", "SymmetricTree")
+    if policy != "SymmetricTree":
+        raise UnsupportedModelError(
+            f"CatBoost model with categorical features {model.get_cat_feature_indices()} and grow_policy={policy!r} "
+            "is not supported: the sides of its categorical splits are read from symmetric trees only.  Fit it with "
+            "grow_policy='SymmetricTree' (the default)."
+        )
+    document = _catboost_json(model)
+    trees, categorical = symmetric_categorical_trees(model, document, names, scale, _nan_right_features(document))
+    cat_features = sorted(categorical.features)
+    predict = partial(_predict_categories, model, categorical, names, cat_features)
+    # CatBoost's own SHAP values (shap's) are of the model, categories included: shap keeps the model
+    return ModelInfo(model, trees, len(names), names, None, predict, "catboost", categorical=categorical)
+
+
+def _predict_categories(model: Any, categorical: Any, names: list[str], cat_features: list[int], X: Any) -> np.ndarray:
+    """The model's ``predict`` of rows in its order: as given, or as the codes this package reads
+    (their categories put back)."""
+    from catboost import Pool
+
+    if isinstance(X, np.ndarray) and X.dtype.kind == "f":
+        frame = pd.DataFrame(X, columns=names).astype({names[j]: object for j in cat_features})
+        for j in cat_features:
+            values = np.asarray(categorical.features[j].values, dtype=object)
+            frame[names[j]] = values[X[:, j].astype(np.int64)]
+        X = frame
+    return model.predict(Pool(X, cat_features=cat_features))
 
 
 def _training_params(model: Any) -> dict:

@@ -15,6 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .categories import CategoricalRouting
 from .node_arrays import NodeArrays, goes_left
 
 __all__ = ["Forest", "TreeTable"]
@@ -116,12 +117,17 @@ class Forest:
         Feature values are cast to this dtype before comparing with thresholds,
         exactly as the model does (float32 for scikit-learn and XGBoost).
     n_features : int
-        Columns the trees read.
+        Columns the trees read: the model's features, then any routing columns of categorical
+        splits (:attr:`routing`).
     players : ndarray of int or None
         The player of each feature (see :meth:`grouped`); ``None``: every feature is a player.
     steps : ndarray of int or None
         One output's trees of a softmax: each tree's position in the model's order of the trees of
         all outputs (see :meth:`of_output`); ``None`` otherwise.
+        The player of each column (see :meth:`grouped`); ``None``: every column is a player.
+    routing : CategoricalRouting or None
+        How the model's rows become the columns the trees read, where some splits are on sets
+        of categories (:mod:`~shap_rsq.models.categories`); ``None``: the rows are the columns.
     """
 
     nodes: NodeArrays
@@ -130,6 +136,7 @@ class Forest:
     n_features: int
     players: np.ndarray | None = None
     steps: np.ndarray | None = None
+    routing: CategoricalRouting | None = None
 
     @classmethod
     def from_trees(cls, trees: tuple[TreeTable, ...], base_offset: float, input_dtype, n_features: int) -> Forest:
@@ -192,16 +199,41 @@ class Forest:
         """Players of the games: the length of every vector of Shapley values."""
         return self.n_features if self.players is None else int(self.players.max(initial=-1)) + 1
 
+    @property
+    def n_model_features(self) -> int:
+        """The model's features: the width of the rows before routing (:meth:`routing_rows`)."""
+        return self.n_features if self.routing is None else self.routing.n_features
+
     def grouped(self, players: np.ndarray) -> Forest:
-        """The same trees played with ``players[j]`` as the player of feature ``j``.
+        """The same trees played with ``players[j]`` as the player of the model's feature ``j``.
 
         Features mapped to one player share its coin: a subset of players knows all of a group's
-        features or none of them.
+        features or none of them.  A categorical feature's routing columns follow its player.
         """
         players = np.asarray(players, dtype=np.int64)
-        if players.shape != (self.n_features,) or players.min(initial=0) < 0:
-            raise ValueError(f"players must map each of the {self.n_features} features to a player index >= 0.")
+        width = self.n_model_features
+        if players.shape != (width,) or players.min(initial=0) < 0:
+            raise ValueError(f"players must map each of the {width} features to a player index >= 0.")
+        if self.routing is not None:
+            players = players[self.routing.column_feature]
         return dataclasses.replace(self, players=players)
+
+    def routing_rows(self, X: np.ndarray) -> np.ndarray:
+        """The columns the trees read, of the model's rows ``X`` (``X`` itself without categorical splits).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_model_features)
+            Rows as checked (codes in categorical features).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            The routing rows.
+        """
+        if self.routing is None or X.shape[1] == self.n_features:  # no routing columns, or routed already
+            return X
+        return self.routing.rows(X)
 
     @cached_property
     def trees(self) -> tuple[TreeTable, ...]:
@@ -321,13 +353,14 @@ class Forest:
         Parameters
         ----------
         X : ndarray of shape (n_samples, n_features)
-            The rows.
+            The rows (or their routing rows).
 
         Returns
         -------
         ndarray of shape (n_samples,)
             The predictions.
         """
+        X = self.routing_rows(X)
         out = np.full(X.shape[0], self.base_offset)
         for tree in self.trees:
             out += tree.value[tree.leaf_of(X, self.input_dtype)]

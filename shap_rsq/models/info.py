@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import UnsupportedModelError
+from .categories import CategoricalModel
 from .forest import Forest
 
 __all__ = ["ModelInfo", "UnsupportedModelError", "as_names", "refuse"]
@@ -65,6 +66,9 @@ class ModelInfo:
         binary, one per class (a softmax) otherwise; ``predict`` then gives the margins.
     loss_power : float
         Tweedie's variance power (``loss="tweedie"``).
+    categorical : CategoricalModel or None
+        The model's categorical features (how their values become codes) and its splits on
+        sets of categories (:mod:`~shap_rsq.models.categories`); ``None`` without any.
     """
 
     shap_model: Any
@@ -95,6 +99,19 @@ class ModelInfo:
             True for boosted classifiers and Poisson, Gamma and Tweedie boosters.
         """
         return self.loss != "squared_error"
+
+    categorical: CategoricalModel | None = None
+
+    @property
+    def categorical_columns(self) -> dict:
+        """The categorical features by position (empty without any).
+
+        Returns
+        -------
+        dict of int to CategoricalColumn
+            How each one's values become codes.
+        """
+        return {} if self.categorical is None else self.categorical.features
 
     @property
     def n_outputs(self) -> int:

@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from shap.explainers._tree import TreeEnsemble
 from shap.utils import safe_isinstance
 from sklearn.base import is_classifier
@@ -24,7 +25,14 @@ from .shap_trees import forest_model
 from .sklearn_models import sklearn_info
 from .xgboost_models import xgboost_info
 
-__all__ = ["ModelInfo", "UnsupportedModelError", "inspect_model", "read_forests", "refuse_boosted_classifier"]
+__all__ = [
+    "ModelInfo",
+    "UnsupportedModelError",
+    "frame_for_categories",
+    "inspect_model",
+    "read_forests",
+    "refuse_boosted_classifier",
+]
 
 _SUPPORTED = (
     "scikit-learn DecisionTreeRegressor, ExtraTreeRegressor, RandomForestRegressor, ExtraTreesRegressor, "
@@ -97,7 +105,11 @@ def _with_fixed_trees_for_shap(info: ModelInfo) -> ModelInfo:
     (forest,) = read_forests(TreeEnsemble(info.shap_model) if info.trees is None else None, info, "model")
     # shap's copy has vanishing covers where no training row went; the engine reads the exact ones
     exact = forest_model(forest, for_shap=False)
-    return dataclasses.replace(info, shap_model=forest_model(forest), trees=exact, tree_limit=None, adjust=None)
+    # the fixed trees read routing columns already: they keep the routing, not the splits to route
+    categorical = None if info.categorical is None else info.categorical.already_routed(forest.routing)
+    return dataclasses.replace(
+        info, shap_model=forest_model(forest), trees=exact, tree_limit=None, adjust=None, categorical=categorical
+    )
 
 
 def _refuse_classifier(model: Any) -> None:
@@ -147,6 +159,36 @@ _GRADIENT_BOOSTED = [
 ]
 
 
+# estimators that may split on a DataFrame's category (or text) columns natively
+_CATEGORICAL_MODELS = [
+    "lightgbm.sklearn.LGBMModel",
+    "xgboost.sklearn.XGBModel",
+    "catboost.core.CatBoost",
+    "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.BaseHistGradientBoosting",
+]
+
+
+def frame_for_categories(model: Any, X: Any) -> bool:
+    """Whether ``X`` is a pandas DataFrame with category or text columns and ``model`` (fitted or
+    not) one that may split on them natively: the frame then goes to it as it is.
+
+    Parameters
+    ----------
+    model : object
+        An estimator.
+    X : object
+        The rows.
+
+    Returns
+    -------
+    bool
+        True for such a frame and model.
+    """
+    if not isinstance(X, pd.DataFrame) or all(map(pd.api.types.is_numeric_dtype, X.dtypes)):
+        return False
+    return safe_isinstance(unfrozen(model), _CATEGORICAL_MODELS)
+
+
 def read_forests(shap_model: Any, info: ModelInfo, model_name: str) -> list[Forest]:
     """One forest table per output, from shap's parsed model (or the trees ``info`` fixed up).
 
@@ -169,7 +211,7 @@ def read_forests(shap_model: Any, info: ModelInfo, model_name: str) -> list[Fore
     ensemble = shap_model if info.trees is None else TreeEnsemble(info.trees)
     if ensemble.trees is None:
         raise UnsupportedModelError(f"shap could not read the trees of this {model_name}.")
-    if np.any((ensemble.threshold_types > 0) & (ensemble.children_left >= 0)):
+    if info.categorical is None and np.any((ensemble.threshold_types > 0) & (ensemble.children_left >= 0)):
         raise UnsupportedModelError("Models with categorical splits are not supported.")
     tree_limit = info.tree_limit if info.tree_limit is not None else ensemble.tree_limit
     return [_read_forest(ensemble, info, tree_limit, k) for k in range(info.n_outputs)]
@@ -183,6 +225,8 @@ def _read_forest(ensemble, info: ModelInfo, tree_limit: int | None, output: int)
     forest = Forest.from_ensemble(ensemble, info.n_features, tree_limit, output, info.tree_outputs)
     if info.adjust is not None:
         forest = info.adjust(forest)
+    if info.categorical is not None:
+        forest = info.categorical.routed(forest)
     if info.bases is not None:
         forest = dataclasses.replace(forest, base_offset=info.bases[output])
     if info.n_outputs == 1:

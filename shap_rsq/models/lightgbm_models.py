@@ -1,5 +1,6 @@
-"""LightGBM: which models are accepted (L2 objectives, no categorical splits, constant leaves), and the
-fixes of shap's reading: splits that send NaN as 0.0, and random-forest mode's average of its trees."""
+"""LightGBM: which models are accepted (L2 objectives, constant leaves), the fixes of shap's reading:
+splits that send NaN as 0.0, and random-forest mode's average of its trees, and categorical splits
+(pandas categories or ``categorical_feature=`` on integer codes) as sets of codes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from .categories import CategoricalModel, CategorySplit
+from .category_codes import CategoricalColumn, coded_rows
 from .forest import Forest
 from .info import ModelInfo, UnsupportedModelError, as_names, refuse
 
@@ -53,12 +57,8 @@ def lightgbm_info(model: Any) -> ModelInfo:
         raise UnsupportedModelError(
             "LightGBM model has several outputs; only single-output models and softmax classifiers are supported."
         )
-    _refuse_declared_categories(booster, dump)
     splits = [_lightgbm_splits(tree["tree_structure"]) for tree in dump["tree_info"]]
-    if any(node.get("decision_type", "<=") != "<=" for tree in splits for node in tree):
-        raise UnsupportedModelError(
-            "LightGBM model with categorical splits is not supported: categorical splits have no threshold order."
-        )
+    categorical = _categorical_model(dump, splits)
     best = booster.best_iteration
     tree_limit = best * booster.num_model_per_iteration() if best and best > 0 else None
     nan_as_zero, average = _nan_as_zero(splits), bool(dump.get("average_output"))
@@ -75,7 +75,7 @@ def lightgbm_info(model: Any) -> ModelInfo:
         booster.num_feature(),
         as_names(booster.feature_name()),
         tree_limit,
-        predict,
+        predict if categorical is None else partial(_predict_codes, model, categorical, raw=loss != "squared_error"),
         "lightgbm",
         partial(_fix_lightgbm_forest, nan_as_zero=nan_as_zero, average=average),
         # shap explains through LightGBM's pred_contrib, which sums a random forest's trees; its
@@ -86,6 +86,7 @@ def lightgbm_info(model: Any) -> ModelInfo:
         classes=classes,
         loss=loss,
         loss_power=power,
+        categorical=categorical,
     )
 
 
@@ -94,27 +95,83 @@ def _raw_predict(model: Any, X: Any) -> np.ndarray:
     return model.predict(X, raw_score=True)
 
 
-def _refuse_declared_categories(booster: Any, dump: dict) -> None:
-    """Refuse a model whose parameters declare categorical features (``lightgbm.train``'s params, or
-    pandas categories), even before one of them is split on.
+def _categorical_model(dump: dict, splits: list[list[dict]]) -> CategoricalModel | None:
+    """The categorical features (declared, or pandas categories) and the splits on them.
 
-    ``LGBMRegressor.fit(categorical_feature=...)`` leaves no trace in the booster's parameters: such
-    a model is refused only once a tree splits on one of them (a categorical split), and until then
-    its declared features get 0, as every feature no tree splits on.  A declared model's
-    ``predict`` insists on the same categories in the data (LightGBM's own error, "train and valid
-    dataset categorical_feature do not match", says nothing of why), and numbers are all a
-    decomposition by thresholds can read.
+    A split ``decision_type == "=="`` sends the codes listed in its threshold (``"1||4"``) left and
+    every other code right: NaN, negative codes and codes no category has (LightGBM casts a
+    number to an integer, truncating it: 2.7 reads as 2).  LightGBM recodes a pandas column to the
+    categories it was fitted with, so a category it never saw reads as NaN.
     """
-    declared = booster.params.get("categorical_feature") or []
-    if isinstance(declared, (int, str)):
-        declared = [declared]
     names = dump.get("feature_names") or []
-    categorical = [names[int(i)] if str(i).isdigit() and int(i) < len(names) else str(i) for i in declared]
-    if categorical or any(dump.get("pandas_categorical") or []):
-        raise UnsupportedModelError(
-            f"LightGBM model fitted with categorical feature(s) {categorical or 'from pandas categories'} is not "
-            "supported: categorical splits have no threshold order; encode the categories as numbers and refit."
+    declared = {int(node["split_feature"]) for tree in splits for node in tree if _is_categorical(node)}
+    pandas = [list(c) for c in dump.get("pandas_categorical") or []]
+    # LightGBM gives a pandas frame's category columns, in order, the categories it lists
+    from_pandas = _pandas_features(dump, len(pandas))
+    declared |= set(from_pandas)
+    if not declared:
+        return None
+    columns = tuple(
+        CategoricalColumn(
+            j,
+            names[j] if j < len(names) else str(j),
+            np.asarray(pandas[from_pandas.index(j)], dtype=object) if j in from_pandas else None,
+            unseen="missing" if j in from_pandas else "other",
         )
+        for j in sorted(declared)
+    )
+    found = {
+        (t, int(node["split_index"])): CategorySplit(int(node["split_feature"]), _codes(node["threshold"]))
+        for t, tree in enumerate(splits)
+        for node in tree
+        if _is_categorical(node)
+    }
+    return CategoricalModel(columns, found)
+
+
+def _pandas_features(dump: dict, n_pandas: int) -> list[int]:
+    """The features that were a pandas frame's category columns, in order (LightGBM lists their
+    categories in ``pandas_categorical``, and the values of categorical features in ``feature_infos``)."""
+    if n_pandas == 0:
+        return []
+    infos = dump.get("feature_infos") or {}
+    names = dump.get("feature_names") or []
+    marked = [j for j, name in enumerate(names) if _categorical_info(infos.get(name))]
+    if len(marked) == n_pandas:
+        return marked
+    raise UnsupportedModelError(
+        f"LightGBM model lists the categories of {n_pandas} pandas column(s) but marks {len(marked)} feature(s) as "
+        "categorical: which column holds which categories is unknown."
+    )
+
+
+def _categorical_info(info: dict | None) -> bool:
+    # a categorical feature's info lists its categories ("values"); a numeric one's only its bounds
+    return isinstance(info, dict) and bool(info.get("values"))
+
+
+def _is_categorical(node: dict) -> bool:
+    return node.get("decision_type", "<=") == "=="
+
+
+def _codes(threshold: Any) -> frozenset:
+    return frozenset(int(code) for code in str(threshold).split("||"))
+
+
+def _predict_codes(model: Any, categorical: CategoricalModel, X: Any, raw: bool = False) -> np.ndarray:
+    """The model's ``predict`` of rows in its order, categories as values or as the codes this
+    package reads (:func:`~.category_codes.coded_rows`): its pandas features go back to categories
+    over the model's own lists, as LightGBM's predict wants them (``raw``: the margin, the trees' sum)."""
+    X = coded_rows(categorical.features, X)
+    if all(c.categories is None for c in categorical.columns):
+        return model.predict(X, raw_score=raw)
+    frame = pd.DataFrame(X)
+    for c in categorical.columns:
+        if c.categories is not None:
+            codes = np.where(np.isnan(X[:, c.feature]), -1, X[:, c.feature]).astype(np.int64)
+            frame[c.feature] = pd.Categorical.from_codes(codes, categories=pd.Index(c.categories))
+    frame.columns = list(model.booster_.feature_name() if hasattr(model, "booster_") else model.feature_name())
+    return model.predict(frame, raw_score=raw)
 
 
 # the objectives' losses of the margin (not LightGBM's own Hessians: multiclass's K / (K - 1) factor
@@ -189,7 +246,7 @@ def _nan_as_zero(splits: list[list[dict]]) -> tuple[np.ndarray, np.ndarray, np.n
     """
     found = []
     for t, tree in enumerate(splits):
-        for node in tree:
+        for node in (node for node in tree if not _is_categorical(node)):
             zero_left = 0.0 <= float(node["threshold"])
             kind = node.get("missing_type", "None")
             if kind == "Zero" and bool(node["default_left"]) != zero_left:

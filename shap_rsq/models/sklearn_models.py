@@ -7,13 +7,18 @@ where it cannot read the original (``GradientBoostingRegressor(init="zero")``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from shap.utils import safe_isinstance
 from sklearn.utils.validation import check_is_fitted
 
+from .categories import CategoricalModel, CategorySplit
+from .category_codes import CategoricalColumn, coded_rows
+from .forest import Forest
 from .info import ModelInfo, UnsupportedModelError, as_names, refuse
 
 __all__ = ["SKLEARN_FOREST_CLASSIFIERS", "SKLEARN_TREES", "sklearn_info"]
@@ -140,12 +145,14 @@ def _sklearn_hist_gradient_boosting(model: Any) -> ModelInfo:
     if model.loss not in _HIST_LOSSES:
         refuse(name, "loss", model.loss)
     categorical = getattr(model, "is_categorical_", None)
-    if categorical is not None and np.any(categorical):
-        raise UnsupportedModelError(
-            f"{name} with categorical features is not supported: categorical splits "
-            f"(features {np.flatnonzero(categorical).tolist()}) have no threshold order."
-        )
     loss = _HIST_LOSSES[model.loss]
+    if categorical is not None and np.any(categorical):
+        if loss != "squared_error":
+            raise UnsupportedModelError(
+                f"{name} with categorical features and loss={model.loss!r} is not supported: categorical "
+                "features are decomposed for squared error."
+            )
+        return _hist_categorical(model)
     if loss == "squared_error":
         return _sklearn_info(model)
     if loss != "log_loss":
@@ -206,3 +213,104 @@ def _sklearn_gradient_boosting_classifier(model: Any) -> ModelInfo:
             trees.append({**tree, "values": values})
     shap_model = {"trees": trees, "base_offset": base, "input_dtype": np.float32, "tree_output": "log_odds"}
     return _boosted_classifier(model, shap_model, n_outputs)
+
+
+def _hist_categorical(model: Any) -> ModelInfo:
+    """A HistGradientBoostingRegressor with categorical features (:func:`hist_categorical_model`)."""
+    info = _sklearn_info(model)
+    order = _hist_input_order(model)
+    features = hist_categorical_model(model, order)
+    return replace(
+        info,
+        adjust=partial(_in_input_order, order=order),
+        predict=partial(_hist_predict_codes, model, features),
+        categorical=features,
+        # shap reads the categorical splits as numeric ones, on the encoded columns' order: it is
+        # given the trees as read here
+        shap_explains_wrong=True,
+    )
+
+
+def _hist_input_order(model: Any) -> np.ndarray:
+    """The input position of each feature the trees read: a HistGradientBoostingRegressor with
+    categorical features encodes them first (an ``OrdinalEncoder`` in a ``ColumnTransformer``),
+    and its trees read the encoded columns, then the numeric ones."""
+    preprocessor = model._preprocessor
+    order = np.empty(model.n_features_in_, dtype=np.int64)
+    for name, _, columns in preprocessor.transformers_:
+        if name not in preprocessor.output_indices_:
+            continue
+        inputs = np.flatnonzero(columns) if np.asarray(columns).dtype == bool else np.asarray(columns, dtype=np.int64)
+        order[preprocessor.output_indices_[name]] = inputs
+    return order
+
+
+def _in_input_order(forest: Forest, order: np.ndarray) -> Forest:
+    """The trees reading the input's columns, not the encoded ones (:func:`_hist_input_order`)."""
+    nodes = forest.nodes
+    feature = np.where(nodes.left >= 0, order[nodes.feature], nodes.feature)
+    return replace(forest, nodes=replace(nodes, feature=feature))
+
+
+def hist_categorical_model(model: Any, order: np.ndarray) -> CategoricalModel:
+    """The categorical features of a HistGradientBoostingRegressor and its splits on them.
+
+    Its encoder matches values to the categories it saw in ``fit`` (sorted) and reads any other
+    value as missing.  A split sends the codes of its bitset left, the other known codes right,
+    and unknown codes (and NaN) where it sends missing values.
+    """
+    encoder = model._preprocessor.named_transformers_["encoder"]
+    names = as_names(getattr(model, "feature_names_in_", None))
+    inputs = np.flatnonzero(model.is_categorical_)
+    columns = tuple(
+        CategoricalColumn(int(j), names[j] if names else str(j), _without_nan(categories), unseen="missing")
+        for j, categories in zip(inputs, encoder.categories_, strict=True)
+    )
+    known, known_index = model._bin_mapper.make_known_categories_bitsets()
+    splits = {}
+    for t, (predictor,) in enumerate(model._predictors):
+        nodes = predictor.nodes
+        for u in np.flatnonzero(nodes["is_categorical"] & ~nodes["is_leaf"].astype(bool)):
+            node = nodes[u]
+            left = _bits(predictor.raw_left_cat_bitsets[node["bitset_idx"]])
+            seen = _bits(known[known_index[node["feature_idx"]]])
+            rest_left = bool(node["missing_go_to_left"])  # unknown codes go with the missing values
+            exceptions = seen - left if rest_left else left
+            feature = int(order[node["feature_idx"]])
+            splits[t, int(u)] = CategorySplit(feature, frozenset(exceptions), rest_left, rest_left)
+    return CategoricalModel(columns, splits)
+
+
+def _without_nan(categories: np.ndarray) -> np.ndarray:
+    # the encoder lists NaN last when it saw missing values: they are no category
+    values = list(categories)
+    if values and isinstance(values[-1], float) and np.isnan(values[-1]):
+        values = values[:-1]
+    return np.asarray(values, dtype=object)
+
+
+def _bits(bitset: np.ndarray) -> set:
+    """The integers whose bits are set in a scikit-learn bitset (8 little-endian uint32 words)."""
+    return set(np.flatnonzero(np.unpackbits(np.ascontiguousarray(bitset).view(np.uint8), bitorder="little")).tolist())
+
+
+def _hist_predict_codes(model: Any, categorical: CategoricalModel, X: Any) -> np.ndarray:
+    """The model's ``predict`` of rows in its order, categories as values or as the codes this
+    package reads: codes go back to the categories the model's encoder matches by value."""
+    X = coded_rows(categorical.features, X)
+    columns = {}
+    for j in range(X.shape[1]):
+        column = categorical.features.get(j)
+        if column is None:
+            columns[j] = X[:, j]
+            continue
+        values = np.full(X.shape[0], np.nan, dtype=object)
+        known = ~np.isnan(X[:, j]) & (X[:, j] >= 0)
+        values[known] = column.categories[X[known, j].astype(np.int64)]
+        columns[j] = values
+    frame = pd.DataFrame(columns)
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None:
+        frame.columns = list(names)
+        return model.predict(frame)
+    return model.predict(frame.to_numpy())

@@ -9,8 +9,11 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from sklearn.exceptions import NotFittedError
 
+from .categories import CategoricalModel, CategorySplit
+from .category_codes import CategoricalColumn, coded_rows
 from .forest import Forest
 from .info import ModelInfo, UnsupportedModelError, as_names, refuse
 
@@ -36,12 +39,6 @@ def xgboost_info(model: Any) -> ModelInfo:
     booster = model if is_booster else model.get_booster()  # raises NotFittedError when unfitted
     config = _xgboost_config(booster)
     _check_xgboost_settings(model, is_booster, config)
-    if booster.feature_types is not None and "c" in booster.feature_types:
-        categorical = [i for i, t in enumerate(booster.feature_types) if t == "c"]
-        raise UnsupportedModelError(
-            f"XGBoost model with categorical features {categorical} is not supported: categorical splits "
-            "have no threshold order."
-        )
     if booster.num_boosted_rounds() == 0:  # shap's loader fails on it with an IndexError
         raise UnsupportedModelError(
             "XGBoost model has no trees (n_estimators=0 or num_boost_round=0): it predicts its base_score "
@@ -62,6 +59,9 @@ def xgboost_info(model: Any) -> ModelInfo:
         predict = partial(_margin_predict, model) if margin else model.predict
         tree_limit = shap_tree_limit = None
     names = as_names(booster.feature_names)
+    categorical = _categorical_model(booster, names)
+    if categorical is not None:
+        predict = partial(_predict_codes, model, categorical, booster, margin=margin)
     return ModelInfo(
         model,
         None,
@@ -78,6 +78,7 @@ def xgboost_info(model: Any) -> ModelInfo:
         classes=classes,
         loss=loss,
         loss_power=power,
+        categorical=categorical,
     )
 
 
@@ -125,6 +126,78 @@ def _xgboost_classes(model: Any, is_booster: bool, config: dict):
 def _margin_predict(model: Any, X: Any) -> np.ndarray:
     """The margin (sum of the trees and base) an XGBoost estimator predicts."""
     return model.predict(X, output_margin=True)
+
+
+def _categorical_model(booster: Any, names: list[str] | None) -> CategoricalModel | None:
+    """The categorical features (``feature_types`` ``"c"``) and the splits on them.
+
+    A categorical split lists the codes that go right; every other code goes left, and so do
+    negative codes and codes beyond any category (XGBoost casts a number to an integer, truncating
+    it), NaN to the default child.  A model fitted on pandas categories stores them (XGBoost 3.1+)
+    and recodes a frame's columns to them by value; it refuses a category it was not fitted on.
+    """
+    types = booster.feature_types or []
+    features = [j for j, kind in enumerate(types) if kind == "c"]
+    if not features:
+        return None
+    stored = _stored_categories(booster)
+    columns = tuple(
+        CategoricalColumn(
+            j,
+            names[j] if names else str(j),
+            stored.get(j),
+            unseen="refuse" if j in stored else "other",
+        )
+        for j in features
+    )
+    trees = json.loads(booster.save_raw("json"))["learner"]["gradient_booster"]["model"]["trees"]
+    splits = {}
+    for t, tree in enumerate(trees):
+        sets = tree["categories"]
+        for node, start, size in zip(
+            tree["categories_nodes"], tree["categories_segments"], tree["categories_sizes"], strict=True
+        ):
+            members = frozenset(int(c) for c in sets[start : start + size])
+            missing_left = bool(tree["default_left"][node])
+            splits[t, int(node)] = CategorySplit(int(tree["split_indices"][node]), members, True, missing_left)
+    return CategoricalModel(columns, splits)
+
+
+def _stored_categories(booster: Any) -> dict[int, np.ndarray]:
+    """The categories a model fitted on a DataFrame stores, by feature (none before XGBoost 3.1, or
+    for a model fitted on codes)."""
+    if not hasattr(booster, "get_categories"):
+        return {}
+    try:
+        categories = booster.get_categories(export_to_arrow=True)
+    except Exception:  # a version that stores none, or a model with none
+        return {}
+    if categories is None or categories.empty():
+        return {}
+    return {
+        j: np.asarray(values.to_pylist(), dtype=object)
+        for j, (_, values) in enumerate(categories.to_arrow())
+        if values is not None
+    }
+
+
+def _predict_codes(model: Any, categorical: CategoricalModel, booster: Any, X: Any, margin: bool = False) -> np.ndarray:
+    """The model's ``predict`` of rows in its order, categories as values or as the codes this
+    package reads: stored categories go back to a frame of pandas categories, codes stay numbers."""
+    import xgboost
+
+    X = coded_rows(categorical.features, X)
+    names = booster.feature_names or [f"f{j}" for j in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    for column in categorical.columns:
+        if column.categories is not None:
+            codes = np.where(np.isnan(X[:, column.feature]), -1, X[:, column.feature]).astype(np.int64)
+            frame[names[column.feature]] = pd.Categorical.from_codes(codes, categories=pd.Index(column.categories))
+    if isinstance(model, xgboost.Booster):
+        types = booster.feature_types
+        matrix = xgboost.DMatrix(frame, missing=np.nan, enable_categorical=True, feature_types=types)
+        return booster.predict(matrix, output_margin=margin)
+    return model.predict(frame, output_margin=margin)
 
 
 def _tree_outputs(booster: Any, config: dict, n_outputs: int) -> np.ndarray | None:

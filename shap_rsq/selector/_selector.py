@@ -21,7 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..engine.validation import check_spread
-from ..models.inspect import refuse_boosted_classifier, unfrozen
+from ..models.inspect import frame_for_categories, refuse_boosted_classifier, unfrozen
 from ._bootstrap import bootstrap_shares, check_replicates
 from ._groups import PlayerMap, resolve_players
 from ._routing import metadata_router, route, rsq_weights
@@ -283,13 +283,18 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
 
     def _validate_rows(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
         """scikit-learn's validation of ``(X, y)``, with the refusals that concern the shares explained."""
+        categorical = frame_for_categories(self.estimator, X)  # passed on as it is: the explainer matches it
         try:
             return validate_data(
                 self,
                 X,
                 y,
-                dtype=(np.float64, np.float32),
-                ensure_all_finite="allow-nan" if get_tags(self).input_tags.allow_nan else True,
+                dtype=None if categorical else (np.float64, np.float32),
+                ensure_all_finite=False
+                if categorical
+                else "allow-nan"
+                if get_tags(self).input_tags.allow_nan
+                else True,
                 ensure_min_samples=2,
                 y_numeric=not is_classifier(self.estimator),
             )
