@@ -131,16 +131,16 @@ def test_workers_keep_side_tables_and_batches_travel_without_them(boosters, monk
     copies = worker_plans.shipped(units)
     assert all(getattr(c, "table_bytes", 0) == 0 and c.token == u.token for c, u in zip(copies, units, strict=True))
     assert len(pickle.dumps(copies)) < len(pickle.dumps(units)) / 5
-    first, _, _ = run._run_block(copies, X, y, w, start.copy(), forest, True, False, other)
+    first, _, _, _ = run._run_block(copies, X, y, w, start.copy(), forest, True, False, other)
     assert len(made) >= len(observed)
     made.clear()
     again = worker_plans.shipped(units)
-    second, _, _ = run._run_block(again, X, y, w, start.copy(), forest, True, False, other)
+    second, _, _, _ = run._run_block(again, X, y, w, start.copy(), forest, True, False, other)
     assert not made  # every table restored from this "worker's" cache
     tokens = {unit.token for unit in observed}
     assert all(a.table_bytes == c.table_bytes > 0 for a, c in zip(again, copies, strict=True) if a.token in tokens)
     np.testing.assert_array_equal(second, first)
-    own, _, _ = run._run_block(units, X, y, w, start.copy(), forest, True, False)  # this process's tables
+    own, _, _, _ = run._run_block(units, X, y, w, start.copy(), forest, True, False)  # this process's tables
     np.testing.assert_array_equal(first, own)
     # a bound smaller than a batch's tables keeps none of them
     worker_plans._CACHE.clear()

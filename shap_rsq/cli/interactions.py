@@ -109,7 +109,7 @@ def run_interactions(
         raise InputError(f"{option}: {first_line(error)}") from None
     if not isinstance(X, pd.DataFrame):  # a model that records no names was given an array: positions
         # columns are labelled by position, groups by name: each column's player names it
-        player = np.arange(len(names)) if groups is None else explainer._players(groups, None).of_feature
+        player = np.arange(len(names)) if groups is None else explainer._inputs.players(groups, None).of_feature
         for column in ("feature_a", "feature_b"):
             pairs[column] = [label if isinstance(label, str) else names[player[label]] for label in pairs[column]]
     strongest = pairs.head(top_k)  # all pairs are sorted as top_k sorts them, so their head is top_k's answer

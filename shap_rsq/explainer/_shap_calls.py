@@ -61,13 +61,9 @@ class PredictionShap:
             if _shap_reads(model):  # the model is fine: shap refuses the options, with its own error
                 raise
             # shap's loader fails on it (an InvalidModelError, or a bare IndexError on a booster
-            # without trees): ours says why, and is an InvalidModelError too
-            shaps = (
-                f"{shap_error}  Nor has its R² an exact decomposition: "
-                if isinstance(shap_error, InvalidModelError)
-                else ""
-            )
-            raise type(error)(f"{shaps}{error}") from None
+            # without trees): ours says why first, then shap's words, and is an InvalidModelError too
+            shaps = f"  (shap.TreeExplainer: {shap_error})" if isinstance(shap_error, InvalidModelError) else ""
+            raise type(error)(f"{error}{shaps}") from None
         self.feature_names = shap_options.get("feature_names")
         self._unsupported = str(error)
         self._recorded = recorded

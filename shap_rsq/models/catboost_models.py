@@ -57,7 +57,7 @@ def catboost_info(model: Any) -> ModelInfo:
         if indices:
             raise UnsupportedModelError(f"CatBoost model with {kind} features {indices} is not supported.")
     if type(model).__name__ == "CatBoost":
-        model = _as_regressor(model) if game_loss != "log_loss" else _as_classifier(model)
+        model = _as_estimator(model, classifier=game_loss == "log_loss")
     extra = {"loss": game_loss, "loss_power": power}
     predict = model.predict
     if game_loss != "squared_error":  # the games are of the margin; the model predicts its link of it
@@ -117,18 +117,6 @@ def _raw_predict(model: Any, X: Any) -> np.ndarray:
     return model.predict(X, prediction_type="RawFormulaVal")
 
 
-def _as_classifier(model: Any) -> Any:
-    """A CatBoostClassifier copy of a base-class ``catboost.CatBoost`` log-loss model."""
-    from catboost import CatBoostClassifier
-
-    with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "model.cbm")
-        model.save_model(path)
-        classifier = CatBoostClassifier()
-        classifier.load_model(path)
-    return classifier
-
-
 def _categorical_info(model: Any, params: dict, names: list[str], scale: float) -> ModelInfo:
     """A model with categorical features: its symmetric trees read here, its categorical splits on
     routing columns asked of the model (:mod:`.catboost_categories`)."""
@@ -173,20 +161,20 @@ def _training_params(model: Any) -> dict:
         ) from error
 
 
-def _as_regressor(model: Any) -> Any:
-    """A CatBoostRegressor copy of a base-class ``catboost.CatBoost`` regression model.
+def _as_estimator(model: Any, classifier: bool) -> Any:
+    """A ``CatBoostClassifier`` or ``CatBoostRegressor`` copy of a base-class ``catboost.CatBoost`` model.
 
-    shap reads the trees of ``CatBoostRegressor`` but not of the base class, which
-    ``catboost.CatBoost({"loss_function": "RMSE"})`` creates; the saved model is the same.
+    shap reads the trees of the two estimators but not of the base class, which
+    ``catboost.CatBoost({"loss_function": ...})`` creates; the saved model is the same.
     """
-    from catboost import CatBoostRegressor
+    import catboost
 
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "model.cbm")
         model.save_model(path)
-        regressor = CatBoostRegressor()
-        regressor.load_model(path)
-    return regressor
+        copy = catboost.CatBoostClassifier() if classifier else catboost.CatBoostRegressor()
+        copy.load_model(path)
+    return copy
 
 
 def _nan_right_features(document: dict) -> set[int]:
