@@ -5,6 +5,15 @@ from __future__ import annotations
 import os
 import sys
 
+# Under pytest-xdist each worker has about one core: OpenMP and BLAS threads of XGBoost, LightGBM,
+# scikit-learn's histogram boosting and NumPy would compete with the other worker's and spin
+# while they wait.  Set before those libraries load (the examples' and CLI's subprocesses
+# inherit it); a value the user exported wins.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    threads = str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, threads)
+
 import numpy as np
 import pytest
 from hypothesis import settings
