@@ -5,6 +5,15 @@ from __future__ import annotations
 import os
 import sys
 
+# Under pytest-xdist each worker has about one core: OpenMP and BLAS threads of XGBoost, LightGBM,
+# scikit-learn's histogram boosting and NumPy would compete with the other worker's and spin
+# while they wait.  Set before those libraries load (the examples' and CLI's subprocesses
+# inherit it); a value the user exported wins.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    threads = str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, threads)
+
 import numpy as np
 import pytest
 from hypothesis import settings
@@ -240,3 +249,34 @@ def fitted_objective():
         return cache[key]
 
     return get
+
+
+# SHAP_RSQ_TEST_CPU=FILE appends each test's CPU seconds (user + system of this process, of the
+# subprocesses it waited for and of its live worker processes, which joblib keeps between calls)
+# to FILE, one "seconds<TAB>test id" line: wall times lie on a shared machine, CPU times compare
+# runs. Off unless asked for; needs psutil (the bench extra).
+_CPU_LOG = os.environ.get("SHAP_RSQ_TEST_CPU")
+
+if _CPU_LOG:
+    import resource
+
+    import psutil
+
+    def _cpu_seconds() -> float:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+        total = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+        for child in psutil.Process().children(recursive=True):
+            try:
+                times = child.cpu_times()
+            except psutil.Error:  # it ended while being read
+                continue
+            total += times.user + times.system + times.children_user + times.children_system
+        return total
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        start = _cpu_seconds()
+        yield
+        with open(_CPU_LOG, "a") as log:
+            log.write(f"{_cpu_seconds() - start:.3f}\t{item.nodeid}\n")
