@@ -6,7 +6,7 @@ categories: LightGBM, scikit-learn's HistGradientBoostingRegressor and CatBoost 
 them.  The explainer reads those splits as they are (no re-encoding, no refit), and the shares
 of every model add up to its R² (less that of its mean prediction).
 
-    pip install ".[examples]" plotly lightgbm catboost && python examples/categorical_gapminder.py
+    pip install ".[lightgbm,catboost]" && python examples/categorical_gapminder.py   # catboost brings plotly
 """
 
 from __future__ import annotations
