@@ -346,3 +346,16 @@ def test_frames_are_matched_by_name_where_shap_reads_them_by_position(models, da
     background = RSquaredExplainer(model, shuffled.iloc[::2], feature_perturbation="tree_path_dependent")
     reference = ShapTreeExplainer(model, frame.iloc[::2], feature_perturbation="tree_path_dependent")
     np.testing.assert_array_equal(background.shap_values(frame), reference.shap_values(frame))
+
+
+def test_interaction_values_of_a_lightgbm_model_with_categorical_splits_are_shaps():
+    # shap's test of GH 480: its own parse of the categorical splits; the trees as read here route
+    # rows through extra columns, which must never reach shap's TreeSHAP (it wrote past its array)
+    lightgbm = pytest.importorskip("lightgbm")
+    X, y, _ = make_data(seed=11, n=300, p=4)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"]).assign(g=np.arange(300) % 4)
+    model = lightgbm.LGBMRegressor(n_estimators=20, max_cat_to_onehot=1, min_data_per_group=5, verbose=-1)
+    model.fit(frame, y + frame["g"], categorical_feature=[4])
+    ours = RSquaredExplainer(model).shap_interaction_values(frame.iloc[:10])
+    theirs = ShapTreeExplainer(model).shap_interaction_values(frame.iloc[:10])
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)

@@ -221,7 +221,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         where background data replaced its covers, a parse of its own."""
         if self.data is None:
             return self.model
-        return TreeEnsemble(info.shap_model) if info.trees is None else None
+        return TreeEnsemble(info.shap_model, model_output="raw") if info.trees is None else None
 
     def _covered(self, forests: list[Forest]) -> list[Forest]:
         """The forests the R² games are played on: with covers counted on the background data where

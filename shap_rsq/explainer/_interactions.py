@@ -149,7 +149,10 @@ class InteractionShares:
             if self._routed_for_shap():
                 raise ValueError(ROUTED_INTERACTIONS)
             frame, order = self._aligned(X)
-            fixed = self._model_info is not None and self._model_info.shap_interactions_wrong
+            info = self._model_info
+            # the fixed trees of a model with categorical splits read routing columns, which shap's
+            # TreeSHAP would index past the rows it is given: shap's own parse is used for those
+            fixed = info is not None and info.shap_interactions_wrong and info.categorical is None
             shap_explainer = self._fixed_shap() if fixed else super()
             return in_input_order(shap_explainer.shap_interaction_values(frame, None, tree_limit), order, (1, 2))
         self._check_rsq_game()  # a model or shap options without an R² game are refused first, with the reason

@@ -25,7 +25,7 @@ from shap.utils._exceptions import InvalidModelError
 from ..engine.columns import aligned_frame, in_input_order
 from ..engine.run import tree_shap_function
 from ..engine.validation import check_width
-from ..models.shap_trees import forest_model
+from ..models.shap_trees import outputs_model
 
 __all__ = [
     "ROUTED_INTERACTIONS",
@@ -107,7 +107,7 @@ class PredictionShap:
         explainer's background data and feature perturbation."""
         if self._fixed_trees_explainer is None:
             self._fixed_trees_explainer = ShapTreeExplainer(
-                forest_model(self.forest),
+                outputs_model(self.forests),
                 self.data,
                 feature_perturbation=self.feature_perturbation,
                 feature_names=self.feature_names,

@@ -23,7 +23,7 @@ import numpy as np
 
 from .forest import Forest
 
-__all__ = ["forest_model"]
+__all__ = ["forest_model", "outputs_model"]
 
 # the cover fraction standing for 0 below a reached node: far below the precision of any value
 _UNREACHED = 1e-300
@@ -65,6 +65,35 @@ def forest_model(forest: Forest, *, for_shap: bool = True) -> dict:
         "input_dtype": forest.input_dtype,
         "tree_output": "raw_value",
         "objective": "squared_error",
+    }
+
+
+def outputs_model(forests: list[Forest]) -> dict:
+    """shap's dict model of several outputs' forests (a classifier's classes, a regressor's targets).
+
+    Parameters
+    ----------
+    forests : list of Forest
+        One forest per output, as read and fixed.
+
+    Returns
+    -------
+    dict
+        :func:`forest_model`'s format, each tree's leaf values ``(nodes, n_outputs)`` with zeros
+        for the outputs the tree does not add to, and one base offset per output.
+    """
+    if len(forests) == 1:
+        return forest_model(forests[0])
+    trees = []
+    for k, forest in enumerate(forests):
+        for tree in forest_model(forest)["trees"]:
+            values = np.zeros((len(tree["values"]), len(forests)))
+            values[:, k] = tree["values"][:, 0]
+            trees.append({**tree, "values": values})
+    return {
+        **forest_model(forests[0]),
+        "trees": trees,
+        "base_offset": np.array([forest.base_offset for forest in forests], dtype=np.float64),
     }
 
 
