@@ -308,9 +308,10 @@ class RSquaredSelector(SelectorSupport, MetaEstimatorMixin, SelectorMixin, BaseE
                 ) from error
             if "could not convert" in str(error):
                 raise ValueError(
-                    f"X holds values that are not numbers ({error}): categorical splits have no threshold order, "
-                    "so encode categories as numbers first (e.g. OneHotEncoder, with feature_groups= to keep a "
-                    "categorical's columns together)."
+                    f"X holds values that are not numbers ({error}), which this estimator cannot split on: "
+                    "encode categories as numbers first (e.g. OneHotEncoder, with feature_groups= to keep a "
+                    "categorical's columns together), or give them as pandas category columns to a model that "
+                    "splits on categories natively (docs/models.md, Categorical features)."
                 ) from error
             raise
 
