@@ -22,7 +22,7 @@ from .losses import TreeLosses
 from .routing import interaction_plan
 from .worker_plans import plan_bytes
 
-__all__ = ["InteractionPlans", "interaction_indices"]
+__all__ = ["InteractionPlans", "check_interactions_fit", "interaction_indices"]
 
 
 class InteractionPlans:
@@ -52,6 +52,32 @@ class InteractionPlans:
         return plan
 
 
+def check_interactions_fit(forest: Forest, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING) -> None:
+    """Refuse, before any work, interaction shares whose largest tree's plan, or (``local``) whose
+    per-row ``(n, P, P)`` array, cannot fit the memory budget.
+
+    Parameters
+    ----------
+    forest : Forest
+        The game's forest (players as grouped).
+    n_rows : int
+        Rows of the call.
+    local : bool
+        Whether every row's indices are kept.
+    tuning : Tuning, optional
+        Holds the memory budget.
+
+    Raises
+    ------
+    MemoryBudgetError
+        With the estimate and what to change.
+    """
+    check_interaction_plans(forest.nodes, forest.players, tuning)
+    if local:
+        widest = int(forest.nodes.split_players(forest.players).max(initial=0))  # its tables are (patterns, K, K)
+        check_interaction_rows(n_rows, forest.n_players, tuning.memory_budget, widest)
+
+
 def interaction_indices(
     plans: InteractionPlans,
     X: np.ndarray,
@@ -76,10 +102,7 @@ def interaction_indices(
     forest = plans.forest
     X = routing_rows(forest, X, tuning)
     n, n_players = X.shape[0], forest.n_players
-    check_interaction_plans(forest.nodes, forest.players, tuning)
-    if local:
-        widest = int(forest.nodes.split_players(forest.players).max(initial=0))  # its tables are (patterns, K, K)
-        check_interaction_rows(n, n_players, tuning.memory_budget, widest)
+    check_interactions_fit(forest, n, local, tuning)
     f = np.full(n, forest.base_offset + float(forest.nodes.tree_mean.sum()))
     out = np.zeros((n, n_players, n_players)) if local else _SparseSum(n_players, tuning.interaction_merge_entries)
     with progress_bar(forest.n_trees, "trees (interaction shares)" if progress else False) as bar:

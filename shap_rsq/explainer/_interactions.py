@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from ..engine.budget import check_matrix_budget
 from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array
-from ..engine.interactions import interaction_indices
+from ..engine.interactions import check_interactions_fit, interaction_indices
 from ..engine.losses import TreeLosses
 from ..engine.run import check_row_totals
 from ..engine.validation import weighted_mean
@@ -166,6 +166,8 @@ class InteractionShares:
     def _local_interactions(self, X, y, sample_weight, check_additivity: bool, groups):
         """Per-row interaction shares ``(n, p, p)``, their base values, rows and player names."""
         rows, target, weights, sst, players = self._interaction_inputs(X, y, sample_weight, groups)
+        cache = self._game_sets.get(players)[1][0]
+        check_interactions_fit(cache.forest, rows.array.shape[0], True, cache.tuning)  # before the shares' work
         # the shares first: a long call's warning about them comes before the interactions' hours
         loss = self._interaction_loss()
         result = self._decompose(rows.array, target, weights, local=True, players=players, loss=loss)
