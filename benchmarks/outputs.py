@@ -79,6 +79,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=["record", "compare"])
     parser.add_argument("path")
+    parser.add_argument(
+        "--rtol",
+        type=float,
+        default=0.0,
+        help="relative tolerance of compare, against each array's largest magnitude (0: bit for bit)",
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     now = outputs()
@@ -88,11 +94,21 @@ def main() -> int:
         return 0
     before = dict(np.load(args.path))
     changed = [key for key in before if key not in now or not np.array_equal(before[key], now[key], equal_nan=True)]
+    beyond = []
     for key in changed:
-        gap = np.max(np.abs(before[key] - now[key])) if key in now and before[key].shape == now[key].shape else "shape"
-        print(f"CHANGED {key}: {gap}")
-    print(f"{len(before) - len(changed)} of {len(before)} arrays identical")
-    return 1 if changed else 0
+        if key not in now or before[key].shape != now[key].shape:
+            print(f"CHANGED {key}: shape")
+            beyond.append(key)
+            continue
+        gap = float(np.nanmax(np.abs(before[key] - now[key]), initial=0.0))
+        scale = float(np.nanmax(np.abs(before[key]), initial=0.0))
+        relative = gap / scale if scale else gap
+        print(f"CHANGED {key}: {gap:.3g} ({relative:.3g} relative)")
+        if relative > args.rtol:
+            beyond.append(key)
+    print(f"{len(before) - len(changed)} of {len(before)} arrays identical", end="")
+    print(f", {len(changed) - len(beyond)} within rtol={args.rtol:g}" if args.rtol else "")
+    return 1 if beyond else 0
 
 
 if __name__ == "__main__":
