@@ -53,30 +53,33 @@ def gap() -> None:
             print(f"| {name} | {depth} | " + " | ".join(cells) + " |", flush=True)
 
 
-def _time(call, repeat: int = 3) -> float:
-    best = np.inf
+def _cpu_times(calls: dict, repeat: int = 3) -> dict:
+    """Best CPU seconds of each call, the calls alternating round by round so that they share the
+    machine's load (this machine's speed moves 2-5x between runs)."""
+    best = dict.fromkeys(calls, np.inf)
     for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
+        for key, call in calls.items():
+            start = time.process_time()
+            call()
+            best[key] = min(best[key], time.process_time() - start)
     return best
 
 
 def speed() -> None:
     """Each classifier beside an XGBRegressor of the same shape on the same target (0/1, or the class
-    codes): the time of ``rsq`` on a reused explainer, and per leaf (boosters of the same shape grow
-    different trees: the softmax grows K trees a round)."""
+    codes): the CPU time of ``rsq`` on a reused explainer (best of three, the two models alternating),
+    and per leaf (boosters of the same shape grow different trees: the softmax grows K trees a round)."""
     rng = np.random.default_rng(0)
     n, p = 2000, 20
     X = rng.normal(size=(n, p))
     signal = X[:, 0] + X[:, 1] * X[:, 2] + 0.5 * X[:, 3]
     binary = (signal + rng.normal(size=n) > 0).astype(int)
     three = np.digitize(signal + rng.normal(size=n), [-0.7, 0.7])
-    print("| model (100 rounds, depth 6, 2,000 rows, 20 features) | leaves | rsq (s) | ms per leaf | time ratio |")
+    print("| model (100 rounds, depth 6, 2,000 rows, 20 features) | leaves | rsq (CPU s) | ms per leaf | time ratio |")
     print("|---|---|---|---|---|")
     shape = {"n_estimators": 100, "max_depth": 6, "learning_rate": 0.1, "n_jobs": 1, "random_state": 0}
     for target, y in (("0/1", binary), ("3 classes", three)):
-        base = None
+        explainers = {}
         for label, model in (
             (f"XGBRegressor on the {target} target", xgboost.XGBRegressor(**shape)),
             (f"XGBClassifier, {target}", xgboost.XGBClassifier(**shape)),
@@ -84,10 +87,17 @@ def speed() -> None:
             model.fit(X, y)
             explainer = RSquaredExplainer(model, n_jobs=1)
             explainer.rsq(X, y)  # plans compiled once, as a reused explainer has them
-            seconds = _time(lambda e=explainer, y=y: e.rsq(X, y))
+            explainers[label] = explainer
+        seconds = _cpu_times({label: (lambda e=e, y=y: e.rsq(X, y)) for label, e in explainers.items()})
+        base = None
+        for label, explainer in explainers.items():
             leaves = sum(int(forest.nodes.tree_leaves.sum()) for forest in explainer.forests)
-            base = seconds if base is None else base
-            print(f"| {label} | {leaves} | {seconds:.2f} | {1e3 * seconds / leaves:.2f} | {seconds / base:.2f}x |")
+            base = seconds[label] if base is None else base
+            print(
+                f"| {label} | {leaves} | {seconds[label]:.2f} | {1e3 * seconds[label] / leaves:.2f} "
+                f"| {seconds[label] / base:.2f}x |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
