@@ -184,6 +184,9 @@ def _objective_model(name: str):
         if loss == "Logloss-Lossguide":
             shape = {k: v for k, v in cat.items() if k != "depth"}
             return catboost.CatBoostClassifier(grow_policy="Lossguide", max_leaves=6, **shape)
+        if loss.startswith("MultiClass"):
+            policy = "Depthwise" if loss.endswith("Depthwise") else "SymmetricTree"
+            return catboost.CatBoostClassifier(loss_function="MultiClass", grow_policy=policy, **cat)
         loss = "Tweedie:variance_power=1.5" if loss == "Tweedie" else loss
         return catboost.CatBoostRegressor(loss_function=loss, **cat)
     if name.startswith("HistGradientBoostingClassifier"):
@@ -208,6 +211,8 @@ OBJECTIVES = {
     "LGBM:cross_entropy": "probability",
     "CatBoost:Logloss": "binary",
     "CatBoost:Logloss-Lossguide": "binary",
+    "CatBoost:MultiClass": "three",
+    "CatBoost:MultiClass-Depthwise": "three",
     "CatBoost:Poisson": "count",
     "CatBoost:Tweedie": "count",
     "HistGradientBoostingClassifier:binary": "binary",

@@ -99,32 +99,42 @@ def rsq_oracle(forest: Forest, X: np.ndarray, y: np.ndarray, w: np.ndarray | Non
 
 def interaction_oracle(forest: Forest, X: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, players=None):
     """Shapley interaction indices of the summed tree games ``(P, P)`` (zero diagonal) divided by
-    SST, and per row ``(n, P, P)``, by subset enumeration:
-    ``I_jk = sum_S |S|! (P - |S| - 2)! / (P - 1)! [v(S+jk) - v(S+j) - v(S+k) + v(S)]``."""
+    SST, and per row ``(n, P, P)``, by subset enumeration (:func:`pair_indices`)."""
     X, members, w, sst, expected, f = _games_setup(forest, X, y, w, players)
     n, p = X.shape[0], len(members)
     local = np.zeros((p, p, n))
-    weight = {s: factorial(s) * factorial(p - s - 2) / factorial(p - 1) for s in range(p - 1)}
     for tree, c in zip(forest.trees, expected, strict=True):
         r = y - f
-        game = {}
-        for size in range(p + 1):
-            for subset in combinations(range(p), size):
-                known = frozenset(j for player in subset for j in members[player])
-                m = conditional_expectation(tree, X, known) - c
-                game[frozenset(subset)] = -w * (m * m - 2.0 * r * m)
-        for j, k in combinations(range(p), 2):
-            others = [m for m in range(p) if m not in (j, k)]
-            total = np.zeros(n)
-            for size in range(p - 1):
-                for subset in combinations(others, size):
-                    s = frozenset(subset)
-                    total += weight[size] * (game[s | {j, k}] - game[s | {j}] - game[s | {k}] + game[s])
-            local[j, k] += total
-            local[k, j] += total
+
+        def game(subset, tree=tree, c=c, r=r):
+            known = frozenset(j for player in subset for j in members[player])
+            m = conditional_expectation(tree, X, known) - c
+            return -w * (m * m - 2.0 * r * m)
+
+        local += pair_indices(game, p)
         f = f + conditional_expectation(tree, X, frozenset(range(X.shape[1]))) - c
     local = np.moveaxis(local, -1, 0) / sst
     return local.sum(axis=0), local
+
+
+def pair_indices(game, p: int) -> np.ndarray:
+    """Shapley interaction indices ``(p, p, n)`` (zero diagonal) of a game of ``p`` players whose value
+    ``game(frozenset)`` is one number per row:
+    ``I_jk = sum_S |S|! (p - |S| - 2)! / (p - 1)! [v(S+jk) - v(S+j) - v(S+k) + v(S)]``."""
+    values = {frozenset(s): game(frozenset(s)) for size in range(p + 1) for s in combinations(range(p), size)}
+    n = np.shape(values[frozenset()])[0]
+    weight = {s: factorial(s) * factorial(p - s - 2) / factorial(p - 1) for s in range(p - 1)}
+    out = np.zeros((p, p, n))
+    for j, k in combinations(range(p), 2):
+        others = [m for m in range(p) if m not in (j, k)]
+        total = np.zeros(n)
+        for size in range(p - 1):
+            for subset in combinations(others, size):
+                s = frozenset(subset)
+                total += weight[size] * (values[s | {j, k}] - values[s | {j}] - values[s | {k}] + values[s])
+        out[j, k] += total
+        out[k, j] += total
+    return out
 
 
 def tree_shap_oracle(tree: TreeTable, X: np.ndarray) -> np.ndarray:
@@ -204,9 +214,10 @@ def _loss_derivatives(loss: str, power: float, y: np.ndarray, margin: np.ndarray
     )
 
 
-def second_order_oracle(forests, X, y, w=None, loss="log_loss", power=0.0, players=None):
+def second_order_oracle(forests, X, y, w=None, loss="log_loss", power=0.0, players=None, interactions=False):
     """Shapley values of the second-order tree games ``-w [g d + h/2 d^2]``, ``d = m_S - c_t``, by subset
-    enumeration: loss reductions ``(p,)``, per row ``(n, p)``, and each row's total of the games.
+    enumeration: loss reductions ``(p,)``, per row ``(n, p)``, and each row's total of the games;
+    with ``interactions=True`` instead the games' summed interaction indices ``(p, p)`` (zero diagonal).
 
     ``forests`` is one forest, or a softmax's forests (one per class, with their ``steps``): their
     trees are then played in the model's order, the class margins updated after each, with
@@ -226,6 +237,7 @@ def second_order_oracle(forests, X, y, w=None, loss="log_loss", power=0.0, playe
             ((k, t) for k in range(K) for t in range(forests[k].n_trees)), key=lambda kt: forests[kt[0]].steps[kt[1]]
         )
     local = np.zeros((p, n))
+    pairs = np.zeros((p, p, n))
     totals = np.zeros(n)
     for k, t in order:
         tree, c = forests[k].trees[t], expected[k][t]
@@ -241,7 +253,12 @@ def second_order_oracle(forests, X, y, w=None, loss="log_loss", power=0.0, playe
             d = conditional_expectation(tree, X, known) - c
             return -w * (g * d + 0.5 * h * d * d)
 
-        local += shapley(game, p)
+        if interactions:
+            pairs += pair_indices(game, p)
+        else:
+            local += shapley(game, p)
         totals += game(frozenset(range(p)))
         F[:, k] += conditional_expectation(tree, X, frozenset(range(X.shape[1]))) - c
+    if interactions:
+        return pairs.sum(axis=2)
     return local.sum(axis=1), local.T, totals

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from conftest import make_data
 
+from shap_rsq import RSquaredExplainer
 from shap_rsq.cli import main
 
 NAMES = ["age", "bmi", "bp", "s1", "s2", "noise"]
@@ -60,13 +61,14 @@ def test_a_negative_weight_is_named_with_its_column_and_row(folder, capsys):
     assert "the weight column 'w' of " in err and "has 1 negative value(s), the first in data row 5" in err
 
 
-def test_a_catboost_classifier_file_gives_shares_of_its_log_loss_d2(tmp_path, capsys):
+@pytest.mark.parametrize("loss", ["Logloss", "MultiClass"])
+def test_a_catboost_classifier_file_gives_shares_of_its_log_loss_d2(loss, tmp_path, capsys):
     # it was refused as a boosted classifier: its log-loss is decomposed through its second-order games
     catboost = pytest.importorskip("catboost")
     X, y, _ = make_data(seed=8)
     frame = pd.DataFrame(X, columns=NAMES)
-    labels = (y > np.median(y)).astype(int)
-    model = catboost.CatBoostClassifier(iterations=3, depth=2, verbose=0, allow_writing_files=False)
+    labels = np.digitize(y, np.quantile(y, [0.5] if loss == "Logloss" else [0.33, 0.67]))
+    model = catboost.CatBoostClassifier(iterations=3, depth=2, loss_function=loss, verbose=0, allow_writing_files=False)
     model.fit(frame, labels).save_model(str(tmp_path / "model.cbm"))
     frame.assign(y=labels).to_csv(tmp_path / "data.csv", index=False)
     out = tmp_path / "shares.json"
@@ -77,6 +79,7 @@ def test_a_catboost_classifier_file_gives_shares_of_its_log_loss_d2(tmp_path, ca
     document = json.loads(out.read_text())
     assert document["score"] == "D² (log-loss)"
     assert document["gap"] == pytest.approx(document["exact_change"] - document["sum_of_shares"], abs=1e-12)
+    assert document["sum_of_shares"] == pytest.approx(RSquaredExplainer(model).rsq(frame, labels).sum(), abs=1e-12)
 
 
 def test_version_answers_fast_without_loading_the_heavy_libraries():

@@ -195,13 +195,43 @@ def test_ranking_is_refused_with_the_reason():
 
 
 @pytest.mark.parametrize(
-    "name", ["XGB:multi:softprob", "LGBM:binary", "HistGradientBoostingClassifier:three", "CatBoost:Poisson"]
+    "name",
+    [
+        "XGB:multi:softprob",
+        "LGBM:binary",
+        "HistGradientBoostingClassifier:three",
+        "CatBoost:Poisson",
+        "CatBoost:MultiClass",
+    ],
 )
 def test_shap_calls_without_y_are_shaps(fitted_objective, name):
     model, X, _, _ = fitted_objective(name, False)
     ours, theirs = RSquaredExplainer(model), shap.TreeExplainer(model)
     np.testing.assert_array_equal(ours(X).values, theirs(X).values)
     np.testing.assert_array_equal(np.asarray(ours.shap_values(X)), np.asarray(theirs.shap_values(X)))
+
+
+def test_catboost_softmax_with_a_scale_and_biases_matches_subset_enumeration(fitted_objective):
+    """CatBoost keeps a scale of every leaf and a bias per class apart from the trees: the trees read
+    one per class must carry both, the margins they add up to must be the model's, and shap's own
+    SHAP values (CatBoost's, which refuse a scale) come from those trees."""
+    import copy
+
+    model, X, y, w = fitted_objective("CatBoost:MultiClass", True)
+    scaled = copy.deepcopy(model)
+    scaled.set_scale_and_bias(1.7, [0.3, -0.2, 0.5])
+    explainer = RSquaredExplainer(scaled)
+    expected, expected_local, _ = _oracle(explainer, X, y, w)
+    null = _null_deviance(explainer, y, w)
+    shares = explainer.rsq(pd.DataFrame(X), y, sample_weight=w)
+    np.testing.assert_allclose(shares, expected / null, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local / null, rtol=0, atol=1e-9)
+    d2 = d2_log_loss_score(y, scaled.predict_proba(X), sample_weight=w, labels=explainer.model_info.classes)
+    assert shares.attrs["model_score"] == pytest.approx(d2, abs=2e-6)
+    margins = scaled.predict(X, prediction_type="RawFormulaVal")
+    values = explainer.shap_values(X)
+    np.testing.assert_allclose(values.sum(axis=1) + explainer.expected_value, margins, atol=1e-5)
+    assert model.get_scale_and_bias()[0] == 1.0  # the caller's model is untouched
 
 
 def test_large_steps_warn_and_name_the_cause():
@@ -221,17 +251,29 @@ def test_small_steps_do_not_warn(fitted_objective):
         RSquaredExplainer(model).rsq(X, y, sample_weight=w)
 
 
-def test_interaction_shares_match_the_shares_and_a_softmax_is_refused(fitted_objective):
-    model, X, y, w = fitted_objective("XGB:binary:logistic", True)
+@pytest.mark.parametrize("name", ["XGB:binary:logistic", "XGB:multi:softprob", "CatBoost:MultiClass"])
+def test_interaction_shares_match_subset_enumeration(fitted_objective, name):
+    """The interaction indices of the second-order games, a softmax's classes played one by one as
+    for its shares, against the oracle's; rows of the matrix sum to the shares."""
+    model, X, y, w = fitted_objective(name, name.startswith("XGB"))
     explainer = RSquaredExplainer(model)
+    info = explainer.model_info
+    target = one_hot(y, info.classes, len(y))
+    if info.n_outputs == 1:
+        target, forests = target[:, -1], explainer.forests[0]
+    else:
+        forests = explainer.forests
+    null = _null_deviance(explainer, y, w)
+    expected = second_order_oracle(forests, X, target, w, info.loss, info.loss_power, interactions=True) / null
     matrix = explainer.rsq_interactions(X, y, sample_weight=w)
+    off = ~np.eye(X.shape[1], dtype=bool)
+    np.testing.assert_allclose(2 * matrix[off], expected[off], rtol=0, atol=1e-9)
+    assert np.abs(expected[off]).max() > 1e-4  # some pair interacts
     np.testing.assert_allclose(matrix.sum(axis=1), explainer.rsq(X, y, sample_weight=w), atol=1e-12)
     explanation = explainer(X, y, interactions=True, sample_weight=w)
     np.testing.assert_allclose(explanation.values.sum(axis=0), matrix, atol=1e-12)
+    np.testing.assert_allclose(explanation.values.sum(axis=2), explainer(X, y, sample_weight=w).values, atol=1e-12)
     assert explanation.output_names == "D² (log-loss)"
-    softmax, X3, y3, w3 = fitted_objective("XGB:multi:softprob", False)
-    with pytest.raises(NotImplementedError, match="softmax"):
-        RSquaredExplainer(softmax).rsq_interactions(X3, y3, sample_weight=w3)
 
 
 def test_invalid_targets_are_refused(fitted_objective):

@@ -20,7 +20,6 @@ from ..engine.budget import check_matrix_budget
 from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array
 from ..engine.interactions import check_interactions_fit, interaction_indices
-from ..engine.losses import TreeLosses
 from ..engine.run import check_row_totals
 from ..engine.validation import weighted_mean
 from ._checks import refuse_without_target
@@ -107,14 +106,13 @@ class InteractionShares:
         if top_k is None:
             n_players = self.model_info.n_features if players is None else len(players.names)
             check_matrix_budget(n_players, self._tuning.memory_budget)
-        indices = self._indices(rows.array, target, weights, players, local=False, loss=self._interaction_loss())
+        indices = self._indices(rows.array, target, weights, players, local=False)
         if top_k is not None:
             labels = names
             if labels is None:  # an array: column positions, as without groups, and the groups' names
                 labels = range(indices.shape[0]) if players is None else position_labels(players)
             return top_pairs(indices / sst, list(labels), int(top_k))
-        loss = self._interaction_loss()
-        shares = self._decompose(rows.array, target, weights, local=False, players=players, loss=loss).values / sst
+        shares = self._shares(rows.array, target, weights, players) / sst
         matrix = (indices + indices.T).toarray()
         matrix /= sst
         matrix = shares_matrix(matrix, shares)
@@ -166,20 +164,23 @@ class InteractionShares:
     def _local_interactions(self, X, y, sample_weight, check_additivity: bool, groups):
         """Per-row interaction shares ``(n, p, p)``, their base values, rows and player names."""
         rows, target, weights, sst, players = self._interaction_inputs(X, y, sample_weight, groups)
-        cache = self._game_sets.get(players)[1][0]
-        check_interactions_fit(cache.forest, rows.array.shape[0], True, cache.tuning)  # before the shares' work
+        for cache in self._game_sets.get(players)[1]:  # before the shares' work
+            check_interactions_fit(cache.forest, rows.array.shape[0], True, cache.tuning)
         # the shares first: a long call's warning about them comes before the interactions' hours
-        loss = self._interaction_loss()
-        result = self._decompose(rows.array, target, weights, local=True, players=players, loss=loss)
-        indices = self._indices(rows.array, target, weights, players, local=True, loss=loss)
+        if self.model_info.second_order:
+            played = self._played(rows.array, target, weights, players, local=True)
+            indices = self._indices(rows.array, target, weights, players, local=True)
+            indices /= sst
+            values = shares_matrix(indices, played.values / sst)
+            # each row's part of D² at E f; its shares add up to its second-order total
+            base = self._null_deviances(target, weights) / sst - played.start / sst
+            if check_additivity:
+                check_second_order_rows(values.sum(axis=2), played.game_totals / sst)
+            return values, base, rows, player_index(rows.labels, players)
+        result = self._decompose(rows.array, target, weights, local=True, players=players)
+        indices = self._indices(rows.array, target, weights, players, local=True)
         indices /= sst
         values = shares_matrix(indices, result.values / sst)
-        if loss is not None:  # each row's part of D² at E f; its shares add up to its second-order total
-            start = weights * loss.loss.deviance(target, np.full(len(target), result.mean_prediction))
-            base = self._null_deviances(target, weights) / sst - start / sst
-            if check_additivity:
-                check_second_order_rows(values.sum(axis=2), result.game_totals / sst)
-            return values, base, rows, player_index(rows.labels, players)
         mean = weighted_mean(target, weights)
         base = weights * ((target - mean) ** 2 - (target - result.mean_prediction) ** 2) / sst
         if check_additivity:
@@ -187,11 +188,6 @@ class InteractionShares:
         return values, base, rows, player_index(rows.labels, players)
 
     def _interaction_inputs(self, X, y, sample_weight, groups):
-        if self.model_info.second_order and self.model_info.n_outputs > 1:
-            raise NotImplementedError(
-                "Interaction shares of a softmax classifier's D² are not available: its classes' trees share one "
-                "game each round.  Without y, shap's interaction values of the margins still work."
-            )
         if self.model_info.by_output:  # a one-class classifier too: its score is a Brier skill score
             raise NotImplementedError(NO_MULTIOUTPUT_INTERACTIONS.format(what=model_outputs(self.model_info)))
         if is_dask_array(X):
@@ -202,25 +198,42 @@ class InteractionShares:
             rows, target, weights, sst = self._inputs.for_rsq(X, y, sample_weight)
         return rows, target, weights, sst, self._inputs.players(groups, rows)
 
-    def _interaction_loss(self):
-        """The second-order games of a booster's loss, ``None`` for squared error."""
-        return TreeLosses(self._second_order_loss()) if self.model_info.second_order else None
+    def _shares(self, rows: np.ndarray, target, weights, players) -> np.ndarray:
+        """The players' shares of the game, before division by its total (``SST`` or the null deviance)."""
+        if self.model_info.second_order:
+            return self._played(rows, target, weights, players, local=False).values
+        return self._decompose(rows, target, weights, local=False, players=players).values
 
-    def _indices(self, rows: np.ndarray, target, weights, players, *, local: bool, loss=None):
-        _, caches = self._game_sets.get(players)
-        cache = caches[0]
-        indices, prediction = interaction_indices(
-            cache.interaction_plans(),
-            rows,
-            target,
-            weights,
-            local=local,
-            progress=self.progress,
-            tuning=cache.tuning,
-            loss=loss,
-        )
-        self._prediction_check(rows, prediction, None if loss is not None else target)
-        return indices
+    def _indices(self, rows: np.ndarray, target, weights, players, *, local: bool):
+        """The interaction indices of every tree's game, summed over the forests played: a softmax's
+        classes one by one (each with its column of the one-hot target and its offsets), as its shares are."""
+        if self.model_info.second_order:
+            games = [
+                (cache, losses, target if target.ndim == 1 else target[:, k])
+                for k, (_, cache, losses) in enumerate(self._class_games(rows, players))
+            ]
+        else:
+            games = [(self._game_sets.get(players)[1][0], None, target)]
+        total, predictions = None, []
+        for cache, losses, column in games:
+            indices, prediction = interaction_indices(
+                cache.interaction_plans(),
+                rows,
+                column,
+                weights,
+                local=local,
+                progress=self.progress,
+                tuning=cache.tuning,
+                loss=losses,
+            )
+            predictions.append(prediction)
+            if total is None:
+                total = indices
+            else:
+                total += indices  # in place: per-row indices are the largest arrays of a call
+        margins = predictions[0] if len(predictions) == 1 else np.column_stack(predictions)
+        self._prediction_check(rows, margins, None if self.model_info.second_order else target)
+        return total
 
 
 def shares_matrix(indices: np.ndarray, shares: np.ndarray) -> np.ndarray:

@@ -114,6 +114,16 @@ class SecondOrderGames:
         )
 
 
+@dataclass(frozen=True)
+class Played:
+    """The second-order games of every tree on checked rows (before division by the null deviance)."""
+
+    values: np.ndarray  # (P,) or (n, P): loss reductions, summed over a softmax's classes
+    game_totals: np.ndarray  # (n,) each row's second-order loss reduction
+    start: np.ndarray  # (n,) each row's weighted deviance at E f
+    end: np.ndarray  # (n,) ... at the model's margin
+
+
 class SecondOrderShares:
     """Second-order games of :class:`~shap_rsq.RSquaredExplainer` (a mixin)."""
 
@@ -187,7 +197,6 @@ class SecondOrderShares:
     def _second_order_games(
         self, X, y, sample_weight, *, local: bool, groups: Any = None, require_variance: bool = True
     ) -> SecondOrderGames:
-        info = self.model_info
         loss = self._second_order_loss()
         if is_dask_array(X):
             raise NotImplementedError("dask arrays of rows are supported for squared-error regressors only.")
@@ -195,35 +204,53 @@ class SecondOrderShares:
         n = rows.array.shape[0]
         target = self._second_order_target(y, n, weights, loss, require_variance)
         players = self._inputs.players(groups, rows)
-        forests, caches = self._game_sets.get(players)
-        offsets = _softmax_offsets(forests, rows.array) if len(forests) > 1 else [None]
-        options = self._run_options(local)
-        results = []
-        for k, (game, units) in enumerate(zip(forests, caches, strict=True)):
-            column = target if target.ndim == 1 else target[:, k]
-            if options["progress"] and len(forests) > 1:
-                options["progress"] = f"class {info.outputs[k]}"
-            games = TreeLosses(loss, offsets[k])
-            results.append(decompose(game, units.units(local), rows.array, column, weights, loss=games, **options))
-            if len(forests) > 1:
-                units.release()
-        margins = np.column_stack([r.prediction for r in results]) if len(results) > 1 else results[0].prediction
-        self._prediction_check(rows.array, margins)
-        start = np.array([r.mean_prediction for r in results])
-        deviance = _deviance(loss, target)
+        played = self._played(rows.array, target, weights, players, local=local)
         null = self._null_deviances(target, weights)
         if require_variance and not null.sum() > 0:
             raise ValueError(CONSTANT_TARGET)
         return SecondOrderGames(
             rows,
             weights,
+            played.values,
+            played.game_totals,
+            played.start,
+            played.end,
+            null,
+            player_index(rows.labels, players),
+            loss.score,
+        )
+
+    def _class_games(self, rows: np.ndarray, players) -> list[tuple[Any, Any, TreeLosses]]:
+        """``(forest, unit cache, losses)`` of each forest the game plays: a softmax's classes one by one,
+        each with the margin the other classes' trees reached at each of its trees; one forest otherwise."""
+        forests, caches = self._game_sets.get(players)
+        loss = self._second_order_loss()
+        offsets = _softmax_offsets(forests, rows) if len(forests) > 1 else [None]
+        return [(f, c, TreeLosses(loss, o)) for f, c, o in zip(forests, caches, offsets, strict=True)]
+
+    def _played(self, rows: np.ndarray, target: np.ndarray, weights: np.ndarray, players, *, local: bool) -> Played:
+        """The second-order games of every tree on checked rows, summed over a softmax's classes."""
+        info = self.model_info
+        loss = self._second_order_loss()
+        options = self._run_options(local)
+        games = self._class_games(rows, players)
+        results = []
+        for k, (forest, units, losses) in enumerate(games):
+            column = target if target.ndim == 1 else target[:, k]
+            if options["progress"] and len(games) > 1:
+                options["progress"] = f"class {info.outputs[k]}"
+            results.append(decompose(forest, units.units(local), rows, column, weights, loss=losses, **options))
+            if len(games) > 1:
+                units.release()
+        margins = np.column_stack([r.prediction for r in results]) if len(results) > 1 else results[0].prediction
+        self._prediction_check(rows, margins)
+        start = np.array([r.mean_prediction for r in results])
+        deviance = _deviance(loss, target)
+        return Played(
             sum(r.values for r in results),
             sum(r.game_totals for r in results),
             weights * deviance(np.broadcast_to(start if len(results) > 1 else start[0], np.shape(margins))),
             weights * deviance(margins),
-            null,
-            player_index(rows.labels, players),
-            loss.score,
         )
 
     def _second_order_target(self, y, n: int, weights: np.ndarray, loss: Loss, require_variance: bool) -> np.ndarray:

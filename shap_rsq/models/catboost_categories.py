@@ -24,7 +24,7 @@ import pandas as pd
 from .categories import CategoricalModel, CategoricalRouting
 from .info import UnsupportedModelError
 
-__all__ = ["CatBoostColumn", "CatBoostRouting", "symmetric_categorical_trees"]
+__all__ = ["CatBoostColumn", "CatBoostRouting", "full_tree", "symmetric_categorical_trees"]
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ def symmetric_categorical_trees(model: Any, document: dict, names: list[str], sc
             if key not in keys:
                 keys[key] = (p + len(keys), feature, t, d)
             levels.append((keys[key][0], 0.5, False))
-        trees.append(_full_tree(levels, tree["leaf_values"], tree["leaf_weights"], scale))
+        trees.append(full_tree(levels, tree["leaf_values"], tree["leaf_weights"], scale))
     features = {j: CatBoostColumn(j, names[j]) for j in cat_flat}
     column_feature = np.concatenate([np.arange(p), [f for _, f, _, _ in keys.values()]]).astype(np.int64)
     locations = {}
@@ -250,7 +250,7 @@ def _ctr_feature(elements: list[dict], cat_flat: list[int], float_flat: list[int
     )
 
 
-def _full_tree(levels: list[tuple], leaf_values: list, leaf_weights: list, scale: float) -> dict:
+def full_tree(levels: list[tuple], leaf_values: list, leaf_weights: list, scale: float) -> dict:
     """A symmetric tree as a full binary tree in shap's dict format: level ``d`` splits on
     ``levels[d]`` (feature, border, NaN right); leaf ``sum_d side_d 2^d`` holds ``leaf_values``."""
     depth = len(levels)

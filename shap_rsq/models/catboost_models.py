@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from sklearn.exceptions import NotFittedError
 
-from .catboost_categories import symmetric_categorical_trees
+from .catboost_categories import full_tree, symmetric_categorical_trees
 from .forest import Forest
 from .info import ModelInfo, UnsupportedModelError, as_names, refuse
 
@@ -44,10 +44,10 @@ def catboost_info(model: Any) -> ModelInfo:
     params = _training_params(model)
     loss_function = str(params.get("loss_function", "RMSE"))
     loss = loss_function.split(":")[0]
-    if loss in ("MultiRMSE", "MultiClass", "MultiClassOneVsAll", "MultiLogloss", "MultiCrossEntropy"):
+    if loss in ("MultiRMSE", "MultiClassOneVsAll", "MultiLogloss", "MultiCrossEntropy"):
         raise UnsupportedModelError(
-            f"CatBoost model with loss_function={loss!r} has several outputs; only single-output models "
-            "(RMSE, Logloss, CrossEntropy, Poisson, Tweedie) are supported: shap reads one value per leaf."
+            f"CatBoost model with loss_function={loss!r} has several outputs and is not supported; supported are "
+            "RMSE, Logloss, CrossEntropy, MultiClass (a softmax), Poisson and Tweedie."
         )
     if loss not in _CATBOOST_LOSSES:
         refuse("CatBoost model", "loss_function", loss)
@@ -62,12 +62,14 @@ def catboost_info(model: Any) -> ModelInfo:
     predict = model.predict
     if game_loss != "squared_error":  # the games are of the margin; the model predicts its link of it
         predict = partial(_raw_predict, model)
-    if game_loss == "log_loss" and loss == "Logloss":
+    if game_loss == "log_loss" and loss in ("Logloss", "MultiClass"):
         classes = getattr(model, "classes_", None)
         extra["classes"] = np.asarray([0, 1] if classes is None else classes)
     scale, bias = model.get_scale_and_bias()
-    bias = float(np.ravel(bias)[0]) if np.size(bias) else 0.0
     names = as_names(model.feature_names_)
+    if loss == "MultiClass" and not model.get_cat_feature_indices():
+        return _softmax_info(model, params, names, predict, extra)
+    bias = float(np.ravel(bias)[0]) if np.size(bias) else 0.0
     if model.get_cat_feature_indices():
         if game_loss != "squared_error":
             raise UnsupportedModelError(
@@ -94,10 +96,75 @@ def catboost_info(model: Any) -> ModelInfo:
     return ModelInfo(model, trees, len(names), names, None, predict, "catboost", shap_explains_wrong=True, **extra)
 
 
-# the losses of the margin: Logloss and CrossEntropy take the logit, Poisson and Tweedie the log
+def _softmax_info(model: Any, params: dict, names: list[str], predict: Any, extra: dict) -> ModelInfo:
+    """A ``MultiClass`` model: each tree holds a vector of the classes' values in every leaf, read here
+    as one tree per class (shap reads one value per leaf), in the order round by round, class by class.
+
+    The softmax's second-order games take a round's class trees in turn, as XGBoost's are: the loss
+    change of adding a tree's vector is the sum of the changes of adding its classes' values one
+    after the other, each a game of one margin with the exact gradient and Hessian where it starts.
+    """
+    document = _catboost_json(model)
+    scale, bias = document.get("scale_and_bias", [1.0, [0.0]])
+    classes = extra["classes"]
+    k = len(classes)
+    nan_right = _nan_right_features(document)
+    if params.get("grow_policy", "SymmetricTree") == "SymmetricTree":
+        per_class = [_symmetric_tree_classes(tree, scale, nan_right, k) for tree in document["oblivious_trees"]]
+    else:
+        per_class = [_nonsymmetric_tree_classes(tree, scale, nan_right, k) for tree in document["trees"]]
+    trees = {
+        "trees": [tree for round_trees in per_class for tree in round_trees],
+        "base_offset": 0.0,
+        "input_dtype": np.float32,
+        "tree_output": "raw_value",
+        "objective": "squared_error",
+    }
+    bases = tuple(float(b) for b in np.broadcast_to(np.ravel(bias) if np.size(bias) else 0.0, k))
+    outputs = tuple(str(c) for c in classes)
+    # CatBoost's own SHAP values (those shap returns) refuse a scale; shap then gets the read trees
+    return ModelInfo(
+        model,
+        trees,
+        len(names),
+        names,
+        None,
+        predict,
+        "catboost",
+        outputs=outputs,
+        bases=bases,
+        shap_explains_wrong=scale != 1.0,
+        **extra,
+    )
+
+
+def _symmetric_tree_classes(tree: dict, scale: float, nan_right: set[int], k: int) -> list[dict]:
+    """A symmetric tree of ``k`` values a leaf as ``k`` trees in shap's dict format, tree ``c`` holding
+    class ``c``'s values in output ``c`` (zero in the others)."""
+    features = [_split_feature(split) for split in tree["splits"]]
+    levels = [(f, float(split["border"]), f in nan_right) for f, split in zip(features, tree["splits"], strict=True)]
+    values = np.asarray(tree["leaf_values"], dtype=np.float64).reshape(-1, k)
+    return [_in_output(full_tree(levels, values[:, c], tree["leaf_weights"], scale), c, k) for c in range(k)]
+
+
+def _nonsymmetric_tree_classes(tree: dict, scale: float, nan_right: set[int], k: int) -> list[dict]:
+    """A Depthwise / Lossguide tree of ``k`` values a leaf as ``k`` trees, as :func:`_symmetric_tree_classes`."""
+    return [_in_output(_nonsymmetric_tree(tree, scale, nan_right, c), c, k) for c in range(k)]
+
+
+def _in_output(tree: dict, c: int, k: int) -> dict:
+    """A one-output tree's values moved to output ``c`` of ``k``."""
+    values = np.zeros((len(tree["values"]), k))
+    values[:, c] = tree["values"][:, 0]
+    return {**tree, "values": values}
+
+
+# the losses of the margin: Logloss and CrossEntropy take the logit, MultiClass the softmax's
+# margins, Poisson and Tweedie the log
 _CATBOOST_LOSSES = {
     "RMSE": "squared_error",
     "Logloss": "log_loss",
+    "MultiClass": "log_loss",
     "CrossEntropy": "log_loss",
     "Poisson": "poisson",
     "Tweedie": "tweedie",
@@ -229,7 +296,7 @@ def _split_feature(split: dict) -> int:
 class _TreeBuilder:
     """Nodes appended one at a time; ``x > border`` goes right as in CatBoost."""
 
-    def __init__(self, nan_right: set[int], scale: float):
+    def __init__(self, nan_right: set[int], scale: float, output: int | None = None):
         self.left: list[int] = []
         self.right: list[int] = []
         self.default: list[int] = []
@@ -239,6 +306,7 @@ class _TreeBuilder:
         self.cover: list[float] = []
         self.nan_right = nan_right
         self.scale = scale
+        self.output = output  # which class's value of a leaf's vector (MultiClass), or None
 
     def node(self) -> int:
         for column in (self.left, self.right, self.default, self.feature):
@@ -248,8 +316,8 @@ class _TreeBuilder:
         self.cover.append(0.0)
         return len(self.left) - 1
 
-    def leaf(self, index: int, value: float, weight: float) -> None:
-        self.value[index] = value * self.scale
+    def leaf(self, index: int, value: float | list, weight: float) -> None:
+        self.value[index] = (value if self.output is None else value[self.output]) * self.scale
         self.cover[index] = weight
 
     def split(self, index: int, split: dict, left: int, right: int) -> None:
@@ -272,8 +340,8 @@ class _TreeBuilder:
         }
 
 
-def _nonsymmetric_tree(tree: dict, scale: float, nan_right: set[int]) -> dict:
-    builder = _TreeBuilder(nan_right, scale)
+def _nonsymmetric_tree(tree: dict, scale: float, nan_right: set[int], output: int | None = None) -> dict:
+    builder = _TreeBuilder(nan_right, scale, output)
 
     def build(node_json: dict) -> int:
         node = builder.node()
