@@ -517,7 +517,9 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         tuning = self._unit_caches[0].tuning
         return {"local": local, "n_jobs": self.n_jobs, "progress": self.progress, "tuning": tuning}
 
-    def _decompose(self, rows: np.ndarray, target, weights, *, local: bool, players=None, warn_long=True) -> Decomposition:
+    def _decompose(
+        self, rows: np.ndarray, target, weights, *, local: bool, players=None, warn_long=True
+    ) -> Decomposition:
         """The squared-error games of one forest (second-order games: ``SecondOrderShares._played``)."""
         forests, caches = self._game_sets.get(players)
         options = {**self._run_options(local), "warn_long": warn_long}
