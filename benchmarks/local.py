@@ -13,6 +13,7 @@ and trees compiled before timing) and checked equal to the single-process values
     python benchmarks/local.py                       # every workload, n = 1000
     python benchmarks/local.py --rows 10000 xgb-d6
     python benchmarks/local.py --jobs 2 xgb-d6 rf-d6
+    python benchmarks/local.py --jobs 2 xgb-p100-d6 xgb-p100-d8 rf-p100-d6 rf-p100-d8   # issue 58's
 """
 
 from __future__ import annotations
@@ -35,15 +36,23 @@ def _data(n: int, p: int = 20, seed: int = 0):
     return X, y
 
 
-def _xgboost(depth: int):
+def _xgboost(depth: int, trees: int | None = None):
     import xgboost
 
-    return xgboost.XGBRegressor(n_estimators=300 if depth <= 6 else 100, max_depth=depth, learning_rate=0.05)
+    trees = trees or (300 if depth <= 6 else 100)
+    return xgboost.XGBRegressor(n_estimators=trees, max_depth=depth, learning_rate=0.05)
 
 
+def _forest(depth: int):
+    return RandomForestRegressor(100, max_depth=depth, random_state=0)
+
+
+# name: (model factory, features); the p100 workloads are speed issue 58's (300 XGBoost trees at every depth)
 WORKLOADS = {
-    **{f"xgb-d{d}": (lambda d=d: _xgboost(d)) for d in (4, 6, 8)},
-    **{f"rf-d{d}": (lambda d=d: RandomForestRegressor(100, max_depth=d, random_state=0)) for d in (4, 6, 8)},
+    **{f"xgb-d{d}": ((lambda d=d: _xgboost(d)), 20) for d in (4, 6, 8)},
+    **{f"rf-d{d}": ((lambda d=d: _forest(d)), 20) for d in (4, 6, 8)},
+    **{f"xgb-p100-d{d}": ((lambda d=d: _xgboost(d, 300)), 100) for d in (6, 8)},
+    **{f"rf-p100-d{d}": ((lambda d=d: _forest(d)), 100) for d in (6, 8)},
 }
 
 
@@ -57,8 +66,9 @@ def _median_time(call, repeat: int) -> tuple[float, object]:
 
 
 def run(name: str, n: int, repeat: int, jobs: int = 1) -> dict:
-    X, y = _data(n)
-    model = WORKLOADS[name]().fit(X, y)
+    factory, p = WORKLOADS[name]
+    X, y = _data(n, p)
+    model = factory().fit(X, y)
     explainer = RSquaredExplainer(model)
     explainer.rsq(X, y)  # read and compile once: both timings below are of a reused explainer
     rsq_time, shares = _median_time(lambda: explainer.rsq(X, y), repeat)
