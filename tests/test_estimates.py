@@ -92,12 +92,13 @@ def test_shallow_boosters_on_many_rows_are_not_announced():
         assert long_call_message(units, explainer.forest.nodes, n_rows, local, DEFAULT_TUNING) is None
 
 
+@pytest.mark.parametrize("kernel", ["auto", "pairs"])
 @pytest.mark.parametrize("local", [False, True])
-def test_interaction_shares_warn_once_when_their_projection_is_long(local):
+def test_interaction_shares_warn_once_when_their_projection_is_long(local, kernel):
     X, y = _data(80, 4)
     model = RandomForestRegressor(3, max_depth=4, random_state=0).fit(X, y)
-    quiet = RSquaredExplainer(model)
-    warned = RSquaredExplainer(model)._set_engine(tuning=ALWAYS)
+    quiet = RSquaredExplainer(model)._set_engine(kernel=kernel)
+    warned = RSquaredExplainer(model)._set_engine(kernel=kernel, tuning=ALWAYS)
 
     def run(explainer):
         return explainer(X, y, interactions=True).values if local else explainer.rsq_interactions(X, y)
@@ -108,15 +109,18 @@ def test_interaction_shares_warn_once_when_their_projection_is_long(local):
         assert not _long_call_warnings(record)
         values = run(warned)
     np.testing.assert_array_equal(values, expected)
-    # one projection warning for the interactions (per-row: also the up-front one of the shares)
+    # one projection warning for the interactions (per-row on leaf pairs: also the up-front one of
+    # the shares; on every subset, the trees' kernel gives the shares with the interactions)
     texts = [str(w.message) for w in _long_call_warnings(record)]
     projected = [text for text in texts if "projected to take" in text]
     what = "per-row interaction shares" if local else "The interaction shares"
     assert len(projected) == 1 and what in projected[0] and "of these 3 trees" in projected[0]
     assert "progress=True" in projected[0] and "max_depth" in projected[0]
     assert {w.filename for w in _long_call_warnings(record)} == {__file__}
-    if local:  # the per-row shares are announced first, before the interactions' long part
+    if local and kernel == "pairs":  # the per-row shares are announced first, before the interactions' long part
         assert "estimated to take about" in texts[0] and "projected to take" in texts[1]
+    if kernel == "auto":
+        assert texts == projected
 
 
 def test_interaction_shares_show_a_bar_instead(capsys):

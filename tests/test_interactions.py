@@ -15,7 +15,9 @@ from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import RSquaredExplainer
 from shap_rsq.engine.budget import MemoryBudgetError, check_interaction_plans
-from shap_rsq.kernels.interactions.indices import compile_interactions
+from shap_rsq.engine.routing import takes_subsets
+from shap_rsq.kernels.interactions.indices import compile_interactions, pattern_interactions
+from shap_rsq.kernels.interactions.subsets import compile_subsets, subset_interactions
 from shap_rsq.tuning import DEFAULT_TUNING
 
 MEMBERS = [[0, 2], [1, 4, 5], [3]]
@@ -27,10 +29,12 @@ def _indices(matrix: np.ndarray) -> np.ndarray:
     return 2.0 * (matrix - np.diag(np.diag(matrix)))
 
 
+@pytest.mark.parametrize("kernel", ["auto", "pairs"])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_interactions_match_subset_enumeration(fitted, family):
+def test_interactions_match_subset_enumeration(fitted, family, kernel):
+    # "auto" takes these trees (at most 6 players) on every subset, "pairs" leaf pair by leaf pair
     model, X, y, w = fitted(family, family not in NO_NAN)
-    explainer = RSquaredExplainer(model)
+    explainer = RSquaredExplainer(model)._set_engine(kernel=kernel)
     expected, expected_local = interaction_oracle(explainer.forest, X, y, w)
     matrix = explainer.rsq_interactions(X, y, sample_weight=w)
     np.testing.assert_allclose(_indices(matrix), expected, atol=1e-9, rtol=0)
@@ -61,6 +65,36 @@ def test_a_fully_grown_tree_matches_subset_enumeration():
     explainer = RSquaredExplainer(model)
     expected, _ = interaction_oracle(explainer.forest, X, y, w)
     np.testing.assert_allclose(_indices(explainer.rsq_interactions(X, y, sample_weight=w)), expected, atol=1e-9)
+
+
+def test_small_trees_take_subsets_and_give_the_leaf_pairs_values():
+    # a deep forest on 10 features takes every tree on subsets (its leaf pairs cost 3-20x shap's
+    # interaction values); a tree on more players than interaction_subset_players keeps the pairs
+    X, y, _ = make_data(seed=3, n=300, p=10)
+    model = RandomForestRegressor(n_estimators=3, max_depth=10, random_state=0).fit(X, y)
+    forest = RSquaredExplainer(model).forest
+    assert all(takes_subsets(tree) for tree in forest.trees)
+    few = replace(DEFAULT_TUNING, interaction_subset_players=9)
+    assert not any(takes_subsets(tree, few) for tree in forest.trees)
+    assert not takes_subsets(forest.trees[0], kernel="pairs")
+    # both kernels on the same tree and rows, with weights far from 0 (the subsets centre m_S first)
+    rng = np.random.default_rng(0)
+    w_quad, w_lin = rng.normal(size=300), 1e4 + rng.normal(size=300)
+    for tree in forest.trees:
+        pairs, subsets = compile_interactions(tree), compile_subsets(tree)
+        expected = pattern_interactions(pairs, X, w_quad, w_lin)
+        indices, shapley = subset_interactions(subsets, X, w_quad, w_lin)
+        np.testing.assert_allclose(indices, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+        rows = np.arange(0, 300, 7)
+        expected_m2, expected_m = pattern_interactions(pairs, X, None, None, rows=rows)
+        on_m2, on_m, phi_m2, phi_m = subset_interactions(subsets, X, None, None, rows=rows)
+        np.testing.assert_allclose(on_m2, expected_m2, rtol=0, atol=1e-12 * np.abs(expected_m2).max())
+        np.testing.assert_allclose(on_m, expected_m, rtol=0, atol=1e-12 * np.abs(expected_m).max())
+        # efficiency: each row's Shapley values add up to v(all) - v(empty), m_empty being the mean c
+        c, m = subsets.mean, tree.value[tree.leaf_of(X)]
+        np.testing.assert_allclose(phi_m.sum(axis=1), m[rows] - c, atol=1e-12)
+        np.testing.assert_allclose(phi_m2.sum(axis=1), m[rows] ** 2 - c**2, atol=1e-12)
+        np.testing.assert_allclose(shapley.sum(), w_quad @ (m**2 - c**2) + w_lin @ (m - c), rtol=1e-12)
 
 
 def test_interaction_plans_are_kept_within_the_bound():
@@ -291,7 +325,8 @@ def test_a_tree_whose_interaction_plan_cannot_fit_is_refused_before_any_work():
     X = rng.normal(size=(2000, 8))
     y = X[:, 0] + np.sin(2 * X[:, 1]) + X[:, 2] * X[:, 3] + rng.normal(scale=0.3, size=2000)
     model = DecisionTreeRegressor(max_depth=10, random_state=0).fit(X, y)
-    explainer = RSquaredExplainer(model, memory_budget=1 / 64)
+    # on 8 features the tree takes its game on every subset, whose plan is small: the leaf pairs are forced
+    explainer = RSquaredExplainer(model, memory_budget=1 / 64)._set_engine(kernel="pairs")
     leaves = model.get_n_leaves()
     entries = leaves * (leaves - 1) // 2 + 2 * leaves
     message = rf"tree 0 has {leaves:,} leaves \({entries:,} entries\), whose plan takes about \d+ MiB to compile"

@@ -262,12 +262,20 @@ def check_interaction_rows(n_rows: int, n_players: int, budget: int, widest: int
         )
 
 
-def check_interaction_plans(nodes: NodeArrays, players: np.ndarray | None, tuning: Tuning = DEFAULT_TUNING) -> None:
+def check_interaction_plans(
+    nodes: NodeArrays,
+    players: np.ndarray | None,
+    tuning: Tuning = DEFAULT_TUNING,
+    subset_bytes: np.ndarray | None = None,
+) -> None:
     """Refuse interaction shares when a tree's interaction plan cannot compile in half the budget.
 
-    The plan has an entry per pair of leaves and two per leaf, ``L (L - 1) / 2 + 2 L`` (each pair
-    meets at one node), so a fully grown tree on 2,000 rows takes 2 million entries, 848 MiB to
-    compile.  Nothing else of the call is that large: it is checked before any work.
+    The leaf-pair plan has an entry per pair of leaves and two per leaf, ``L (L - 1) / 2 + 2 L``
+    (each pair meets at one node), so a fully grown tree on 2,000 rows takes 2 million entries,
+    848 MiB to compile.  Trees that take their game on every subset instead hold
+    ``subset_bytes`` (``(T,)``, negative for the others;
+    :func:`~shap_rsq.kernels.interactions.subsets.subset_plan_bytes`).  Nothing else
+    of the call is that large: it is checked before any work.
 
     Raises
     ------
@@ -278,6 +286,8 @@ def check_interaction_plans(nodes: NodeArrays, players: np.ndarray | None, tunin
     entries = leaves * (leaves - 1) // 2 + 2 * leaves
     per_entry = tuning.interaction_entry_bytes + tuning.interaction_player_bytes * (nodes.split_players(players) + 1)
     need = entries * per_entry
+    if subset_bytes is not None:
+        need = np.where(subset_bytes >= 0, subset_bytes, need)
     t = int(np.argmax(need))
     if need[t] > tuning.memory_budget // 2:
         raise MemoryBudgetError(

@@ -12,14 +12,21 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.interactions.indices import InteractionPlan, pattern_interactions
+from ..kernels.interactions.indices import InteractionPlan, compile_interactions, pattern_interactions
+from ..kernels.interactions.subsets import (
+    SubsetPlan,
+    compile_subsets,
+    subset_interactions,
+    subset_plan_bytes,
+    subset_work,
+)
 from ..kernels.row_patterns import routed_patterns
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import check_interaction_plans, check_interaction_rows, routing_rows
 from .estimates import Projection, progress_bar, trees_named
 from .losses import TreeLosses
-from .routing import interaction_plan
+from .routing import takes_subsets
 from .worker_plans import plan_bytes
 
 __all__ = ["InteractionPlans", "check_interactions_fit", "interaction_indices"]
@@ -34,48 +41,90 @@ class InteractionPlans:
     them would otherwise hold gigabytes between calls.
     """
 
-    def __init__(self, forest: Forest, limit: int | None = None) -> None:
+    def __init__(
+        self, forest: Forest, limit: int | None = None, tuning: Tuning = DEFAULT_TUNING, kernel: str = "auto"
+    ) -> None:
         self.forest = forest
         self.limit = limit
+        self.tuning = tuning
+        self.kernel = kernel
         self.kept_bytes = 0
-        self._plans: dict[int, InteractionPlan | None] = {}
+        self._plans: dict[tuple[int, bool], InteractionPlan | SubsetPlan | None] = {}
+        self._subsets: dict[tuple[int, bool], bool] = {}
+        self._work: dict[int, float] = {}
 
-    def __getitem__(self, t: int) -> InteractionPlan | None:
-        if t in self._plans:
-            return self._plans[t]
-        tree = self.forest.trees[t]
-        plan = interaction_plan(tree)
+    def __getitem__(self, t: int) -> InteractionPlan | SubsetPlan | None:
+        return self.get(t)
+
+    def get(self, t: int, local: bool = False) -> InteractionPlan | SubsetPlan | None:
+        """Tree ``t``'s plan for global indices, or for per-row indices (``local``), which may take
+        the other kernel (:func:`~shap_rsq.engine.routing.takes_subsets`)."""
+        if self.forest.trees[t].left[0] < 0:
+            return None
+        key = (t, self.subsets(t, local))
+        if key in self._plans:
+            return self._plans[key]
+        plan = compile_subsets(self.forest.trees[t]) if key[1] else compile_interactions(self.forest.trees[t])
         size = plan_bytes(plan)
         if self.limit is None or self.kept_bytes + size <= self.limit:
-            self._plans[t] = plan
+            self._plans[key] = plan
             self.kept_bytes += size
         return plan
 
+    def subsets(self, t: int, local: bool = False) -> bool:
+        """Whether tree ``t`` (with a split) takes its game on every subset, decided once."""
+        if (t, local) not in self._subsets:
+            self._subsets[t, local] = takes_subsets(self.forest.trees[t], self.tuning, self.kernel, local)
+        return self._subsets[t, local]
 
-def check_interactions_fit(forest: Forest, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING) -> None:
+    def work(self, t: int) -> float:
+        """Tree ``t``'s table elements a row on subsets (:func:`~shap_rsq.kernels.interactions.subsets.subset_work`)."""
+        if t not in self._work:
+            self._work[t] = subset_work(self.forest.trees[t])
+        return self._work[t]
+
+    def all_subsets(self, local: bool = False) -> bool:
+        """Whether every tree with a split takes its game on every subset (whose kernel gives the
+        Shapley values beside the indices)."""
+        trees = self.forest.trees
+        return all(trees[t].left[0] < 0 or self.subsets(t, local) for t in range(self.forest.n_trees))
+
+
+def check_interactions_fit(plans: InteractionPlans, n_rows: int, local: bool) -> None:
     """Refuse, before any work, interaction shares whose largest tree's plan, or (``local``) whose
     per-row ``(n, P, P)`` array, cannot fit the memory budget.
 
     Parameters
     ----------
-    forest : Forest
-        The game's forest (players as grouped).
+    plans : InteractionPlans
+        The game's forest (players as grouped), the tuning that holds the memory budget, and
+        which trees take their game on every subset (decided once, without compiling).
     n_rows : int
         Rows of the call.
     local : bool
         Whether every row's indices are kept.
-    tuning : Tuning, optional
-        Holds the memory budget.
 
     Raises
     ------
     MemoryBudgetError
         With the estimate and what to change.
     """
-    check_interaction_plans(forest.nodes, forest.players, tuning)
+    forest, tuning = plans.forest, plans.tuning
+    check_interaction_plans(forest.nodes, forest.players, tuning, _subset_bytes(plans, local))
     if local:
         widest = int(forest.nodes.split_players(forest.players).max(initial=0))  # its tables are (patterns, K, K)
         check_interaction_rows(n_rows, forest.n_players, tuning.memory_budget, widest)
+
+
+def _subset_bytes(plans: InteractionPlans, local: bool) -> np.ndarray:
+    """``(T,)`` the plan bytes of each tree that takes its game on every subset, -1 for the others."""
+    forest = plans.forest
+    players = forest.nodes.split_players(forest.players)
+    need = np.full(forest.n_trees, -1.0)
+    for t in np.flatnonzero((players > 0) & (players <= plans.tuning.interaction_subset_players)):
+        if plans.subsets(int(t), local):
+            need[t] = subset_plan_bytes(plans.work(int(t)), int(players[t]))
+    return need
 
 
 def interaction_indices(
@@ -88,12 +137,15 @@ def interaction_indices(
     progress: bool = False,
     tuning: Tuning = DEFAULT_TUNING,
     loss: TreeLosses | None = None,
-) -> tuple[sp.csr_matrix | np.ndarray, np.ndarray]:
-    """Interaction indices ``I_jk`` of ``sum_t v_t`` (not yet divided by SST) and ``f(x)``.
+) -> tuple[sp.csr_matrix | np.ndarray, np.ndarray | None, np.ndarray]:
+    """Interaction indices ``I_jk`` of ``sum_t v_t`` (not yet divided by SST), the Shapley values
+    of the same games when every tree gave them, and ``f(x)``.
 
     Returns the upper triangle (``j < k``) summed over rows as a sparse ``(P, P)`` matrix, or with
     ``local`` every row's symmetric ``(n, P, P)`` indices (zero diagonal), refused with
-    :class:`~shap_rsq.MemoryBudgetError` when that array cannot fit the budget.
+    :class:`~shap_rsq.MemoryBudgetError` when that array cannot fit the budget.  The Shapley
+    values, ``(P,)`` or ``(n, P)``, are those of ``rsq`` (or per-row shares); trees taken leaf
+    pair by leaf pair do not give them, and then they are ``None``.
     ``progress`` draws a bar over trees; without it a call projected to run for minutes warns
     (:class:`~shap_rsq.engine.estimates.Projection`).  ``loss``: the second-order games of a
     booster's loss (one forest: a softmax's offsets are per tree of it), as in
@@ -102,20 +154,24 @@ def interaction_indices(
     forest = plans.forest
     X = routing_rows(forest, X, tuning)
     n, n_players = X.shape[0], forest.n_players
-    check_interactions_fit(forest, n, local, tuning)
+    check_interactions_fit(plans, n, local)
     f = np.full(n, forest.base_offset + float(forest.nodes.tree_mean.sum()))
     out = np.zeros((n, n_players, n_players)) if local else _SparseSum(n_players, tuning.interaction_merge_entries)
+    shares = np.zeros((n, n_players) if local else n_players)
     with progress_bar(forest.n_trees, "trees (interaction shares)" if progress else False) as bar:
         pairs = _leaf_pairs(forest)
         projection = None if bar else _projection(forest, pairs, local, tuning)
         for t, mean in enumerate(forest.nodes.tree_mean):
             weights = _tree_weights(loss, t, mean, y, w, f)
-            f = _add_tree(out, plans[t], X, weights, f, mean, local, tuning, forest.input_dtype)
+            plan = plans.get(t, local)
+            f = _add_tree(out, shares, plan, X, weights, f, mean, local, tuning, forest.input_dtype)
+            if isinstance(plan, InteractionPlan):
+                shares = None  # the leaf pairs give no Shapley values
             if bar is not None:
                 bar.update()
             else:
                 projection.add(pairs[t])
-    return (out if local else out.total()), f
+    return (out if local else out.total()), shares, f
 
 
 def _leaf_pairs(forest: Forest) -> np.ndarray:
@@ -143,9 +199,10 @@ def _tree_weights(loss: TreeLosses | None, t: int, mean: float, y, w, f) -> tupl
     return w_quad[:, 0], w_lin[:, 0]
 
 
-def _add_tree(out, plan: InteractionPlan | None, X, weights, f: np.ndarray, mean: float, local: bool, tuning, dtype):
-    """Add one tree's indices into ``out`` (rows' ``weights``, ``(w_quad, w_lin)``); returns ``f``
-    with the tree added."""
+def _add_tree(out, shares, plan, X, weights, f: np.ndarray, mean: float, local: bool, tuning, dtype):
+    """Add one tree's indices into ``out`` and, when it is taken on subsets and ``shares`` is not
+    ``None``, its Shapley values into ``shares`` (rows' ``weights``, ``(w_quad, w_lin)``); returns
+    ``f`` with the tree added."""
     if plan is None:
         return f
     first, inverse, prediction = routed_patterns(plan.pairs, X, dtype, tuning.routing_elements_within, plan.pairs.value)
@@ -153,15 +210,26 @@ def _add_tree(out, plan: InteractionPlan | None, X, weights, f: np.ndarray, mean
     f += prediction - mean
     ids = plan.features
     n_k = len(ids)
+    subsets = isinstance(plan, SubsetPlan)
     # the distinct rows are read in place: a copy of them is n x p per tree on continuous data
     if local:
-        on_m2, on_m = pattern_interactions(plan, X, None, None, tuning, dtype, first)
+        if subsets:
+            on_m2, on_m, phi_m2, phi_m = subset_interactions(plan, X, None, None, tuning, dtype, first)
+            if shares is not None:
+                shares[:, ids] += w_quad[:, None] * phi_m2[inverse] + w_lin[:, None] * phi_m[inverse]
+        else:
+            on_m2, on_m = pattern_interactions(plan, X, None, None, tuning, dtype, first)
         rows_step = max(1, tuning.block_elements_within // (n_k * n_k))
         _add_rows(out, ids, on_m2, on_m, inverse, w_quad, w_lin, rows_step)
     else:
         per_quad = np.bincount(inverse, weights=w_quad, minlength=len(first))
         per_lin = np.bincount(inverse, weights=w_lin, minlength=len(first))
-        table = pattern_interactions(plan, X, per_quad, per_lin, tuning, dtype, first)
+        if subsets:
+            table, phi = subset_interactions(plan, X, per_quad, per_lin, tuning, dtype, first)
+            if shares is not None:
+                shares[ids] += phi
+        else:
+            table = pattern_interactions(plan, X, per_quad, per_lin, tuning, dtype, first)
         out.add(ids, table[:n_k, :n_k])
     return f
 

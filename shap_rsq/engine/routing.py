@@ -26,15 +26,21 @@ LCA kernel                every other tree (``kernels.lca.unit.LcaUnit``); trees
                           cheaper by ``local_pair_discount``) and keep the LCA items of the
                           other nodes, and trees whose items need more than one plan compile
                           them in pieces (``kernels.lca.hybrid.HybridUnit``)
-interaction indices       every tree with a split, leaf pair by leaf pair
-                          (``kernels.interactions``, :func:`interaction_plan`)
+interaction indices       trees on at most ``interaction_subset_players`` players whose
+                          game on every subset costs less than their leaf pairs
+                          (``kernels.interactions.subsets``); every other tree with a
+                          split, leaf pair by leaf pair (``kernels.interactions.indices``;
+                          :func:`takes_subsets`, for global and per-row
+                          indices apart)
 ========================  ==============================================================
 
 ``kernel=`` forces one path (tests, benchmarks): ``"lca"`` sends every tree through the LCA
 kernel; ``"enumerate"`` / ``"recursion"`` send every eligible tree through subset enumeration /
 the two-particle recursion; ``"junction"`` every tree through the conditioned recursion for
 global values (the LCA kernel for per-row values); ``"pairs"`` sends the pairs of every node of
-every LCA tree through the per-pair kernel.  Every choice gives the same values.
+every LCA tree through the per-pair kernel, and the interaction indices of every tree leaf pair by
+leaf pair; ``"enumerate"`` also takes the interaction indices of every tree whose plan fits on
+every subset.  Every choice gives the same values.
 """
 
 from __future__ import annotations
@@ -46,9 +52,9 @@ import numpy as np
 
 from ..kernels.enumeration import split_patterns
 from ..kernels.enumeration.small_trees import HeapUnit, ObliviousUnit
-from ..kernels.interactions.indices import InteractionPlan, compile_interactions
+from ..kernels.interactions.subsets import subset_plan_bytes, subset_work
 from ..kernels.lca.hybrid import HybridUnit, plan_pieces
-from ..kernels.lca.pairs import NodeCosts, node_costs
+from ..kernels.lca.pairs import NodeCosts, compile_pairs, node_costs
 from ..kernels.lca.unit import LcaUnit, lca_work
 from ..kernels.recursion import pattern_recursion
 from ..models.forest import Forest, TreeTable
@@ -62,8 +68,8 @@ __all__ = [
     "Kernel",
     "build_units",
     "choose_pair_nodes",
-    "interaction_plan",
     "recursion_trees",
+    "takes_subsets",
 ]
 
 Kernel = Literal["auto", "lca", "enumerate", "recursion", "junction", "pairs"]
@@ -242,10 +248,48 @@ def _junction_rules(nodes: NodeArrays, kernel: str, tuning: Tuning) -> list[Junc
     return [JunctionRule(False, tuning) if take else None for take in cheaper]
 
 
-def interaction_plan(tree: TreeTable) -> InteractionPlan | None:
-    """The interaction kernel's plan of one tree (``kernels.interactions``): every tree with a split
-    takes it (no other kernel gives interaction indices); a single leaf has none."""
-    return None if tree.left[0] < 0 else compile_interactions(tree)
+def takes_subsets(
+    tree: TreeTable, tuning: Tuning = DEFAULT_TUNING, kernel: Kernel = "auto", local: bool = False
+) -> bool:
+    """Whether a tree with a split takes its interaction indices from its game on every subset.
+
+    It must have at most ``interaction_subset_players`` players and a plan within a quarter of
+    the memory budget, and cost less than its leaf pairs (:func:`pair_products`, per row
+    pattern): its table elements ``sum_u 2^{s_u}`` count ``interaction_subset_cost`` products
+    each, and per-row indices (``local``) add the ``2^K x K (K + 1) / 2`` weights that map every
+    row's game to its indices, at ``interaction_subset_row_cost`` each.  ``kernel="pairs"``
+    sends every tree to the leaf pairs, ``"enumerate"`` every tree whose plan fits to the subsets.
+    """
+    splits = tree.left >= 0
+    n_players = len(np.unique(tree.player[splits]))
+    if kernel == "pairs" or n_players > tuning.interaction_subset_players:
+        return False
+    work = subset_work(tree)
+    if subset_plan_bytes(work, n_players) > tuning.memory_budget // 4:
+        return False
+    if kernel == "enumerate":
+        return True
+    cost = work * tuning.interaction_subset_cost
+    if local:
+        cost += 2.0**n_players * n_players * (n_players + 1) / 2 * tuning.interaction_subset_row_cost
+    return cost < pair_products(tree)
+
+
+def pair_products(tree: TreeTable) -> float:
+    """The products the leaf-pair interaction kernel takes per row pattern: ``W (W - 1) / 2`` x
+    ``ceil((W - 1) / 2)`` for each entry (pairs of leaves, each leaf with itself and alone), ``W``
+    the players on its two paths."""
+    plan = compile_pairs(tree, np.zeros(tree.n_nodes, dtype=bool))
+    has = np.zeros((plan.path_kid.shape[0], plan.n_features + 1))
+    np.put_along_axis(has, plan.path_kid, 1.0, axis=1)
+    has = has[:, :-1]
+    own = has.sum(axis=1)
+    width = own[:, None] + own[None, :] - has @ has.T  # players on the union of two paths
+
+    def products(w):
+        return w * (w - 1) / 2 * np.ceil((w - 1) / 2)
+
+    return float(np.triu(products(width), 1).sum() + 2 * products(own).sum())
 
 
 def _repeated_features(nodes: NodeArrays) -> np.ndarray:

@@ -81,7 +81,8 @@ class UnitCache:
     def interaction_plans(self) -> InteractionPlans:
         """Each tree's interaction plan (:mod:`~shap_rsq.engine.interactions`), compiled on first use."""
         if self._interaction_plans is None:
-            self._interaction_plans = InteractionPlans(self.forest, self.tuning.kept_plan_limit)
+            limit = self.tuning.kept_plan_limit
+            self._interaction_plans = InteractionPlans(self.forest, limit, self.tuning, self.kernel)
         return self._interaction_plans
 
 

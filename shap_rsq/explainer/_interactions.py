@@ -20,7 +20,7 @@ from ..engine.budget import check_matrix_budget
 from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array
 from ..engine.interactions import check_interactions_fit, interaction_indices
-from ..engine.run import check_row_totals
+from ..engine.run import Decomposition, check_row_totals
 from ..engine.validation import weighted_mean
 from ._checks import refuse_without_target
 from ._groups import player_index, position_labels
@@ -106,13 +106,15 @@ class InteractionShares:
         if top_k is None:
             n_players = self.model_info.n_features if players is None else len(players.names)
             check_matrix_budget(n_players, self._tuning.memory_budget)
-        indices = self._indices(rows.array, target, weights, players, local=False)
+        indices, shares, _ = self._indices(rows.array, target, weights, players, local=False)
         if top_k is not None:
             labels = names
             if labels is None:  # an array: column positions, as without groups, and the groups' names
                 labels = range(indices.shape[0]) if players is None else position_labels(players)
             return top_pairs(indices / sst, list(labels), int(top_k))
-        shares = self._shares(rows.array, target, weights, players) / sst
+        if shares is None:  # a tree taken leaf pair by leaf pair gives no shares (nor, here, a booster's loss)
+            shares = self._shares(rows.array, target, weights, players)
+        shares = shares / sst
         matrix = (indices + indices.T).toarray()
         matrix /= sst
         matrix = shares_matrix(matrix, shares)
@@ -164,12 +166,14 @@ class InteractionShares:
     def _local_interactions(self, X, y, sample_weight, check_additivity: bool, groups):
         """Per-row interaction shares ``(n, p, p)``, their base values, rows and player names."""
         rows, target, weights, sst, players = self._interaction_inputs(X, y, sample_weight, groups)
-        for cache in self._game_sets.get(players)[1]:  # before the shares' work
-            check_interactions_fit(cache.forest, rows.array.shape[0], True, cache.tuning)
-        # the shares first: a long call's warning about them comes before the interactions' hours
+        caches = self._game_sets.get(players)[1]
+        for cache in caches:  # before the shares' work
+            check_interactions_fit(cache.interaction_plans(), rows.array.shape[0], True)
+        # the shares first when the interactions' kernels do not give them: a long call's warning
+        # about them comes before the interactions' hours
         if self.model_info.second_order:
             played = self._played(rows.array, target, weights, players, local=True)
-            indices = self._indices(rows.array, target, weights, players, local=True)
+            indices, _, _ = self._indices(rows.array, target, weights, players, local=True)
             indices /= sst
             values = shares_matrix(indices, played.values / sst)
             # each row's part of D² at E f; its shares add up to its second-order total
@@ -177,8 +181,13 @@ class InteractionShares:
             if check_additivity:
                 check_second_order_rows(values.sum(axis=2), played.game_totals / sst)
             return values, base, rows, player_index(rows.labels, players)
-        result = self._decompose(rows.array, target, weights, local=True, players=players)
-        indices = self._indices(rows.array, target, weights, players, local=True)
+        result = None
+        if not caches[0].interaction_plans().all_subsets(local=True):
+            result = self._decompose(rows.array, target, weights, local=True, players=players)
+        indices, shares, prediction = self._indices(rows.array, target, weights, players, local=True)
+        if result is None:  # every tree on subsets: their shares are the same Shapley values
+            forest = caches[0].forest
+            result = Decomposition(shares, prediction, forest.base_offset + float(forest.nodes.tree_mean.sum()))
         indices /= sst
         values = shares_matrix(indices, result.values / sst)
         mean = weighted_mean(target, weights)
@@ -206,7 +215,9 @@ class InteractionShares:
 
     def _indices(self, rows: np.ndarray, target, weights, players, *, local: bool):
         """The interaction indices of every tree's game, summed over the forests played: a softmax's
-        classes one by one (each with its column of the one-hot target and its offsets), as its shares are."""
+        classes one by one (each with its column of the one-hot target and its offsets), as its shares are;
+        with squared error the shares too when every tree's kernel gave them (else ``None``), and the
+        predictions."""
         if self.model_info.second_order:
             games = [
                 (cache, losses, target if target.ndim == 1 else target[:, k])
@@ -214,9 +225,9 @@ class InteractionShares:
             ]
         else:
             games = [(self._game_sets.get(players)[1][0], None, target)]
-        total, predictions = None, []
+        total, predictions, shares = None, [], None
         for cache, losses, column in games:
-            indices, prediction = interaction_indices(
+            indices, shares, prediction = interaction_indices(
                 cache.interaction_plans(),
                 rows,
                 column,
@@ -233,7 +244,7 @@ class InteractionShares:
                 total += indices  # in place: per-row indices are the largest arrays of a call
         margins = predictions[0] if len(predictions) == 1 else np.column_stack(predictions)
         self._prediction_check(rows, margins, None if self.model_info.second_order else target)
-        return total
+        return total, None if self.model_info.second_order else shares, margins
 
 
 def shares_matrix(indices: np.ndarray, shares: np.ndarray) -> np.ndarray:
