@@ -2,10 +2,12 @@
 
 python benchmarks/interactions.py            # the issue's workloads, the depth sweep and wide data
 python benchmarks/interactions.py --quick    # fewer trees and rows (a smoke run)
+python benchmarks/interactions.py --only sweep --depths 8 10 full --kernel pairs   # a path forced
 
-Times are medians of wall-clock seconds (``--repeat`` runs; shap's interaction values once when
-they take over a minute).  The explainer is built and warmed once per model, as a user who calls it
-repeatedly would see it; the first call (which compiles each tree) is reported separately.
+Times are medians of wall-clock seconds (CPU seconds with ``--cpu``) over ``--repeat`` runs
+(shap's interaction values once when they take over a minute).  The explainer is built and warmed
+once per model, as a user who calls it repeatedly would see it; the first call (which compiles each
+tree) is reported separately.
 Memory of the wide run is the peak resident size of a fresh subprocess.
 """
 
@@ -28,13 +30,15 @@ from sklearn.ensemble import RandomForestRegressor
 import shap_rsq
 from shap_rsq import RSquaredExplainer
 
+CLOCK = time.perf_counter  # --cpu: time.process_time (CPU seconds of this process, for a loaded machine)
+
 
 def _median_seconds(call, repeat: int) -> float:
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = CLOCK()
         call()
-        times.append(time.perf_counter() - start)
+        times.append(CLOCK() - start)
         if times[-1] > 60:
             break
     return float(np.median(times))
@@ -47,11 +51,14 @@ def _data(n: int, p: int, seed: int = 0):
     return X, y
 
 
+KERNEL = "auto"  # --kernel: "pairs" forces the leaf pairs, "enumerate" every subset where it fits
+
+
 def _row(name: str, model, X, y, repeat: int) -> dict:
-    explainer = RSquaredExplainer(model)
-    start = time.perf_counter()
+    explainer = RSquaredExplainer(model)._set_engine(kernel=KERNEL)
+    start = CLOCK()
     explainer.rsq_interactions(X, y)
-    first = time.perf_counter() - start
+    first = CLOCK() - start
     rsq = _median_seconds(lambda: explainer.rsq(X, y), repeat)
     matrix = _median_seconds(lambda: explainer.rsq_interactions(X, y), repeat)
     per_row = _median_seconds(lambda: explainer(X, y, interactions=True), 1)
@@ -89,11 +96,11 @@ def issue_workloads(quick: bool, repeat: int) -> None:
     _print(rows)
 
 
-def depth_sweep(quick: bool, repeat: int) -> None:
+def depth_sweep(quick: bool, repeat: int, depths=(4, 6, 8, 10, None)) -> None:
     n = 300  # a fully grown forest on 1,000 rows has 600 leaves a tree: its matrix takes many minutes
     X, y = _data(n, 10, seed=1)
     rows = []
-    for depth in (4, 6, 8, 10, None):
+    for depth in depths:
         model = RandomForestRegressor(n_estimators=10, max_depth=depth, random_state=0, n_jobs=1).fit(X, y)
         leaves = int(np.mean([e.get_n_leaves() for e in model.estimators_]))
         label = f"RF 10 trees, depth {depth or 'full'} ({leaves} leaves), n={n}, p=10"
@@ -139,7 +146,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", choices=("issue", "sweep", "wide"))
+    parser.add_argument("--depths", nargs="+", default=["4", "6", "8", "10", "full"], help="depths of the sweep")
+    parser.add_argument("--kernel", choices=("auto", "pairs", "enumerate"), default="auto")
+    parser.add_argument("--cpu", action="store_true", help="CPU seconds (run with one BLAS thread) instead of wall")
     args = parser.parse_args()
+    global KERNEL, CLOCK
+    KERNEL = args.kernel
+    CLOCK = time.process_time if args.cpu else time.perf_counter
     warnings.simplefilter("ignore")
     versions = (
         f"shap-rsq {shap_rsq.__version__}, shap {shap.__version__}, xgboost {xgboost.__version__}, "
@@ -149,7 +162,7 @@ def main() -> None:
     if args.only in (None, "issue"):
         issue_workloads(args.quick, args.repeat)
     if args.only in (None, "sweep"):
-        depth_sweep(args.quick, args.repeat)
+        depth_sweep(args.quick, args.repeat, [None if d == "full" else int(d) for d in args.depths])
     if args.only in (None, "wide"):
         wide(args.quick)
 
