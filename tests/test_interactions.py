@@ -17,7 +17,7 @@ from shap_rsq import RSquaredExplainer
 from shap_rsq.engine.budget import MemoryBudgetError, check_interaction_plans
 from shap_rsq.engine.routing import takes_subsets
 from shap_rsq.kernels.interactions.indices import compile_interactions, pattern_interactions
-from shap_rsq.kernels.interactions.subsets import compile_subsets, subset_interactions
+from shap_rsq.kernels.interactions.subsets import compile_subsets, subset_interactions, subset_plan_bytes, subset_work
 from shap_rsq.tuning import DEFAULT_TUNING
 
 MEMBERS = [[0, 2], [1, 4, 5], [3]]
@@ -77,6 +77,10 @@ def test_small_trees_take_subsets_and_give_the_leaf_pairs_values():
     few = replace(DEFAULT_TUNING, interaction_subset_players=9)
     assert not any(takes_subsets(tree, few) for tree in forest.trees)
     assert not takes_subsets(forest.trees[0], kernel="pairs")
+    # a subset plan over a quarter of the budget (its weights alone: 8 x 2^10 x 55 bytes) keeps the pairs
+    tiny = replace(DEFAULT_TUNING, memory_budget=1 << 20)
+    assert subset_plan_bytes(subset_work(forest.trees[0]), 10) > tiny.memory_budget // 4
+    assert not takes_subsets(forest.trees[0], tiny, kernel="enumerate")
     # both kernels on the same tree and rows, with weights far from 0 (the subsets centre m_S first)
     rng = np.random.default_rng(0)
     w_quad, w_lin = rng.normal(size=300), 1e4 + rng.normal(size=300)
