@@ -157,7 +157,8 @@ def interaction_indices(
     check_interactions_fit(plans, n, local)
     f = np.full(n, forest.base_offset + float(forest.nodes.tree_mean.sum()))
     out = np.zeros((n, n_players, n_players)) if local else _SparseSum(n_players, tuning.interaction_merge_entries)
-    shares = np.zeros((n, n_players) if local else n_players)
+    # the Shapley values come with the indices only when every tree takes the subsets
+    shares = np.zeros((n, n_players) if local else n_players) if plans.all_subsets(local) else None
     with progress_bar(forest.n_trees, "trees (interaction shares)" if progress else False) as bar:
         pairs = _leaf_pairs(forest)
         projection = None if bar else _projection(forest, pairs, local, tuning)
@@ -165,8 +166,6 @@ def interaction_indices(
             weights = _tree_weights(loss, t, mean, y, w, f)
             plan = plans.get(t, local)
             f = _add_tree(out, shares, plan, X, weights, f, mean, local, tuning, forest.input_dtype)
-            if isinstance(plan, InteractionPlan):
-                shares = None  # the leaf pairs give no Shapley values
             if bar is not None:
                 bar.update()
             else:
