@@ -8,6 +8,14 @@ sub-patterns, summed back into each child's with one sparse product; for per-row
 rows.  Gradients are integrated over ``q`` with Gauss-Legendre quadrature, with the LCA kernel's
 number of nodes (exact: a leaf pair's integrand has degree below the number of features on the
 two paths).
+
+Every array is laid out states first, ``(states, sub-patterns or rows, Q)``: what varies with the
+sub-pattern but not with the state (the coefficients of a split's decision, a child with one open
+state) then broadcasts over whole ``(sub-patterns, Q)`` blocks, which NumPy runs as one long loop,
+where sub-patterns first left it loops of ``Q`` elements (twice the time per element).  A node
+whose known and unknown branches read its children alike (nine nodes in ten on LightGBM's trees)
+takes its values as a few products of its children's with tables of its decision
+(:func:`node_tables`), and its reverse step their adjoints.
 """
 
 from __future__ import annotations
@@ -17,12 +25,17 @@ from functools import cached_property
 
 import numpy as np
 
-from ..batching.cells import rows_of
 from ..batching.sparse import OneHot
 from ..quadrature import gauss_legendre
 from .conditioned import JunctionNode, JunctionPlan, SubPatterns
 
-__all__ = ["BlockRows", "PatternRows", "backward", "forward", "gradient_on_patterns"]
+__all__ = ["BlockRows", "PatternRows", "backward", "forward", "gradient_on_patterns", "node_tables"]
+
+# the tables of a node whose children are read alike by its known and unknown branches: its
+# values are ``a = ALPHA + BL AL + BR AR`` and ``b = GAMMA + LL AL + LR AR + K AL AR + EL BL + ER BR``
+# in its children's values ``A, B`` (a leaf child's terms folded into the constants)
+ALPHA, GAMMA, BL, BR, LL, LR, K, EL, ER = range(9)
+_TABLES = 9
 
 
 def gradient_on_patterns(
@@ -35,7 +48,7 @@ def gradient_on_patterns(
     root = patterns[-1].count
     seed = [np.bincount(root_pattern, weights=w, minlength=root) for w in (w_lin, w_quad)]
     grad = np.zeros(len(plan.features))
-    backward(plan, PatternRows(patterns), saved, [s[:, None, None] for s in seed], q, gl, grad)
+    backward(plan, PatternRows(patterns), saved, [s[None, :, None] for s in seed], q, gl, grad)
     return grad
 
 
@@ -43,11 +56,62 @@ def forward(plan: JunctionPlan, patterns: list[SubPatterns], q: np.ndarray) -> l
     """Each node's forward values on its sub-patterns, as the reverse pass reads them."""
     values: list[tuple[np.ndarray, np.ndarray]] = []
     saved = []
-    for node, pat in zip(plan.nodes, patterns, strict=True):
-        a, b, kept = _forward(node, pat, values, q)
+    tables = node_tables(plan, q)
+    for node, pat, table in zip(plan.nodes, patterns, tables, strict=True):
+        a, b, kept = _forward(node, pat, values, q, table)
         values.append((a, b))
         saved.append(kept)
     return saved
+
+
+def node_tables(plan: JunctionPlan, q: np.ndarray) -> list[np.ndarray | None]:
+    """Per node, ``(9, H, 2, Q + 1)``: the coefficients of its values in its children's
+    (:data:`ALPHA` ...) on each half ``H`` of its states (the unknown and the known half of a
+    conditioned split, one half otherwise), by its decision (0 right, 1 left), at each quadrature
+    node, and in the last column their derivatives in the split's own coin (read for a split that
+    is not conditioned only); ``None`` where a child's branches read it at different states (the
+    node then runs the general steps).
+
+    With ``w_u, w_k`` the weights of the unknown and the known branch (``1 - q, q``, or ``1, 0``
+    and ``0, 1`` on the halves of a conditioned split): ``BL = w_u rl + w_k [left]``,
+    ``K = 2 w_u rl rr``, ``EL = w_u rl^2 + w_k [left]``, the same on the right; a leaf child of
+    value ``c`` adds its terms to ``ALPHA`` and ``GAMMA``, and ``K c`` to the other side's ``LL``
+    or ``LR``.
+    """
+    nodes = plan.nodes
+    rho = np.array([node.rho for node in nodes])
+    leaf = np.array([[v if c < 0 else 0.0 for v, c in zip(node.leaf, node.children, strict=True)] for node in nodes])
+    conditioned = np.array([node.conditioned for node in nodes], dtype=bool)
+    n_q = len(q)
+    # (nodes, 1, H, 1, Q + 1): the branches' weights, their derivatives in the last column
+    w_u = np.empty((len(nodes), 2, n_q + 1))
+    w_u[:, :, :n_q], w_u[:, :, n_q] = 1.0 - q, -1.0
+    w_k = 1.0 - w_u
+    w_k[:, :, n_q] = 1.0
+    w_u[conditioned] = np.array([[1.0], [0.0]])
+    w_k[conditioned] = np.array([[0.0], [1.0]])
+    w_u, w_k = w_u[:, None, :, None], w_k[:, None, :, None]
+    left = np.array([0.0, 1.0])[None, None, None, :, None]
+    rl, rr, cl, cr = (v[:, None, None, None, None] for v in (rho[:, 0], rho[:, 1], leaf[:, 0], leaf[:, 1]))
+    out = np.empty((len(nodes), _TABLES, 2, 2, n_q + 1))
+    out[:, [BL]] = w_u * rl + w_k * left
+    out[:, [BR]] = w_u * rr + w_k * (1.0 - left)
+    out[:, [K]] = 2.0 * w_u * rl * rr
+    out[:, [EL]] = w_u * (rl * rl) + w_k * left
+    out[:, [ER]] = w_u * (rr * rr) + w_k * (1.0 - left)
+    out[:, [ALPHA]] = out[:, [BL]] * cl + out[:, [BR]] * cr
+    out[:, [GAMMA]] = out[:, [EL]] * (cl * cl) + out[:, [ER]] * (cr * cr) + out[:, [K]] * (cl * cr)
+    out[:, [LL]] = out[:, [K]] * cr
+    out[:, [LR]] = out[:, [K]] * cl
+    return [
+        table[:, : 2 if node.conditioned else 1] if _alike(node) else None
+        for table, node in zip(out, nodes, strict=True)
+    ]
+
+
+def _alike(node: JunctionNode) -> bool:
+    """Whether both branches read each child at the same states (neither reads the split's own coin)."""
+    return all(node.known_map[side] is node.unknown_map[side] for side in (0, 1))
 
 
 @dataclass(frozen=True)
@@ -71,21 +135,25 @@ class PatternRows:
     def add(self, grad: np.ndarray, feature: int, x: np.ndarray, gl: np.ndarray) -> None:
         grad[feature] += float(x.reshape(-1, x.shape[-1]).sum(axis=0) @ gl)
 
+    def add_rows(self, grad: np.ndarray, feature: int, x: np.ndarray) -> None:
+        """Add ``x (rows,)``, already integrated, to ``feature``'s gradient."""
+        grad[feature] += float(x.sum())
+
     def send(self, plan: JunctionPlan, adjoints, c: int, targets: np.ndarray, states, ga, gb) -> None:
-        """Add adjoints ``(targets, states, Q)`` of a node's reads into child ``c``'s
-        ``(P_c, O_c, Q)``: one sparse product, several reads landing on one sub-pattern."""
+        """Add adjoints ``(states, targets, Q)`` of a node's reads into child ``c``'s
+        ``(O_c, P_c, Q)``: one sparse product, several reads landing on one sub-pattern."""
         n_q = ga.shape[2]
         n_child, n_open = self.patterns[c].count, 1 << plan.nodes[c].n_open
         if adjoints[c] is None:
-            adjoints[c] = (np.zeros((n_child, n_open, n_q)), np.zeros((n_child, n_open, n_q)))
+            adjoints[c] = (np.zeros((n_open, n_child, n_q)), np.zeros((n_open, n_child, n_q)))
         if n_open == 1:
             flat = targets
-            ga, gb = ga.sum(axis=1), gb.sum(axis=1)
+            ga, gb = (g[0] if g.shape[0] == 1 else g.sum(axis=0) for g in (ga, gb))
         else:
-            flat = (targets[:, None] * n_open + states[None, :]).ravel()
-            shape = (len(targets), len(states), n_q)
+            flat = (states[:, None] * n_child + targets[None, :]).ravel()
+            shape = (len(states), len(targets), n_q)
             ga, gb = np.broadcast_to(ga, shape), np.broadcast_to(gb, shape)
-        picks = OneHot.picks(flat, n_child * n_open)
+        picks = OneHot.picks(flat, n_open * n_child)
         for total, g in zip(adjoints[c], (ga, gb), strict=True):
             picks.add_transposed(g.reshape(-1, n_q), total.reshape(-1, n_q))
 
@@ -99,7 +167,7 @@ class BlockRows:
     at: list[np.ndarray]
 
     def take(self, i: int, values):
-        return rows_of(values, self.at[i]) if isinstance(values, np.ndarray) else values
+        return np.take(values, self.at[i], axis=1) if isinstance(values, np.ndarray) else values
 
     def decision(self, i: int) -> np.ndarray:
         return self.patterns[i].decision[self.at[i]]
@@ -116,13 +184,17 @@ class BlockRows:
         return len(self.rows)
 
     def add(self, grad: np.ndarray, feature: int, x: np.ndarray, gl: np.ndarray) -> None:
-        grad[:, feature] += x.sum(axis=1) @ gl
+        grad[:, feature] += x.sum(axis=0) @ gl
+
+    def add_rows(self, grad: np.ndarray, feature: int, x: np.ndarray) -> None:
+        """Add ``x (rows,)``, already integrated, to each row's gradient of ``feature``."""
+        grad[:, feature] += x
 
     def send(self, plan: JunctionPlan, adjoints, c: int, targets: np.ndarray, states, ga, gb) -> None:
-        """Add adjoints ``(targets, states, Q)`` (fresh arrays, ``targets`` distinct rows) of a
-        node's reads into child ``c``'s ``(rows, O_c, Q)``, summing the states that read one."""
+        """Add adjoints ``(states, targets, Q)`` (fresh arrays, ``targets`` distinct rows) of a
+        node's reads into child ``c``'s ``(O_c, rows, Q)``, summing the states that read one."""
         n_open = 1 << plan.nodes[c].n_open
-        if ga.shape[1] != 1 or n_open != 1:
+        if ga.shape[0] != 1 or n_open != 1:
             ga, gb = (_states_summed(g, states, n_open) for g in (ga, gb))
         if len(targets) == len(self.rows):  # every row, in order (the unknown branch's reads)
             if adjoints[c] is None:
@@ -132,112 +204,226 @@ class BlockRows:
                     total += g
             return
         if adjoints[c] is None:
-            adjoints[c] = tuple(np.zeros((len(self.rows), n_open, ga.shape[2])) for _ in range(2))
+            adjoints[c] = tuple(np.zeros((n_open, len(self.rows), ga.shape[2])) for _ in range(2))
         for total, g in zip(adjoints[c], (ga, gb), strict=True):
-            total[targets] += g
+            total[:, targets] += g
 
 
 def _states_summed(g: np.ndarray, states: np.ndarray, n_open: int) -> np.ndarray:
-    """``(rows, n_open, Q)``: the entries of ``g (rows, S, Q)`` summed by their state ``states[s]``
+    """``(n_open, rows, Q)``: the entries of ``g (S, rows, Q)`` summed by their state ``states[s]``
     (a child's states that no state reads get zeros)."""
     if n_open == 1:
-        return g.sum(axis=1, keepdims=True)
+        return g.sum(axis=0, keepdims=True)
     order = np.argsort(states, kind="stable")
     ordered = states[order]
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    summed = np.take(g, order, axis=1)
+    summed = np.take(g, order, axis=0)
     if len(starts) < len(states):
-        summed = np.add.reduceat(summed, starts, axis=1)
+        summed = np.add.reduceat(summed, starts, axis=0)
     if len(starts) == n_open:  # every state of the child is read
         return summed
-    out = np.zeros((g.shape[0], n_open, g.shape[2]))
-    out[:, ordered[starts]] = summed
+    out = np.zeros((n_open, g.shape[1], g.shape[2]))
+    out[ordered[starts]] = summed
     return out
 
 
 def backward(plan: JunctionPlan, rows, saved: list[tuple], seed: list[np.ndarray], q, gl, grad) -> None:
-    """The reverse pass from the root's adjoints ``seed`` (of ``A`` and ``B``, ``(rows, 1, 1)``),
+    """The reverse pass from the root's adjoints ``seed`` (of ``A`` and ``B``, ``(1, rows, 1)``),
     adding each feature's integrated gradient into ``grad``; it releases ``saved`` as it goes."""
     n_q = len(q)
     adjoints: list = [None] * len(plan.nodes)
-    adjoints[-1] = tuple(np.broadcast_to(s, (s.shape[0], 1, n_q)) for s in seed)
+    adjoints[-1] = tuple(np.broadcast_to(s, (1, s.shape[1], n_q)) for s in seed)
+    tables = node_tables(plan, q)
     for i in range(len(plan.nodes) - 1, -1, -1):
-        _backward(plan, i, rows, saved[i], adjoints, q, gl, grad)
+        _backward(plan, i, rows, saved[i], adjoints, q, gl, grad, tables[i])
         adjoints[i] = saved[i] = None
 
 
-def _forward(node: JunctionNode, pat: SubPatterns, values, q):
-    """``A, B (P, open states, Q)`` of one node, and what its reverse pass needs."""
-    qq = q[None, None, :]
+def _forward(node: JunctionNode, pat: SubPatterns, values, q, table: np.ndarray | None):
+    """``A, B (open states, P, Q)`` of one node, and what its reverse pass needs."""
     al, bl = _read(node, 0, values, pat.child[0], node.unknown_map[0])
     ar, br = _read(node, 1, values, pat.child[1], node.unknown_map[1])
+    if table is None:
+        a, b, reads = _forward_apart(node, pat, values, q, al, bl, ar, br)
+    else:
+        a, b, reads = _forward_alike(node, pat, table, al, bl, ar, br)
+    mixed = []
+    for _ in node.closing:
+        mixed.append((a, b))
+        a, b = (_mix(v, q) for v in (a, b))
+    return a, b, (reads, mixed)
+
+
+def _forward_alike(node: JunctionNode, pat: SubPatterns, table: np.ndarray, al, bl, ar, br):
+    """:func:`_forward`'s values before the closing features are summed out, for a node whose
+    children are read alike by both branches: a few products with its :func:`node_tables`."""
+    half = table.shape[1]
+    inner = [c >= 0 for c in node.children]
+    both = al * ar if all(inner) else None
+    a_terms = [(BL, al)] * inner[0] + [(BR, ar)] * inner[1]
+    if all(inner):
+        b_terms = [(K, both), (EL, bl), (ER, br)]
+    elif inner[0]:
+        b_terms = [(LL, al), (EL, bl)]
+    elif inner[1]:
+        b_terms = [(LR, ar), (ER, br)]
+    else:
+        b_terms = []
+    needed = sorted({j for j, _ in a_terms + b_terms} | ({ALPHA, GAMMA} if not all(inner) else set()))
+    picked = np.take(table[needed, :, :, :-1], pat.decision.astype(np.intp), axis=2)
+    coef = {j: picked[k][:, None] for k, j in enumerate(needed)}  # (H, 1, P, Q)
+    shape = (half, (1 << node.n_bits) // half, pat.count, picked.shape[-1])
+    constant = not all(inner)
+    a = _combine(coef, a_terms, ALPHA if constant else None, shape)
+    b = _combine(coef, b_terms, GAMMA if constant else None, shape)
+    return a.reshape(-1, *shape[2:]), b.reshape(-1, *shape[2:]), (al, ar, bl, br, both)
+
+
+def _combine(coef: dict, terms: list, constant: int | None, shape: tuple) -> np.ndarray:
+    """``coef[constant] + sum_j coef[j] x_j`` over ``terms`` ``(j, x_j)`` (``x_j`` of the node's
+    unknown-branch states or of one state), of ``shape (H, S, P, Q)``."""
+    out = np.empty(shape)
+    for k, (j, x) in enumerate(terms):
+        if k == 0:
+            np.multiply(coef[j], x, out=out)
+        else:
+            out += coef[j] * x
+    if constant is not None:
+        if terms:
+            out += coef[constant]
+        else:
+            out[...] = coef[constant]
+    return out
+
+
+def _forward_apart(node: JunctionNode, pat: SubPatterns, values, q, al, bl, ar, br):
+    """:func:`_forward`'s values before the closing features are summed out, for a node whose
+    known branch reads a child at other states than its unknown branch."""
     rl, rr = node.rho
     unknown_a = rl * al + rr * ar
     unknown_b = (2.0 * rl * rr) * (al * ar)
     unknown_b += (rl * rl) * bl
     unknown_b += (rr * rr) * br
     n_known = (1 << node.n_bits) // 2 if node.conditioned else 1 << node.n_bits
-    shape = (pat.count, n_known, len(q))
-    if all(node.known_map[side] is node.unknown_map[side] for side in (0, 1)):
-        # neither child reads the split's own feature: the known branch picks from the same reads
-        d = pat.decision[:, None, None]
-        known = [np.broadcast_to(np.where(d, left, right), shape) for left, right in ((al, ar), (bl, br))]
-    else:
-        known = [np.empty(shape) for _ in range(2)]
-        for side, rows in ((0, np.flatnonzero(pat.decision)), (1, np.flatnonzero(~pat.decision))):
-            for k, v in enumerate(_read(node, side, values, pat.child[side][rows], node.known_map[side])):
-                known[k][rows] = v
+    shape = (n_known, pat.count, len(q))
+    known = [np.empty(shape) for _ in range(2)]
+    for side, rows in ((0, np.flatnonzero(pat.decision)), (1, np.flatnonzero(~pat.decision))):
+        for k, v in enumerate(_read(node, side, values, pat.child[side][rows], node.known_map[side])):
+            known[k][:, rows] = v
     if node.conditioned:
-        a = np.concatenate([np.broadcast_to(unknown_a, known[0].shape), known[0]], axis=1)
-        b = np.concatenate([np.broadcast_to(unknown_b, known[1].shape), known[1]], axis=1)
+        a = np.concatenate([np.broadcast_to(unknown_a, shape), known[0]], axis=0)
+        b = np.concatenate([np.broadcast_to(unknown_b, shape), known[1]], axis=0)
         diff = None
     else:
         diff = (known[0] - unknown_a, known[1] - unknown_b)
-        a, b = unknown_a + qq * diff[0], unknown_b + qq * diff[1]
-    mixed = []
-    for _ in node.closing:
-        mixed.append((a, b))
-        a, b = (_mix(v, q) for v in (a, b))
-    return a, b, (al, ar, diff, mixed)
+        a, b = unknown_a + q * diff[0], unknown_b + q * diff[1]
+    return a, b, (al, ar, diff)
 
 
 def _mix(v: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Sum out the lowest state bit: ``q`` known, ``1 - q`` unknown."""
-    return v.reshape(v.shape[0], -1, 2, v.shape[2])[:, :, 0] + q * _bit_difference(v)
+    pairs = v.reshape(-1, 2, *v.shape[1:])
+    return pairs[:, 0] + q * (pairs[:, 1] - pairs[:, 0])
 
 
 def _read(node: JunctionNode, side: int, values, rows: np.ndarray, states: np.ndarray | None):
-    """A child's ``A, B`` at sub-patterns ``rows`` and open ``states``: ``(rows, states, Q)``."""
+    """A child's ``A, B`` at sub-patterns ``rows`` and open ``states``: ``(states, rows, Q)``,
+    or ``(1, rows, Q)`` for a child with one open state (the same for every state)."""
     c = node.children[side]
     if c < 0:
         v = node.leaf[side]
         return v, v * v
     a, b = values[c]
-    if a.shape[1] == 1:
-        return rows_of(a, rows), rows_of(b, rows)
-    flat = (rows[:, None] * a.shape[1] + states[None, :]).ravel()
-    shape = (len(rows), len(states), a.shape[2])
-    return (rows_of(v.reshape(-1, v.shape[2]), flat).reshape(shape) for v in (a, b))
+    if a.shape[0] == 1:
+        return np.take(a, rows, axis=1), np.take(b, rows, axis=1)
+    flat = (states[:, None] * a.shape[1] + rows[None, :]).ravel()
+    shape = (len(states), len(rows), a.shape[2])
+    return (np.take(v.reshape(-1, v.shape[2]), flat, axis=0).reshape(shape) for v in (a, b))
 
 
-def _backward(plan: JunctionPlan, i: int, rows, kept, adjoints, q, gl, grad) -> None:
+def _backward(plan: JunctionPlan, i: int, rows, kept, adjoints, q, gl, grad, table: np.ndarray | None) -> None:
     """Send node ``i``'s adjoints to its children and add its features' gradients."""
     node = plan.nodes[i]
-    al, ar, diff, mixed = kept
-    qq = q[None, None, :]
+    reads, mixed = kept
     ga, gb = adjoints[i]
     for feature, (a, b) in zip(node.closing[::-1], mixed[::-1], strict=True):
         bits = [rows.take(i, _bit_difference(v)) for v in (a, b)]
         rows.add(grad, feature, ga * bits[0] + gb * bits[1], gl)
         ga, gb = _unmix(ga, q), _unmix(gb, q)
+    if table is None:
+        _backward_apart(plan, i, rows, reads, adjoints, q, gl, grad, ga, gb)
+    else:
+        _backward_alike(plan, i, rows, reads, adjoints, gl, grad, ga, gb, table)
+
+
+def _backward_alike(plan: JunctionPlan, i: int, rows, reads, adjoints, gl, grad, ga, gb, table) -> None:
+    """:func:`_backward` after the closing features, for a node whose children are read alike by
+    both branches: the adjoints of :func:`_forward_alike`'s products."""
+    node = plan.nodes[i]
+    half, n_rows, n_q = table.shape[1], ga.shape[1], ga.shape[2]
+    ga4, gb4 = (g.reshape(half, -1, n_rows, n_q) for g in (ga, gb))
+    al, ar, bl, br, both = (rows.take(i, v) for v in reads)
+    inner = [ch >= 0 for ch in node.children]
+    # the tables each product needs, by the rows' decisions
+    if all(inner):
+        terms = [(BL, ga, al), (BR, ga, ar), (K, gb, both), (EL, gb, bl), (ER, gb, br)]
+    elif inner[0]:
+        terms = [(BL, ga, al), (LL, gb, al), (EL, gb, bl)]
+    elif inner[1]:
+        terms = [(BR, ga, ar), (LR, gb, ar), (ER, gb, br)]
+    else:
+        terms = []
+    if not all(inner):
+        terms += [(ALPHA, ga, None), (GAMMA, gb, None)]
+    needed = [j for j, _, _ in terms] if not node.conditioned else [j for j, _, _ in terms if j not in (ALPHA, GAMMA)]
+    if not needed:  # two leaves under a conditioned split: nothing below to send to
+        return
+    picked = np.take(table[needed], rows.decision(i).astype(np.intp), axis=2)  # (tables, H, rows, Q + 1)
+    coef = {j: picked[k, ..., :-1] for k, j in enumerate(needed)}
+    if not node.conditioned:
+        # the split's own coin: each product against its table's derivative (the last column)
+        total = np.zeros((n_rows, n_q))
+        for k, (_, g, x) in enumerate(terms):
+            total += picked[k, 0, :, -1:] * _state_sums(g, x)
+        rows.add_rows(grad, node.own_feature, total @ gl)
+    k_gb = coef[K][:, None] * gb4 if all(inner) else None
+    for side, (other, linear, square, cross) in enumerate(((ar, BL, EL, LL), (al, BR, ER, LR))):
+        child = node.children[side]
+        if child < 0:
+            continue
+        g_a = coef[linear][:, None] * ga4
+        if k_gb is not None:
+            g_a += k_gb * other
+        else:  # the other child is a leaf: the cross term is linear in this one
+            g_a += coef[cross][:, None] * gb4
+        g_b = coef[square][:, None] * gb4
+        g_a, g_b = (g.sum(axis=0) if half == 2 else g[0] for g in (g_a, g_b))
+        rows.send(plan, adjoints, child, rows.child_rows(i, side), node.unknown_map[side], g_a, g_b)
+
+
+def _state_sums(g: np.ndarray, x: np.ndarray | None) -> np.ndarray:
+    """``(rows, Q)`` sums over the states of ``g (S, rows, Q)`` times ``x`` (``(S, rows, Q)`` or
+    ``(1, rows, Q)``; ``None`` for ones)."""
+    if x is None:
+        return g.sum(axis=0)
+    if x.shape[0] != g.shape[0]:
+        return g.sum(axis=0) * x[0]
+    return np.einsum("srq,srq->rq", g, x)
+
+
+def _backward_apart(plan: JunctionPlan, i: int, rows, reads, adjoints, q, gl, grad, ga, gb) -> None:
+    """:func:`_backward` after the closing features, for a node whose known branch reads a child
+    at other states than its unknown branch."""
+    node = plan.nodes[i]
+    al, ar, diff = reads
     if node.conditioned:
-        half = ga.shape[1] // 2
-        known_ga, known_gb = ga[:, half:], gb[:, half:]
-        unknown_ga, unknown_gb = ga[:, :half], gb[:, :half]
+        half = ga.shape[0] // 2
+        known_ga, known_gb = ga[half:], gb[half:]
+        unknown_ga, unknown_gb = ga[:half], gb[:half]
     else:
         rows.add(grad, node.own_feature, ga * rows.take(i, diff[0]) + gb * rows.take(i, diff[1]), gl)
-        known_ga, known_gb = qq * ga, qq * gb
-        unknown_ga, unknown_gb = (1.0 - qq) * ga, (1.0 - qq) * gb
+        known_ga, known_gb = q * ga, q * gb
+        unknown_ga, unknown_gb = (1.0 - q) * ga, (1.0 - q) * gb
     rl, rr = node.rho
     cross = (2.0 * rl * rr) * unknown_gb
     decision = rows.decision(i)
@@ -252,22 +438,22 @@ def _backward(plan: JunctionPlan, i: int, rows, kept, adjoints, q, gl, grad) -> 
             gb_side = np.broadcast_to(gb_side, ga_side.shape).copy()
         child_rows = rows.child_rows(i, side)
         if node.known_map[side] is node.unknown_map[side]:  # one read of the child serves both branches
-            np.add(ga_side, known_ga, out=ga_side, where=went[:, None, None])
-            np.add(gb_side, known_gb, out=gb_side, where=went[:, None, None])
+            np.add(ga_side, known_ga, out=ga_side, where=went[None, :, None])
+            np.add(gb_side, known_gb, out=gb_side, where=went[None, :, None])
             rows.send(plan, adjoints, c, child_rows, node.unknown_map[side], ga_side, gb_side)
             continue
         rows.send(plan, adjoints, c, child_rows, node.unknown_map[side], ga_side, gb_side)
         gone = np.flatnonzero(went)
-        known = (rows_of(known_ga, gone), rows_of(known_gb, gone))
+        known = (np.take(known_ga, gone, axis=1), np.take(known_gb, gone, axis=1))
         rows.send(plan, adjoints, c, child_rows[gone], node.known_map[side], *known)
 
 
 def _bit_difference(v: np.ndarray) -> np.ndarray:
-    """Known minus unknown on the lowest state bit: ``(P, S/2, Q)``."""
-    pairs = v.reshape(v.shape[0], -1, 2, v.shape[2])
-    return pairs[:, :, 1] - pairs[:, :, 0]
+    """Known minus unknown on the lowest state bit: ``(S/2, P, Q)``."""
+    pairs = v.reshape(-1, 2, *v.shape[1:])
+    return pairs[:, 1] - pairs[:, 0]
 
 
 def _unmix(g: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """The adjoint of :func:`_mix`: ``(P, S, Q)`` to ``(P, 2 S, Q)``."""
-    return np.stack([(1.0 - q) * g, q * g], axis=2).reshape(g.shape[0], -1, g.shape[2])
+    """The adjoint of :func:`_mix`: ``(S, P, Q)`` to ``(2 S, P, Q)``."""
+    return np.stack([(1.0 - q) * g, q * g], axis=1).reshape(-1, *g.shape[1:])

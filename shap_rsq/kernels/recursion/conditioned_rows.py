@@ -38,7 +38,7 @@ def row_gradients(
         block = slice(start, min(m, start + step))
         r = block.stop - block.start
         rows = BlockRows(patterns, [np.tile(a[block], 2) for a in at])
-        seed_lin = np.repeat([1.0, 0.0], r)[:, None, None]
+        seed_lin = np.repeat([1.0, 0.0], r)[None, :, None]
         grad = np.zeros((2 * r, n_features))
         backward(plan, rows, list(saved), [seed_lin, 1.0 - seed_lin], q, gl, grad)
         g_lin[block], g_quad[block] = grad[:r], grad[r:]
