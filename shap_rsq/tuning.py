@@ -71,6 +71,13 @@ class Tuning:
     junction_elements : int
         ... and below this many elements (its saved arrays, about six per element, stay small).
         A memory bound, not timed (no benchmark).
+    junction_whole_rows : float
+        A node of the conditioned recursion with at least this fraction of the rows' distinct
+        patterns as its own distinct sub-patterns keeps every row instead (on LightGBM's chains of
+        nodes with one leaf child, most of the work): a child that keeps every row too is then
+        read and sent its adjoints as it is, without a gather or a sparse product, for up to
+        1 / this more elements (on 300 LightGBM trees of 31 leaves on 1,000 rows, 4.6% more).
+        Benchmark: ``benchmarks/bench.py lgbm-31`` (the passes, timed beside the kernel without it).
     patterns_per_leaf : int
         Lower bound of sub-patterns per leaf used to turn trees away from the conditioned
         recursion before their sub-patterns are found (finding them costs 1-3 ms a tree).
@@ -383,6 +390,7 @@ class Tuning:
     junction_share: float = 0.05
     junction_local_share: float = 0.15
     junction_elements: int = 1 << 22
+    junction_whole_rows: float = 0.75
     patterns_per_leaf: int = 8
     batch_trees: int = 256
     batch_patterns: int = 1 << 20

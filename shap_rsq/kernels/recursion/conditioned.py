@@ -29,6 +29,7 @@ import numpy as np
 
 from ...models.forest import TreeTable
 from ...models.node_arrays import cover_fractions
+from ...tuning import DEFAULT_TUNING
 
 __all__ = [
     "JunctionNode",
@@ -234,20 +235,33 @@ def _state_map(n_bits: int, sources: tuple[int, ...], halved: bool, known: int) 
 
 @dataclass(frozen=True)
 class SubPatterns:
-    """A node's distinct sub-patterns: each one's decision (True = left) and children's sub-patterns."""
+    """A node's distinct sub-patterns: each one's decision (True = left) and children's sub-patterns.
+
+    A node seen by nearly every row keeps every row instead (:func:`sub_patterns`); ``same[side]``
+    says that the child on that side does too, so that its sub-patterns are this node's, in order.
+    """
 
     count: int
     decision: np.ndarray
     child: tuple[np.ndarray, np.ndarray]
+    same: tuple[bool, bool] = (False, False)
 
 
-def sub_patterns(plan: JunctionPlan, left: np.ndarray) -> tuple[list[SubPatterns], list[np.ndarray]]:
+def sub_patterns(
+    plan: JunctionPlan, left: np.ndarray, whole: float = DEFAULT_TUNING.junction_whole_rows
+) -> tuple[list[SubPatterns], list[np.ndarray]]:
     """Each node's distinct sub-patterns over rows with split decisions ``left (m, splits)``
-    (postorder), and each node's sub-pattern of each row (the root's last)."""
+    (postorder), and each node's sub-pattern of each row (the root's last).
+
+    A node with at least ``whole m`` distinct sub-patterns keeps all ``m`` rows, in order, as its
+    sub-patterns (see :attr:`~shap_rsq.tuning.Tuning.junction_whole_rows`).
+    """
     m = left.shape[0]
     row_pattern: list[np.ndarray] = []
     out: list[SubPatterns] = []
     zeros = np.zeros(m, dtype=np.int64)
+    every = np.arange(m)
+    kept_all: list[bool] = []
     for node in plan.nodes:
         child = [row_pattern[c] if c >= 0 else zeros for c in node.children]
         n_child = [out[c].count if c >= 0 else 1 for c in node.children]
@@ -261,7 +275,14 @@ def sub_patterns(plan: JunctionPlan, left: np.ndarray) -> tuple[list[SubPatterns
         else:
             distinct, inverse = np.unique(key, return_inverse=True)
             inverse = inverse.ravel()
+        if len(distinct) >= whole * m:
+            same = tuple(c >= 0 and kept_all[c] for c in node.children)
+            row_pattern.append(every)
+            kept_all.append(True)
+            out.append(SubPatterns(m, left[:, node.split].astype(bool), (child[0], child[1]), same))
+            continue
         row_pattern.append(inverse)
+        kept_all.append(False)
         rest, right = np.divmod(distinct, n_child[1])
         decision, left_child = np.divmod(rest, n_child[0])
         out.append(SubPatterns(len(distinct), decision.astype(bool), (left_child, right)))

@@ -126,8 +126,10 @@ class PatternRows:
     def decision(self, i: int) -> np.ndarray:
         return self.patterns[i].decision
 
-    def child_rows(self, i: int, side: int) -> np.ndarray:
-        return self.patterns[i].child[side]
+    def child_rows(self, i: int, side: int) -> np.ndarray | None:
+        """Each sub-pattern's sub-pattern of the child on ``side`` (``None``: the same, in order)."""
+        pat = self.patterns[i]
+        return None if pat.same[side] else pat.child[side]
 
     def count(self, i: int) -> int:
         return self.patterns[i].count
@@ -141,9 +143,18 @@ class PatternRows:
 
     def send(self, plan: JunctionPlan, adjoints, c: int, targets: np.ndarray, states, ga, gb) -> None:
         """Add adjoints ``(states, targets, Q)`` of a node's reads into child ``c``'s
-        ``(O_c, P_c, Q)``: one sparse product, several reads landing on one sub-pattern."""
+        ``(O_c, P_c, Q)``: one sparse product, several reads landing on one sub-pattern
+        (``targets`` ``None``: the child's own sub-patterns, in order)."""
         n_q = ga.shape[2]
         n_child, n_open = self.patterns[c].count, 1 << plan.nodes[c].n_open
+        if targets is None:  # the child's sub-patterns, in order: no product
+            ga, gb = (np.ascontiguousarray(_states_summed(g, states, n_open), dtype=float) for g in (ga, gb))
+            if adjoints[c] is None:
+                adjoints[c] = (ga, gb)
+            else:
+                for total, g in zip(adjoints[c], (ga, gb), strict=True):
+                    total += g
+            return
         if adjoints[c] is None:
             adjoints[c] = (np.zeros((n_open, n_child, n_q)), np.zeros((n_open, n_child, n_q)))
         if n_open == 1:
@@ -213,7 +224,9 @@ def _states_summed(g: np.ndarray, states: np.ndarray, n_open: int) -> np.ndarray
     """``(n_open, rows, Q)``: the entries of ``g (S, rows, Q)`` summed by their state ``states[s]``
     (a child's states that no state reads get zeros)."""
     if n_open == 1:
-        return g.sum(axis=0, keepdims=True)
+        return g if g.shape[0] == 1 else g.sum(axis=0, keepdims=True)
+    if _identity(states, n_open):
+        return g
     order = np.argsort(states, kind="stable")
     ordered = states[order]
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
@@ -241,8 +254,8 @@ def backward(plan: JunctionPlan, rows, saved: list[tuple], seed: list[np.ndarray
 
 def _forward(node: JunctionNode, pat: SubPatterns, values, q, table: np.ndarray | None):
     """``A, B (open states, P, Q)`` of one node, and what its reverse pass needs."""
-    al, bl = _read(node, 0, values, pat.child[0], node.unknown_map[0])
-    ar, br = _read(node, 1, values, pat.child[1], node.unknown_map[1])
+    al, bl = _read(node, 0, values, pat.child[0], node.unknown_map[0], pat.same[0])
+    ar, br = _read(node, 1, values, pat.child[1], node.unknown_map[1], pat.same[1])
     if table is None:
         a, b, reads = _forward_apart(node, pat, values, q, al, bl, ar, br)
     else:
@@ -259,6 +272,9 @@ def _forward_alike(node: JunctionNode, pat: SubPatterns, table: np.ndarray, al, 
     children are read alike by both branches: a few products with its :func:`node_tables`."""
     half = table.shape[1]
     inner = [c >= 0 for c in node.children]
+    if not any(inner):  # two leaves: the values are the constants, one state per half
+        picked = np.take(table[[ALPHA, GAMMA], :, :, :-1], pat.decision.astype(np.intp), axis=2)
+        return picked[0], picked[1], (al, ar, bl, br, None)
     both = al * ar if all(inner) else None
     a_terms = [(BL, al)] * inner[0] + [(BR, ar)] * inner[1]
     if all(inner):
@@ -326,19 +342,29 @@ def _mix(v: np.ndarray, q: np.ndarray) -> np.ndarray:
     return pairs[:, 0] + q * (pairs[:, 1] - pairs[:, 0])
 
 
-def _read(node: JunctionNode, side: int, values, rows: np.ndarray, states: np.ndarray | None):
+def _read(node: JunctionNode, side: int, values, rows: np.ndarray, states: np.ndarray | None, same: bool = False):
     """A child's ``A, B`` at sub-patterns ``rows`` and open ``states``: ``(states, rows, Q)``,
-    or ``(1, rows, Q)`` for a child with one open state (the same for every state)."""
+    or ``(1, rows, Q)`` for a child with one open state (the same for every state).  ``same``:
+    the child's sub-patterns are ``rows``, in order (its own arrays are read, not copied)."""
     c = node.children[side]
     if c < 0:
         v = node.leaf[side]
         return v, v * v
     a, b = values[c]
+    if same:
+        if a.shape[0] == 1 or _identity(states, a.shape[0]):
+            return a, b
+        return np.take(a, states, axis=0), np.take(b, states, axis=0)
     if a.shape[0] == 1:
         return np.take(a, rows, axis=1), np.take(b, rows, axis=1)
     flat = (states[:, None] * a.shape[1] + rows[None, :]).ravel()
     shape = (len(states), len(rows), a.shape[2])
     return (np.take(v.reshape(-1, v.shape[2]), flat, axis=0).reshape(shape) for v in (a, b))
+
+
+def _identity(states: np.ndarray, n: int) -> bool:
+    """Whether ``states`` reads the ``n`` states of a child each once, in order."""
+    return len(states) == n and bool((states == np.arange(n)).all())
 
 
 def _backward(plan: JunctionPlan, i: int, rows, kept, adjoints, q, gl, grad, table: np.ndarray | None) -> None:
@@ -361,6 +387,11 @@ def _backward_alike(plan: JunctionPlan, i: int, rows, reads, adjoints, gl, grad,
     both branches: the adjoints of :func:`_forward_alike`'s products."""
     node = plan.nodes[i]
     half, n_rows, n_q = table.shape[1], ga.shape[1], ga.shape[2]
+    if all(ch < 0 for ch in node.children):  # two leaves: only the own coin's derivative
+        if not node.conditioned:
+            slopes = np.take(table[[ALPHA, GAMMA], 0, :, -1], rows.decision(i).astype(np.intp), axis=1)
+            rows.add_rows(grad, node.own_feature, (ga[0] @ gl) * slopes[0] + (gb[0] @ gl) * slopes[1])
+        return
     ga4, gb4 = (g.reshape(half, -1, n_rows, n_q) for g in (ga, gb))
     al, ar, bl, br, both = (rows.take(i, v) for v in reads)
     inner = [ch >= 0 for ch in node.children]
@@ -369,15 +400,11 @@ def _backward_alike(plan: JunctionPlan, i: int, rows, reads, adjoints, gl, grad,
         terms = [(BL, ga, al), (BR, ga, ar), (K, gb, both), (EL, gb, bl), (ER, gb, br)]
     elif inner[0]:
         terms = [(BL, ga, al), (LL, gb, al), (EL, gb, bl)]
-    elif inner[1]:
-        terms = [(BR, ga, ar), (LR, gb, ar), (ER, gb, br)]
     else:
-        terms = []
+        terms = [(BR, ga, ar), (LR, gb, ar), (ER, gb, br)]
     if not all(inner):
         terms += [(ALPHA, ga, None), (GAMMA, gb, None)]
     needed = [j for j, _, _ in terms] if not node.conditioned else [j for j, _, _ in terms if j not in (ALPHA, GAMMA)]
-    if not needed:  # two leaves under a conditioned split: nothing below to send to
-        return
     picked = np.take(table[needed], rows.decision(i).astype(np.intp), axis=2)  # (tables, H, rows, Q + 1)
     coef = {j: picked[k, ..., :-1] for k, j in enumerate(needed)}
     if not node.conditioned:
@@ -445,7 +472,7 @@ def _backward_apart(plan: JunctionPlan, i: int, rows, reads, adjoints, q, gl, gr
         rows.send(plan, adjoints, c, child_rows, node.unknown_map[side], ga_side, gb_side)
         gone = np.flatnonzero(went)
         known = (np.take(known_ga, gone, axis=1), np.take(known_gb, gone, axis=1))
-        rows.send(plan, adjoints, c, child_rows[gone], node.known_map[side], *known)
+        rows.send(plan, adjoints, c, gone if child_rows is None else child_rows[gone], node.known_map[side], *known)
 
 
 def _bit_difference(v: np.ndarray) -> np.ndarray:
