@@ -166,6 +166,46 @@ def test_per_row_values_of_the_conditioned_recursion_do_not_depend_on_its_blocks
             np.testing.assert_allclose(a, c, rtol=0, atol=1e-12)
 
 
+
+@pytest.mark.parametrize("family", ["LGBMRegressor", "CatBoost-Lossguide"])
+def test_the_conditioned_recursion_gives_the_same_values_on_every_row_as_on_distinct_sub_patterns(fitted, family):
+    # a node may keep every row instead of its distinct sub-patterns (Tuning.junction_whole_rows):
+    # at no node, at the nodes most rows tell apart, or at every node, global and per-row values
+    # agree to rounding with each other and with the LCA kernel
+    from shap_rsq.kernels.lca import global_values
+    from shap_rsq.kernels.recursion.conditioned import sub_patterns
+    from shap_rsq.kernels.recursion.conditioned_passes import gradient_on_patterns
+    from shap_rsq.kernels.recursion.conditioned_rows import row_gradients
+    from shap_rsq.kernels.row_patterns import split_decisions
+
+    model, X, _y, _w = fitted(family, family == "LGBMRegressor")
+    explainer = RSquaredExplainer(model)._set_engine(kernel="junction")
+    rng = np.random.default_rng(0)
+    checked = 0
+    for unit in explainer._units.units(True):
+        (rows, dtype, first, _inverse), _ = unit.prepare(X, explainer.forest.input_dtype)
+        plan = unit.junction_plan
+        if plan is None:
+            continue
+        left = split_decisions(plan, rows, dtype, rows=first)[:, :-1]
+        w_quad, w_lin = rng.normal(size=(2, len(first)))
+        by_lca = np.zeros(plan.features.max() + 1)
+        for lca_plan, block, codes in unit._coded_blocks(rows, dtype, first, local=False):
+            by_lca[lca_plan.features] += global_values.weighted_gradient(
+                lca_plan, codes, w_quad[block], w_lin[block], unit.tuning
+            )
+        _features, *rows_by_lca = unit._lca_rows(rows, dtype, first)
+        for whole in (2.0, 0.75, 0.0):
+            patterns, at = sub_patterns(plan, left, whole=whole)
+            kept = [p.count == len(first) for p in patterns]
+            assert all(kept) if whole == 0.0 else kept[-1]  # the root tells every row apart
+            grad = gradient_on_patterns(plan, patterns, at[-1], w_quad, w_lin)
+            np.testing.assert_allclose(grad, by_lca[plan.features], rtol=0, atol=1e-11)
+            for a, b in zip(row_gradients(plan, patterns, at, 1 << 40), rows_by_lca, strict=True):
+                np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+        checked += 1
+    assert checked >= 3
+
 def test_consecutive_small_trees_share_one_batch(fitted):
     # batching is the point of these units: one per tree would run thousands of NumPy calls
     catboost = pytest.importorskip("catboost")
