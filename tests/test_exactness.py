@@ -166,7 +166,6 @@ def test_per_row_values_of_the_conditioned_recursion_do_not_depend_on_its_blocks
             np.testing.assert_allclose(a, c, rtol=0, atol=1e-12)
 
 
-
 @pytest.mark.parametrize("family", ["LGBMRegressor", "CatBoost-Lossguide"])
 def test_the_conditioned_recursion_gives_the_same_values_on_every_row_as_on_distinct_sub_patterns(fitted, family):
     # a node may keep every row instead of its distinct sub-patterns (Tuning.junction_whole_rows):
@@ -205,6 +204,7 @@ def test_the_conditioned_recursion_gives_the_same_values_on_every_row_as_on_dist
                 np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
         checked += 1
     assert checked >= 3
+
 
 def test_consecutive_small_trees_share_one_batch(fitted):
     # batching is the point of these units: one per tree would run thousands of NumPy calls

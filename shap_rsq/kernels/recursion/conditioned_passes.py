@@ -44,19 +44,21 @@ def gradient_on_patterns(
     """Shapley values of ``sum_u w_quad[u] m_S(x_u)^2 + w_lin[u] m_S(x_u)`` per local feature ``(K,)``
     over distinct rows ``u`` with weights ``(m,)``, from their :func:`sub_patterns`."""
     q, gl = gauss_legendre(plan.n_q)
-    saved = forward(plan, patterns, q)
+    tables = node_tables(plan, q)
+    saved = forward(plan, patterns, q, tables)
     root = patterns[-1].count
     seed = [np.bincount(root_pattern, weights=w, minlength=root) for w in (w_lin, w_quad)]
     grad = np.zeros(len(plan.features))
-    backward(plan, PatternRows(patterns), saved, [s[None, :, None] for s in seed], q, gl, grad)
+    backward(plan, PatternRows(patterns), saved, [s[None, :, None] for s in seed], q, gl, grad, tables)
     return grad
 
 
-def forward(plan: JunctionPlan, patterns: list[SubPatterns], q: np.ndarray) -> list[tuple]:
-    """Each node's forward values on its sub-patterns, as the reverse pass reads them."""
+def forward(plan: JunctionPlan, patterns: list[SubPatterns], q: np.ndarray, tables: list | None = None) -> list[tuple]:
+    """Each node's forward values on its sub-patterns, as the reverse pass reads them
+    (``tables``: the plan's :func:`node_tables` at ``q``, computed here if not given)."""
     values: list[tuple[np.ndarray, np.ndarray]] = []
     saved = []
-    tables = node_tables(plan, q)
+    tables = node_tables(plan, q) if tables is None else tables
     for node, pat, table in zip(plan.nodes, patterns, tables, strict=True):
         a, b, kept = _forward(node, pat, values, q, table)
         values.append((a, b))
@@ -240,13 +242,14 @@ def _states_summed(g: np.ndarray, states: np.ndarray, n_open: int) -> np.ndarray
     return out
 
 
-def backward(plan: JunctionPlan, rows, saved: list[tuple], seed: list[np.ndarray], q, gl, grad) -> None:
+def backward(plan: JunctionPlan, rows, saved: list[tuple], seed: list[np.ndarray], q, gl, grad, tables=None) -> None:
     """The reverse pass from the root's adjoints ``seed`` (of ``A`` and ``B``, ``(1, rows, 1)``),
-    adding each feature's integrated gradient into ``grad``; it releases ``saved`` as it goes."""
+    adding each feature's integrated gradient into ``grad``; it releases ``saved`` as it goes
+    (``tables`` as in :func:`forward`)."""
     n_q = len(q)
     adjoints: list = [None] * len(plan.nodes)
     adjoints[-1] = tuple(np.broadcast_to(s, (1, s.shape[1], n_q)) for s in seed)
-    tables = node_tables(plan, q)
+    tables = node_tables(plan, q) if tables is None else tables
     for i in range(len(plan.nodes) - 1, -1, -1):
         _backward(plan, i, rows, saved[i], adjoints, q, gl, grad, tables[i])
         adjoints[i] = saved[i] = None

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..quadrature import gauss_legendre
 from .conditioned import JunctionPlan, SubPatterns
-from .conditioned_passes import BlockRows, backward, forward
+from .conditioned_passes import BlockRows, backward, forward, node_tables
 
 __all__ = ["live_states", "reverse_work", "row_gradients"]
 
@@ -30,7 +30,8 @@ def row_gradients(
     sub-patterns at each node are ``at`` (:func:`~.conditioned.sub_patterns`), in blocks of rows
     whose reverse pass holds at most ``row_elements`` floats."""
     q, gl = gauss_legendre(plan.n_q)
-    saved = forward(plan, patterns, q)
+    tables = node_tables(plan, q)
+    saved = forward(plan, patterns, q, tables)
     m, n_features = len(at[-1]), len(plan.features)
     g_quad, g_lin = np.zeros((m, n_features)), np.zeros((m, n_features))
     step = max(1, row_elements // (2 * len(q) * live_states(plan)))
@@ -40,7 +41,7 @@ def row_gradients(
         rows = BlockRows(patterns, [np.tile(a[block], 2) for a in at])
         seed_lin = np.repeat([1.0, 0.0], r)[None, :, None]
         grad = np.zeros((2 * r, n_features))
-        backward(plan, rows, list(saved), [seed_lin, 1.0 - seed_lin], q, gl, grad)
+        backward(plan, rows, list(saved), [seed_lin, 1.0 - seed_lin], q, gl, grad, tables)
         g_lin[block], g_quad[block] = grad[:r], grad[r:]
     return g_quad, g_lin
 
