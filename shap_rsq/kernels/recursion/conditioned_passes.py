@@ -35,7 +35,6 @@ __all__ = ["BlockRows", "PatternRows", "backward", "forward", "gradient_on_patte
 # values are ``a = ALPHA + BL AL + BR AR`` and ``b = GAMMA + LL AL + LR AR + K AL AR + EL BL + ER BR``
 # in its children's values ``A, B`` (a leaf child's terms folded into the constants)
 ALPHA, GAMMA, BL, BR, LL, LR, K, EL, ER = range(9)
-_TABLES = 9
 
 
 def gradient_on_patterns(
@@ -95,7 +94,7 @@ def node_tables(plan: JunctionPlan, q: np.ndarray) -> list[np.ndarray | None]:
     w_u, w_k = w_u[:, None, :, None], w_k[:, None, :, None]
     left = np.array([0.0, 1.0])[None, None, None, :, None]
     rl, rr, cl, cr = (v[:, None, None, None, None] for v in (rho[:, 0], rho[:, 1], leaf[:, 0], leaf[:, 1]))
-    out = np.empty((len(nodes), _TABLES, 2, 2, n_q + 1))
+    out = np.empty((len(nodes), ER + 1, 2, 2, n_q + 1))
     out[:, [BL]] = w_u * rl + w_k * left
     out[:, [BR]] = w_u * rr + w_k * (1.0 - left)
     out[:, [K]] = 2.0 * w_u * rl * rr
