@@ -126,9 +126,14 @@ def weighted_gradient(
             both = np.zeros_like(coef)  # sum_u w_u A_g B_g
             shape = (len(codes), stop - start)
             for rows, gather, sums in _side_sums(chunk, entries, shape, seg_starts, groups, len(q), 1, tuning):
-                weighted = sums * w_quad[rows, None, None, None]
-                both += np.einsum("ugq,ugq->gq", sums[:, 0], weighted[:, 1])
-                gather.add_transposed((weighted[:, ::-1] * weight).reshape(-1, len(q)), hist)
+                # each side's cotangent is the other side's sums times w_u C_g: written in place,
+                # side by side, with no weighted copy of both sides and no reversed strided pass
+                cotangent = np.empty_like(sums)
+                np.multiply(sums[:, 1], w_quad[rows, None, None], out=cotangent[:, 0])
+                both += np.einsum("ugq,ugq->gq", sums[:, 0], cotangent[:, 0])
+                np.multiply(sums[:, 0], w_quad[rows, None, None], out=cotangent[:, 1])
+                cotangent *= weight
+                gather.add_transposed(cotangent.reshape(-1, len(q)), hist)
             per_group[groups] = np.einsum("gq,gtq,q->gt", both, dcoef, gl)
         z = hist * chunk.values
         out += ChunkBlocks(plan, blocks, chunk, q).global_slopes(chunk, cells, z, plan.n_features)
