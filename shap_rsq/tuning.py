@@ -108,6 +108,15 @@ class Tuning:
         Float64 elements of one temporary array in the LCA kernel (4 MB): its passes are
         memory-bound products, and blocks that stay in cache ran 1.2-1.3x faster than 64 MB ones.
         Benchmark: ``benchmarks/deep.py`` (``rf-10``, ``xgb-12``).
+    side_block_elements : int
+        Float64 elements of a block of rows in the global LCA kernel's side sums and cotangents
+        (``kernels.lca.global_values``, 1 MB): a block's (row, item) entries, its
+        ``(rows, sides, groups, nodes)`` sums and cotangents are read and written a few times each,
+        and the blocks of ``block_elements`` (4 MB each) fell out of a core's 2 MB L2 cache: on
+        an Intel Xeon, ``rsq`` of XGBoost depth 6 and 8 (n = 1,000) took 1.1-1.3x less CPU time
+        at 2^16-2^17 than at 2^19, and 2^21 took 1.3x more.  Benchmark:
+        ``python benchmarks/bench.py xgb-d6 depth-6 depth-8`` (docs/benchmarks.md, "Deep XGBoost:
+        global rsq").
     chunk_cells : int
         Table entries of one chunk of cross items (``kernels.batching.chunks``), whose value and
         cotangent tables every row block reads and writes at random: 2^13 entries x 8 nodes x 2
@@ -398,6 +407,7 @@ class Tuning:
     min_chunk_rows: int = 256
     pattern_elements: int = 1 << 31
     block_elements: int = 1 << 19
+    side_block_elements: int = 1 << 17
     chunk_cells: int = 1 << 13
     dense_slots: int = 1 << 22
     tabulate_cells: int = 1 << 17
@@ -475,6 +485,12 @@ class Tuning:
         temporaries are alive at once beside the kernel's blocks of patterns (binds below 256 MiB;
         at 16 MiB a deep tree's fixed 4 MB temporaries alone passed the budget)."""
         return max(1, min(self.block_elements, self.memory_budget // 512))
+
+    @property
+    def side_block_elements_within(self) -> int:
+        """``side_block_elements``, at most a 512th of the budget in float64 elements (as
+        :attr:`block_elements_within`)."""
+        return max(1, min(self.side_block_elements, self.memory_budget // 512))
 
     @property
     def routing_elements_within(self) -> int:

@@ -209,7 +209,7 @@ def test_results_do_not_depend_on_jobs_blocks_or_budget():
     expected = reference.rsq(X, y, sample_weight=w)
     expected_local = reference(X, y, sample_weight=w).values
     settings = [
-        {"tuning": replace(MIXED, block_elements=1 << 10, chunk_elements=1 << 12)},
+        {"tuning": replace(MIXED, block_elements=1 << 10, side_block_elements=1 << 10, chunk_elements=1 << 12)},
         {"tuning": replace(MIXED, memory_budget=1 << 24)},
         {"kernel": "pairs", "tuning": replace(DEFAULT_TUNING, parallel_work=0.0)},
         {"tuning": replace(PIECES, parallel_work=0.0, max_lca_items=800)},

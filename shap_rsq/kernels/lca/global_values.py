@@ -151,7 +151,7 @@ def _side_sums(
     with wider temporaries."""
     n_groups = groups.stop - groups.start
     n_rows, n_items = shape
-    blocks = list(_blocks(n_rows, n_items * n_q * per_q, tuning.block_elements_within))
+    blocks = list(_blocks(n_rows, n_items * n_q * per_q, tuning.side_block_elements_within))
     indptr = None
     for rows in blocks:
         entry = entries(rows)
