@@ -113,8 +113,10 @@ class Tuning:
         (``kernels.lca.global_values``, 1 MB): a block's (row, item) entries, its
         ``(rows, sides, groups, nodes)`` sums and cotangents are read and written a few times each,
         and the blocks of ``block_elements`` (4 MB each) fell out of a core's 2 MB L2 cache: on
-        an Intel Xeon, ``rsq`` of XGBoost depth 6 and 8 (n = 1,000) took 1.1-1.3x less CPU time
-        at 2^16-2^17 than at 2^19, and 2^21 took 1.3x more.  Benchmark:
+        an Intel Xeon (2 MB L2 a core), ``rsq`` of XGBoost depth 6 and 8 (n = 1,000) took 1.1-1.3x
+        less CPU time at 2^16-2^17 than at 2^19, and 2^21 took 1.3x more (alternating in one
+        process on a loaded machine; ``block_elements`` at 2^17 for the other kernels gained
+        nothing).  Benchmark:
         ``python benchmarks/bench.py xgb-d6 depth-6 depth-8`` (docs/benchmarks.md, "Deep XGBoost:
         global rsq").
     chunk_cells : int
