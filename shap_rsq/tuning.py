@@ -328,27 +328,49 @@ class Tuning:
         pieces holds (arrays over its paths): 330 measured while compiling the pieces of a deep
         tree with 434 leaves and 11,284 entries (3,000-4,000 items each), a quarter of it kept.
         Measured with ``tracemalloc`` by hand (no script).
-    lca_seconds : float
-        Seconds per unit of LCA work (``lca_work``) and row on one core, for the time estimate
-        shown with ``progress=True`` (1.7-2.0 ns measured on XGBoost of depth 12 and forests of
-        depth 10 on 2,000-10,000 rows, 0.9 on LightGBM with 255 leaves).
-        Benchmark: ``benchmarks/deep.py --estimate`` (estimate against the time).
-    lca_dense_seconds : float
-        ... for trees with pair nodes, per item x quadrature node (about 3.6 ns on fully grown
-        trees, whose items rarely share cells: with ``pair_seconds`` the estimates of a fully grown
-        tree on 500 and 2,000 rows meet the 4.8 s and 488 s measured).
-        Benchmark: ``benchmarks/deep.py --estimate tree-full``.
-    pair_seconds : float
-        ... per pair x feature x quadrature node and row of the per-pair kernel (about 0.6 ns on a
-        fully grown tree since a pair's product comes from logarithms; 2.3 ns before).
-        Benchmark: ``benchmarks/deep.py --estimate tree-full``.
+    estimate_lca_seconds, estimate_lca_local_seconds, estimate_junction_share, estimate_dense_seconds, \
+    estimate_pair_seconds, estimate_tree_seconds, estimate_compile_seconds, estimate_split_row_seconds, \
+    estimate_table_seconds, estimate_observed_seconds, estimate_small_local_seconds, estimate_call_seconds : float
+        The up-front time estimate of a call (``engine.estimates.unit_seconds``), in CPU seconds of
+        one core per unit of each kernel's work: LCA items x quadrature nodes per row pattern, for
+        global and per-row values (measured on XGBoost of depth 6-8 and forests of depth 6-10); the
+        share of that rate for leaf-wise trees the conditioned recursion may take (LightGBM with 31
+        leaves, 1,000 rows and the 53,940 diamonds); items and leaf pairs x features per pattern of
+        trees with pair nodes (a fully grown tree on 500 rows); a tree's own passes of NumPy calls,
+        per tree and call whatever its size (most of the time of small trees: depth-4 XGBoost);
+        compiling a plan per item x quadrature node, first call only (XGBoost of depth 8); routing
+        a row through a split, the tables of small trees (the paper's boosters, CatBoost); the root
+        of a depth-4 batch per tree and observed pattern, a small tree's per-row gather (depth-4
+        XGBoost, per-row); a call's checks of its inputs and outputs.  Calibrated on 2026-12-06, on
+        a loaded machine, each against the CPU time of the kind of unit it prices: to calibrate
+        again after a kernel changes, multiply a
+        kind's constant by its measured / estimated.
+        Benchmark: ``benchmarks/estimate_accuracy.py --units`` (its table in docs/benchmarks.md).
+    estimate_sample_rows, estimate_sample_elements : int
+        Rows drawn (a fixed seed) to count each tree's distinct split patterns for the estimate
+        (``engine.estimates.pattern_counts``), and elements of one block of their decisions: 512
+        rows through 300 trees of 31 leaves take about 30 ms, against calls of 10 s or more (the
+        count is only taken for calls whose bound passes ``progress_seconds``).  A bound on the
+        estimate's cost, not tuned.
+    progress_seconds : float
+        ``progress="auto"`` (the default) shows a progress bar for calls estimated at this many
+        seconds or more on one core, as tqdm-style libraries do for calls of more than a few
+        seconds; the bar's label gives the estimate from here on.
+        Benchmark: ``benchmarks/estimate_accuracy.py`` (the estimate is within 2x).
+    estimate_jobs_overhead : float
+        A call whose blocks of trees go to ``k`` worker processes is estimated at its time on one
+        core over ``k``, times one plus this: hand-over and blocks of unequal cost.
+        Benchmark: ``benchmarks/estimate_accuracy.py --jobs 2``.
+    late_bar_seconds : float
+        A call below ``progress_seconds`` with ``progress="auto"`` opens its bar part-way when,
+        after this many seconds, the trees done project its total past ``progress_seconds``: the
+        estimate is within 2x, and a call it puts at 6 s that takes 20 s still shows a bar.
+        Not timed: short beside ``progress_seconds``, long enough for a few trees to count.
     long_call_seconds : float
-        A call estimated at this many seconds or more on one core warns first when no progress
-        bar was asked for (``engine.estimates``): a forest of 100 fully grown trees on 3,000 rows
-        is estimated at an hour and ran silently.  Two minutes, because the estimate is within
-        about 3x on deep trees and over-counts trees whose rows share split patterns (shallow
-        boosters on many rows), which take seconds.
-        Benchmark: ``benchmarks/estimate.py time`` (fully grown forests) and ``benchmarks/deep.py --estimate``.
+        A call estimated at this many seconds or more on one core warns first
+        (:class:`~shap_rsq.LongCallWarning`, with what shortens it) unless ``progress=True`` was
+        asked for: a forest of 100 fully grown trees on 3,000 rows is estimated at an hour.
+        Benchmark: ``benchmarks/estimate_accuracy.py`` and ``benchmarks/estimate.py time``.
     projection_seconds : float
         Interaction shares, which have no up-front estimate, project their total from the trees
         done once they have run this long (``engine.estimates.Projection``): long enough for a
@@ -441,9 +463,23 @@ class Tuning:
     lca_item_bytes: int = 1280
     lca_kept_item_bytes: int = 480
     lca_path_bytes: int = 360
-    lca_seconds: float = 2.0e-9
-    lca_dense_seconds: float = 3.6e-9
-    pair_seconds: float = 0.6e-9
+    estimate_lca_seconds: float = 3.5e-9
+    estimate_lca_local_seconds: float = 5.5e-9
+    estimate_junction_share: float = 0.45
+    estimate_dense_seconds: float = 7e-9
+    estimate_pair_seconds: float = 1.2e-9
+    estimate_tree_seconds: float = 3e-3
+    estimate_compile_seconds: float = 7e-8
+    estimate_split_row_seconds: float = 4e-9
+    estimate_table_seconds: float = 1e-6
+    estimate_observed_seconds: float = 2.5e-6
+    estimate_small_local_seconds: float = 1.5e-6
+    estimate_call_seconds: float = 0.02
+    estimate_sample_rows: int = 512
+    estimate_sample_elements: int = 1 << 22
+    estimate_jobs_overhead: float = 0.15
+    progress_seconds: float = 10.0
+    late_bar_seconds: float = 2.0
     long_call_seconds: float = 120.0
     projection_seconds: float = 10.0
     interaction_code_bits: int = 40

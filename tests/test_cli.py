@@ -173,9 +173,13 @@ def test_a_long_call_is_announced_in_the_commands_words(files, tmp_path, capsys,
     assert code == 0, err
     warning = [line for line in err.splitlines() if "estimated to take about" in line]
     assert len(warning) == 1 and warning[0].startswith("shap-rsq: warning: The exact R² shares of")
-    assert "--progress shows a progress bar" in warning[0] and "--n-jobs -1 uses every core" in warning[0]
+    # by default a bar follows the warning; --progress shows it without
+    assert "A progress bar follows; --progress shows it without this warning" in warning[0]
+    assert "--n-jobs -1 uses every core" in warning[0]
     assert "RSquaredExplainer(" not in warning[0] and "n_jobs=" not in warning[0]
     assert "LongCallWarning" not in err  # not Python's format, with the console script's path
+    code, _, err = run([*argv, "--no-progress"], capsys)
+    assert code == 0 and "--progress shows a progress bar" in err
     code, _, err = run([*argv, "--progress"], capsys)
     assert code == 0 and "estimated to take about" not in err
 

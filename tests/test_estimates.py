@@ -132,3 +132,97 @@ def test_interaction_shares_show_a_bar_instead(capsys):
         explainer.rsq_interactions(X, y)
     assert not _long_call_warnings(record)
     assert "trees (interaction shares)" in capsys.readouterr().err
+
+
+# the default progress="auto": a bar for calls estimated at Tuning.progress_seconds or more
+BAR_ALWAYS = replace(DEFAULT_TUNING, progress_seconds=0.0)
+
+
+def _small_forest():
+    X, y = _data(200, 5)
+    return RandomForestRegressor(3, max_depth=6, random_state=0).fit(X, y), X, y
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_the_default_shows_a_bar_above_the_threshold_and_none_below(capsys, local):
+    model, X, y = _small_forest()
+    explainer = RSquaredExplainer(model)
+    assert explainer.progress == "auto"
+
+    def run(explainer):
+        return explainer(X, y).values if local else explainer.rsq(X, y)
+
+    expected = run(explainer)
+    assert "trees" not in capsys.readouterr().err  # estimated far below 10 s: no bar
+    values = run(RSquaredExplainer(model)._set_engine(tuning=BAR_ALWAYS))
+    assert "trees" in capsys.readouterr().err
+    np.testing.assert_array_equal(values, expected)  # a bar changes nothing
+
+
+def test_progress_false_shows_no_bar_whatever_the_estimate(capsys):
+    model, X, y = _small_forest()
+    RSquaredExplainer(model, progress=False)._set_engine(tuning=BAR_ALWAYS).rsq(X, y)
+    assert "trees" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("progress", "warned"), [("auto", "A progress bar follows"), (False, "shows a progress bar")])
+def test_a_long_call_warns_unless_the_bar_was_asked_for(capsys, progress, warned):
+    model, X, y = _small_forest()
+    explainer = RSquaredExplainer(model, progress=progress)._set_engine(tuning=ALWAYS)
+    with pytest.warns(LongCallWarning, match="estimated to take about") as record:
+        explainer.rsq(X, y)
+    assert len(_long_call_warnings(record)) == 1 and warned in str(record[0].message)
+    # ALWAYS keeps the 10 s threshold: the bar is deferred and never opens on this quick call
+    assert "trees" not in capsys.readouterr().err
+
+
+def test_a_deferred_bar_opens_only_when_the_trees_done_project_past_the_threshold(capsys):
+    from shap_rsq.engine.estimates import Deferred, progress_bar
+
+    opens = replace(DEFAULT_TUNING, late_bar_seconds=0.0, progress_seconds=0.0)
+    with progress_bar(4, Deferred("trees (late)", opens)) as bar:
+        bar.update(1)
+        bar.update(1)
+    assert "trees (late)" in capsys.readouterr().err
+    never = replace(DEFAULT_TUNING, late_bar_seconds=0.0, progress_seconds=1e9)
+    with progress_bar(4, Deferred("trees (late)", never)) as bar:
+        for _ in range(4):
+            bar.update(1)
+    assert "trees (late)" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("progress", ["yes", None, 1, "True"])
+def test_progress_must_be_true_false_or_auto(progress):
+    model, _, _ = _small_forest()
+    with pytest.raises(ValueError, match="progress must be True, False or 'auto'"):
+        RSquaredExplainer(model, progress=progress)
+
+
+def test_the_pattern_count_saturates_on_discrete_rows_and_grows_on_continuous_ones():
+    from shap_rsq.engine.estimates import pattern_counts
+
+    rng = np.random.default_rng(0)
+    n = 20_000
+    binary = rng.integers(0, 2, size=(n, 3)).astype(float)
+    continuous = rng.normal(size=(n, 3))
+    y = binary @ [1.0, 2.0, 3.0] + continuous @ [1.0, -1.0, 0.5]
+    for X, low, high in ((binary, 1, 8), (continuous, 0.5 * n, n)):
+        model = RandomForestRegressor(3, max_depth=6, random_state=0).fit(X, y)
+        nodes = RSquaredExplainer(model).forest.nodes
+        counts = pattern_counts(nodes, X)
+        # three binary columns have 8 rows in all; continuous rows reach about one pattern each
+        assert np.all(counts >= low) and np.all(counts <= high), counts
+
+
+def test_the_estimate_counts_patterns_not_rows_on_discrete_data():
+    from shap_rsq.engine.estimates import estimated_seconds, pattern_counts
+
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 3, size=(50_000, 4)).astype(float)
+    y = X @ [1.0, 2.0, -1.0, 0.5] + rng.normal(size=len(X))
+    model = RandomForestRegressor(2, max_depth=8, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)
+    units = explainer._units.units(False)
+    bound = estimated_seconds(units, len(X), DEFAULT_TUNING)
+    counted = estimated_seconds(units, len(X), DEFAULT_TUNING, patterns=pattern_counts(explainer.forest.nodes, X))
+    assert counted < bound / 10  # 3^4 = 81 distinct rows, not 50,000

@@ -196,7 +196,12 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument(
         "--n-jobs", type=_n_jobs, metavar="N", help="processes over blocks of trees (-1: all cores, -2: all but one)"
     )
-    explain.add_argument("--progress", action="store_true", help="show a progress bar over trees")
+    explain.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default="auto",
+        help="show a progress bar over trees (default: for runs estimated at 10 s or more)",
+    )
     explain.add_argument(
         "--groups",
         metavar="JSON|YAML",

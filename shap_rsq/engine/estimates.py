@@ -20,40 +20,145 @@ import contextlib
 import time
 import warnings
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ..exceptions import LongCallWarning
+from ..kernels.enumeration.small_trees import HeapUnit, ObliviousUnit
 from ..kernels.lca.hybrid import HybridUnit
 from ..kernels.lca.unit import LcaUnit
-from ..models.node_arrays import NodeArrays
+from ..models.node_arrays import NodeArrays, goes_left
 from ..tuning import DEFAULT_TUNING, Tuning
 from .rows import user_stacklevel
 
 __all__ = [
+    "Deferred",
     "LongCallWarning",
+    "Progress",
     "Projection",
+    "announce",
+    "as_progress",
+    "call_seconds",
     "estimated_seconds",
+    "named",
+    "pattern_counts",
     "progress_bar",
     "progress_label",
     "trees_named",
+    "unit_seconds",
+    "wall_seconds",
     "warn_if_long",
     "warn_if_long_sample",
 ]
 
 
-def estimated_seconds(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> float:
-    """Rough time of a call on one core, from the units' work estimates (within about 3x on the
-    deep trees of ``benchmarks/deep.py``; shallow trees, whose rows share split patterns, take less)."""
-    lca = dense = pairs = 0.0
-    for unit in units:
-        if isinstance(unit, HybridUnit) and unit.dense:
-            dense += unit.work
-            pairs += unit.pair_work
-        elif isinstance(unit, LcaUnit):
-            lca += unit.work
-    return n_rows * (tuning.lca_seconds * lca + tuning.lca_dense_seconds * dense + tuning.pair_seconds * pairs)
+def estimated_seconds(
+    units: Sequence,
+    n_rows: int,
+    tuning: Tuning = DEFAULT_TUNING,
+    *,
+    local: bool = False,
+    patterns: np.ndarray | None = None,
+) -> float:
+    """Time of a call on one core, in seconds, from what the units count before they run.
+
+    ``patterns`` holds the distinct split patterns of the rows in each tree of the forest
+    (:func:`pattern_counts`); ``None`` takes every row as its own pattern, an upper bound (the LCA
+    kernel and the pairs work per pattern, and rows that share them cost once).  The seconds per
+    unit of each kernel's work are ``Tuning.estimate_*``; see :func:`unit_seconds`."""
+    return tuning.estimate_call_seconds + float(
+        sum(unit_seconds(unit, n_rows, local, patterns, tuning) for unit in units)
+    )
+
+
+def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tuning: Tuning = DEFAULT_TUNING) -> float:
+    """One unit's estimated seconds on ``n_rows`` rows: routing and row weights for every row and
+    split, then its kernel's work (``patterns``: see :func:`estimated_seconds`).
+
+    * small trees (``HeapUnit``, ``ObliviousUnit``): their tables (``unit.work``), and for per-row
+      values a gather per row and tree;
+    * the LCA kernel (``LcaUnit``): items x quadrature nodes (``unit.work``) per pattern, and its
+      compilation when the plan is not compiled yet; trees the conditioned recursion may take
+      (leaf-wise, ``unit.junction``) at their own rate;
+    * trees with pair nodes (``HybridUnit.dense``): items per pattern and pairs x features per
+      pattern (``pair_work``).
+    """
+    trees = len(unit.trees)
+    seconds = tuning.estimate_split_row_seconds * n_rows * _splits(unit)
+    if isinstance(unit, HeapUnit | ObliviousUnit):
+        if isinstance(unit, HeapUnit) and unit.observed:  # the root on the patterns that occur
+            found = np.full(trees, float(n_rows)) if patterns is None else patterns[unit.trees]
+            seconds += tuning.estimate_observed_seconds * float(np.minimum(found, unit.n_patterns).sum())
+        if isinstance(unit, HeapUnit):  # (a symmetric batch builds its tables with the unit)
+            seconds += tuning.estimate_table_seconds * unit.work
+        if local:
+            seconds += tuning.estimate_small_local_seconds * n_rows * trees
+        return seconds
+    if not isinstance(unit, LcaUnit):
+        return seconds
+    # a tree of s splits has at most 2^s patterns
+    found = min(float(n_rows if patterns is None else patterns[unit.trees[0]]), 2.0 ** min(_splits(unit), 1000))
+    if isinstance(unit, HybridUnit) and unit.dense:
+        seconds += found * (tuning.estimate_dense_seconds * unit.work + tuning.estimate_pair_seconds * unit.pair_work)
+    else:
+        rate = tuning.estimate_lca_local_seconds if local else tuning.estimate_lca_seconds
+        if unit.junction is not None:
+            rate *= tuning.estimate_junction_share
+        seconds += rate * found * unit.work
+    seconds += tuning.estimate_tree_seconds  # a tree's own passes of NumPy calls
+    if unit._plan is None and unit._junction_plan is None:  # compiled on its first call
+        seconds += tuning.estimate_compile_seconds * unit.work
+    return seconds
+
+
+def _splits(unit) -> int:
+    """Split nodes of a unit's trees (its rows are routed through each)."""
+    if isinstance(unit, LcaUnit):
+        return int(np.sum(unit.tree.left >= 0))
+    if isinstance(unit, ObliviousUnit):  # one split a level
+        return len(unit.trees) * unit.batch.depth
+    return len(unit.trees) * ((1 << unit.batch.depth) - 1)
+
+
+def pattern_counts(nodes: NodeArrays, X: np.ndarray, dtype=None, tuning: Tuning = DEFAULT_TUNING) -> np.ndarray:
+    """``(T,)`` estimated number of distinct split patterns of the rows of ``X`` in each tree.
+
+    The patterns of ``Tuning.estimate_sample_rows`` rows drawn at random (a fixed seed: the
+    estimate does not move from call to call) and of half of them give the growth ``d(m) ~ m^a``
+    of distinct patterns with rows, extrapolated to all rows (at most one a row): continuous
+    features give every row its own pattern (``a = 1``), discrete ones saturate (``a`` near 0).
+    """
+    n = X.shape[0]
+    m = min(n, tuning.estimate_sample_rows)
+    rng = np.random.default_rng(0)
+    sample = X[rng.choice(n, m, replace=False)] if m < n else X
+    if dtype is not None:
+        sample = sample.astype(dtype)
+    internal = (nodes.left >= 0) & (nodes.depth >= 0)
+    # each tree's decisions hashed to one 64-bit key a row: the sum of random keys of the splits it goes left at
+    salt = rng.integers(1, np.iinfo(np.int64).max, size=nodes.left.shape, dtype=np.int64).astype(np.uint64)
+    feature = np.maximum(nodes.feature, 0)
+    default_left = nodes.default == nodes.left
+    full, half = np.zeros(len(internal)), np.zeros(len(internal))
+    step = max(1, tuning.estimate_sample_elements // max(1, m * internal.shape[1]))
+    for start in range(0, len(internal), step):
+        trees = slice(start, start + step)
+        left = goes_left(sample[:, feature[trees]], nodes.threshold[trees], default_left[trees]) & internal[trees]
+        keys = np.where(left, salt[trees], np.uint64(0)).sum(axis=2, dtype=np.uint64)  # (m, trees)
+        full[trees] = _distinct(keys)
+        half[trees] = _distinct(keys[: max(1, m // 2)])
+    if m == n:
+        return full
+    growth = np.clip(np.log2(full / half), 0.0, 1.0)
+    return np.minimum(float(n), full * (n / m) ** growth)
+
+
+def _distinct(keys: np.ndarray) -> np.ndarray:
+    """``(T,)`` distinct values of each column of ``keys``."""
+    ordered = np.sort(keys, axis=0)
+    return 1.0 + np.sum(ordered[1:] != ordered[:-1], axis=0)
 
 
 def _duration(seconds: float) -> str:
@@ -68,57 +173,156 @@ def trees_named(n_trees: int) -> str:
     return "this tree" if n_trees == 1 else f"these {n_trees:,} trees"
 
 
+@dataclass(frozen=True)
+class Progress:
+    """Whether a call shows a progress bar: always (``True``), never (``False``), or when it is
+    estimated to take ``Tuning.progress_seconds`` or more (``"auto"``); ``name`` says whose bar it
+    is (one output of several)."""
+
+    show: bool | str = "auto"
+    name: str | None = None
+
+
+def as_progress(progress: bool | str | Progress) -> Progress:
+    """``progress`` as the explainer holds it (``True``, ``False`` or ``"auto"``; any other text is
+    the name of an output's bar, which is shown) as a :class:`Progress`."""
+    if isinstance(progress, Progress):
+        return progress
+    if isinstance(progress, str):
+        return Progress("auto") if progress == "auto" else Progress(True, progress)
+    return Progress(bool(progress))
+
+
+def named(progress: bool | str | Progress, name: str) -> Progress:
+    """``progress`` for the bar of one output (``name``) of several."""
+    return replace(as_progress(progress), name=name)
+
+
+def call_seconds(units: Sequence, nodes: NodeArrays, X: np.ndarray, dtype, local: bool, tuning: Tuning) -> float:
+    """A call's estimated seconds on one core: the bound that takes every row as its own pattern,
+    refined by each tree's counted patterns (:func:`pattern_counts`) only when the bound reaches
+    ``Tuning.progress_seconds`` (short calls pay nothing for it)."""
+    bound = estimated_seconds(units, X.shape[0], tuning, local=local)
+    if bound < tuning.progress_seconds:
+        return bound
+    patterns = pattern_counts(nodes, X, dtype, tuning)
+    return estimated_seconds(units, X.shape[0], tuning, local=local, patterns=patterns)
+
+
+def wall_seconds(seconds: float, units: Sequence, n_rows: int, n_jobs: int | None, tuning: Tuning) -> tuple[float, int]:
+    """The seconds a call of ``seconds`` on one core takes on the worker processes it will use, and
+    how many: blocks of trees go to workers only past ``Tuning.parallel_work`` (as
+    ``engine.run`` decides), each worker then taking its share plus ``estimate_jobs_overhead``."""
+    from joblib import effective_n_jobs
+
+    if n_rows * sum(unit.parallel_work for unit in units) < tuning.parallel_work:
+        return seconds, 1
+    jobs = max(1, min(effective_n_jobs(n_jobs), len(units)))
+    return (seconds if jobs == 1 else seconds / jobs * (1.0 + tuning.estimate_jobs_overhead)), jobs
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A bar that opens part-way (``progress="auto"`` below the threshold): once the call has run
+    ``Tuning.late_bar_seconds`` and the trees done project its total past ``progress_seconds``,
+    the up-front estimate having fallen short."""
+
+    label: str
+    tuning: Tuning = DEFAULT_TUNING
+
+
+def announce(
+    units: Sequence,
+    nodes: NodeArrays,
+    X: np.ndarray,
+    dtype,
+    *,
+    local: bool,
+    progress: bool | str | Progress,
+    n_jobs: int | None = 1,
+    warn_long: bool = True,
+    tuning: Tuning = DEFAULT_TUNING,
+) -> str | Deferred | bool:
+    """What a call shows before it starts, from its estimated time: the bar's label (a text), a
+    :class:`Deferred` bar, or ``False`` for none; and, first, :class:`LongCallWarning` for a call
+    estimated at ``Tuning.long_call_seconds`` or more on one core unless the caller asked for the
+    bar (``progress=True``) or the caller warns itself (``warn_long=False``).
+
+    ``progress="auto"`` shows the bar from the start when the call is estimated at
+    ``Tuning.progress_seconds`` or more on the workers it uses (``n_jobs``), else defers it."""
+    progress = as_progress(progress)
+    if progress.show is False and not warn_long:
+        return False
+    seconds = call_seconds(units, nodes, X, dtype, local, tuning)
+    if warn_long and progress.show is not True:
+        _warn(_long_call_text(seconds, nodes, X.shape[0], local, progress.show == "auto", tuning))
+    if progress.show is False:
+        return False
+    wall, jobs = wall_seconds(seconds, units, X.shape[0], n_jobs, tuning)
+    label = _label(wall, jobs, progress.name)
+    if progress.show is True or wall >= tuning.progress_seconds:
+        return label
+    return Deferred(label, tuning)
+
+
+def _label(seconds: float, jobs: int, name: str | None) -> str:
+    """The bar's label: the trees, and the estimated time when it is worth saying."""
+    label = "trees"
+    if seconds >= 10:
+        label += f" (estimated {_duration(seconds)} on {'one core' if jobs == 1 else f'{jobs} workers'})"
+    return label if name is None else f"{name}: {label}"
+
+
 def progress_label(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> str:
-    """The progress bar's label: the trees, and the estimated time when it is worth saying."""
-    seconds = estimated_seconds(units, n_rows, tuning)
-    if seconds < 10:
-        return "trees"
-    return f"trees (estimated {_duration(seconds)} on one core)"
+    """The progress bar's label on one core, with every row its own pattern (see :func:`announce`)."""
+    return _label(estimated_seconds(units, n_rows, tuning), 1, None)
 
 
 def long_call_message(
     units: Sequence, nodes: NodeArrays, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING
 ) -> str | None:
     """What to tell the caller before a call estimated at ``tuning.long_call_seconds`` or more
-    (``None`` below): the estimate, the trees that make it, and what shortens it."""
-    seconds = _long_seconds(units, n_rows, tuning)
-    if seconds is None:
+    (``None`` below), with every row its own pattern: the estimate, the trees that make it, and
+    what shortens it."""
+    return _long_call_text(estimated_seconds(units, n_rows, tuning, local=local), nodes, n_rows, local, False, tuning)
+
+
+def _long_call_text(
+    seconds: float, nodes: NodeArrays, n_rows: int, local: bool, bar: bool, tuning: Tuning
+) -> str | None:
+    """:func:`long_call_message` of ``seconds``; ``bar``: a progress bar follows (``progress="auto"``)."""
+    if seconds < tuning.long_call_seconds:
         return None
-    leaves = nodes.tree_leaves
-    what, of = (
-        ("per-row R² shares", "; that of R² shares alone: per-row shares take up to 2x as long")
-        if local
-        else ("R² shares", "")
+    shown = (
+        "A progress bar follows; RSquaredExplainer(progress=True), or --progress on the command line, shows it "
+        "without this warning."
+        if bar
+        else "RSquaredExplainer(progress=True), or --progress on the command line, shows a progress bar."
     )
+    leaves = nodes.tree_leaves
+    what = "per-row R² shares" if local else "R² shares"
     return (
         f"The exact {what} of {trees_named(len(leaves))} (up to {int(leaves.max()):,} leaves and depth "
         f"{int(nodes.tree_depth.max())}) on {n_rows:,} rows are estimated to take about {_duration(seconds)} on "
-        f"one core (a rough estimate, within about 3x{of}): their cost grows with leaves, depth and the features "
-        "a path uses more than once.  RSquaredExplainer(progress=True), or --progress on the command line, shows a "
-        "progress bar.  To take less time: n_jobs=-1 uses every core; smaller trees (max_depth, min_samples_leaf, "
-        "max_leaf_nodes) cost far less; shap_rsq.estimate_rsq estimates the shares, with standard errors, from a "
-        "sample of rows (n_sample: fewer rows, less time)."
+        "one core (within about 2x): their cost grows with leaves, depth and the features a path uses more than "
+        f"once.  {shown}  To take less time: n_jobs=-1 uses every core; smaller trees (max_depth, "
+        "min_samples_leaf, max_leaf_nodes) cost far less; shap_rsq.estimate_rsq estimates the shares, with "
+        "standard errors, from a sample of rows (n_sample: fewer rows, less time)."
     )
 
 
 def long_sample_message(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> str | None:
     """What to tell the caller of ``estimate_rsq`` before its ``n_rows`` drawn rows' exact per-row
     shares, estimated at ``tuning.long_call_seconds`` or more (``None`` below)."""
-    seconds = _long_seconds(units, n_rows, tuning)
-    if seconds is None:
+    seconds = estimated_seconds(units, n_rows, tuning, local=True)
+    if seconds < tuning.long_call_seconds:
         return None
     return (
         f"estimate_rsq(n_sample={n_rows}): the exact per-row R² shares of the {n_rows:,} rows drawn are estimated "
-        f"to take about {_duration(seconds)} on one core (a rough estimate, within about 3x), plus one TreeSHAP "
-        "pass over every row.  Fewer rows (n_sample) take less time and give larger standard errors; n_jobs=-1 "
-        "uses every core; RSquaredExplainer(progress=True) shows progress bars."
+        f"to take about {_duration(seconds)} on one core (within about 2x), plus one TreeSHAP pass over every "
+        "row.  Fewer rows (n_sample) take less time and give larger standard errors; n_jobs=-1 uses every core; "
+        "RSquaredExplainer(progress=True) shows progress bars without this warning."
     )
-
-
-def _long_seconds(units: Sequence, n_rows: int, tuning: Tuning) -> float | None:
-    """The estimated seconds of a call, when they reach ``tuning.long_call_seconds``."""
-    seconds = estimated_seconds(units, n_rows, tuning)
-    return seconds if seconds >= tuning.long_call_seconds else None
 
 
 def warn_if_long(units: Sequence, nodes: NodeArrays, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING) -> None:
@@ -139,8 +343,9 @@ def _warn(message: str | None) -> None:
 
 
 class Projection:
-    """Warn once, part-way through a call of many trees without a progress bar, when the time its
-    first trees took projects past ``tuning.long_call_seconds`` (trees weighed by ``weights``)."""
+    """Warn once, part-way through a call of many trees not shown with ``progress=True``, when
+    the time its first trees took projects past ``tuning.long_call_seconds`` (trees weighed by
+    ``weights``)."""
 
     def __init__(self, weights: np.ndarray, what: str, advice: str, tuning: Tuning = DEFAULT_TUNING):
         self.total = float(np.sum(weights))
@@ -166,16 +371,47 @@ class Projection:
             )
 
 
+class _LateBar:
+    """A :class:`Deferred` bar: counts the trees done, and opens a tqdm bar (from the trees done
+    so far) once the call has run ``late_bar_seconds`` and projects past ``progress_seconds``."""
+
+    def __init__(self, total: int, deferred: Deferred):
+        self.total, self.done, self.deferred = total, 0, deferred
+        self.start = time.perf_counter()
+        self.bar = None
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+            return
+        elapsed = time.perf_counter() - self.start
+        tuning = self.deferred.tuning
+        if elapsed < tuning.late_bar_seconds or not 0 < self.done < self.total:
+            return
+        if elapsed * self.total / self.done >= tuning.progress_seconds:
+            self.bar = _tqdm(self.total, self.deferred.label, initial=self.done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _tqdm(total: int, label: str, initial: int = 0):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=label, unit="tree", initial=initial)
+
+
 @contextlib.contextmanager
-def progress_bar(total: int, label: str | bool) -> Iterator[Any]:
-    """A tqdm bar over ``total`` trees (``None`` without ``label``), closed however the run ends: a
-    bar left open by an error was drawn again under the next call's and at exit."""
+def progress_bar(total: int, label: str | bool | Deferred) -> Iterator[Any]:
+    """A tqdm bar over ``total`` trees (``None`` without ``label``; a bar that may open part-way for
+    a :class:`Deferred` one), closed however the run ends: a bar left open by an error was drawn
+    again under the next call's and at exit."""
     if not label:
         yield None
         return
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=total, desc=label, unit="tree")
+    bar = _LateBar(total, label) if isinstance(label, Deferred) else _tqdm(total, label)
     try:
         yield bar
     finally:

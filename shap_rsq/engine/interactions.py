@@ -24,7 +24,7 @@ from ..kernels.row_patterns import routed_patterns
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import check_interaction_plans, check_interaction_rows, routing_rows
-from .estimates import Projection, progress_bar, trees_named
+from .estimates import Deferred, Projection, as_progress, progress_bar, trees_named
 from .losses import TreeLosses
 from .routing import takes_subsets
 from .worker_plans import plan_bytes
@@ -134,7 +134,7 @@ def interaction_indices(
     w: np.ndarray,
     *,
     local: bool = False,
-    progress: bool = False,
+    progress: bool | str = False,
     tuning: Tuning = DEFAULT_TUNING,
     loss: TreeLosses | None = None,
 ) -> tuple[sp.csr_matrix | np.ndarray, np.ndarray | None, np.ndarray]:
@@ -146,8 +146,10 @@ def interaction_indices(
     :class:`~shap_rsq.MemoryBudgetError` when that array cannot fit the budget.  The Shapley
     values, ``(P,)`` or ``(n, P)``, are those of ``rsq`` (or per-row shares); trees taken leaf
     pair by leaf pair do not give them, and then they are ``None``.
-    ``progress`` draws a bar over trees; without it a call projected to run for minutes warns
-    (:class:`~shap_rsq.engine.estimates.Projection`).  ``loss``: the second-order games of a
+    ``progress`` draws a bar over trees (``True``), none (``False``), or one that opens part-way
+    (``"auto"``: the trees done project the call past ``Tuning.progress_seconds``; interaction
+    shares have no estimate up front).  Unless ``progress=True``, a call projected to run for
+    minutes warns (:class:`~shap_rsq.engine.estimates.Projection`).  ``loss``: the second-order games of a
     booster's loss (one forest: a softmax's offsets are per tree of it), as in
     :func:`~shap_rsq.engine.run.decompose`.
     """
@@ -159,16 +161,18 @@ def interaction_indices(
     out = np.zeros((n, n_players, n_players)) if local else _SparseSum(n_players, tuning.interaction_merge_entries)
     # the Shapley values come with the indices only when every tree takes the subsets
     shares = np.zeros((n, n_players) if local else n_players) if plans.all_subsets(local) else None
-    with progress_bar(forest.n_trees, "trees (interaction shares)" if progress else False) as bar:
+    show = as_progress(progress).show
+    label = "trees (interaction shares)"
+    with progress_bar(forest.n_trees, label if show is True else Deferred(label, tuning) if show else False) as bar:
         pairs = _leaf_pairs(forest)
-        projection = None if bar else _projection(forest, pairs, local, tuning)
+        projection = None if show is True else _projection(forest, pairs, local, tuning)
         for t, mean in enumerate(forest.nodes.tree_mean):
             weights = _tree_weights(loss, t, mean, y, w, f)
             plan = plans.get(t, local)
             f = _add_tree(out, shares, plan, X, weights, f, mean, local, tuning, forest.input_dtype)
             if bar is not None:
                 bar.update()
-            else:
+            if projection is not None:
                 projection.add(pairs[t])
     return (out if local else out.total()), shares, f
 

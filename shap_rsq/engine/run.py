@@ -30,7 +30,7 @@ from ..kernels.row_patterns import distinct_rows, split_decisions
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .budget import MemoryBudgetError, fit_jobs, out_of_memory, routing_rows
-from .estimates import estimated_seconds, progress_bar, progress_label, warn_if_long
+from .estimates import Progress, announce, estimated_seconds, progress_bar
 from .interactions import InteractionPlans
 from .losses import TreeLosses
 from .routing import Kernel, build_units
@@ -133,16 +133,18 @@ def decompose(
     *,
     local: bool = False,
     n_jobs: int | None = None,
-    progress: bool | str = False,
+    progress: bool | str | Progress = False,
     tuning: Tuning = DEFAULT_TUNING,
     warn_long: bool = True,
     loss: TreeLosses | None = None,
 ) -> Decomposition:
     """Shapley values of ``sum_t v_t`` for rows ``X`` (float, NaN for missing).
 
-    ``progress`` draws a progress bar; a text names what the bar is of (one output of several).
-    Without one, a call estimated to run for minutes warns first (``warn_long``; blocks of a
-    larger call do not).
+    ``progress`` draws a progress bar: ``True``, ``False``, ``"auto"`` (when the call is estimated
+    at ``Tuning.progress_seconds`` or more), or a :class:`~shap_rsq.engine.estimates.Progress`
+    that also names the output the bar is of; any other text names it and shows it.  Unless the
+    bar was asked for, a call estimated to run for minutes warns first (``warn_long``; blocks of
+    a larger call do not): :func:`~shap_rsq.engine.estimates.announce`.
 
     ``tuning`` decides when blocks of trees go to worker processes (never what they compute) and
     holds the memory budget (:mod:`~shap_rsq.engine.budget`: fewer workers, or a refusal).
@@ -154,21 +156,27 @@ def decompose(
     X = routing_rows(forest, X, tuning)
     # refuses before any work when the rows' arrays cannot fit the memory budget
     n_jobs, split = fit_jobs(units, X.shape[0], forest.n_features, forest.n_trees, local, n_jobs, tuning)
-    if warn_long and not progress:
-        warn_if_long(units, forest.nodes, X.shape[0], local, tuning)
+    label = announce(
+        units,
+        forest.nodes,
+        X,
+        forest.input_dtype,
+        local=local,
+        progress=progress,
+        n_jobs=n_jobs,
+        warn_long=warn_long,
+        tuning=tuning,
+    )
     try:
-        return _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning, loss)
+        return _decompose(forest, units, X, y, w, local, n_jobs, split, label, tuning, loss)
     except MemoryError as error:  # an estimate fell short: say so and what to change, never crash
         raise MemoryBudgetError(out_of_memory(X.shape[0], forest.n_features, local, tuning)) from error
 
 
-def _decompose(forest, units, X, y, w, local, n_jobs, split, progress, tuning, loss) -> Decomposition:
+def _decompose(forest, units, X, y, w, local, n_jobs, split, label, tuning, loss) -> Decomposition:
     mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
     blocks = _unit_blocks(units, n_jobs, local, X.shape[0], tuning, forest.n_players)
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
-    label = progress_label(units, X.shape[0], tuning) if progress else False
-    if label and isinstance(progress, str):  # one output of several: its bar says which
-        label = f"{progress}: {label}"
     inner = label if len(blocks) == 1 else False  # one block: its own bar; several: one bar over blocks
     # the plans the explainer keeps for its next call, within a share of the budget
     room = max(0, tuning.kept_plan_limit - held_bytes(units)) // len(blocks)

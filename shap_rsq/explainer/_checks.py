@@ -19,6 +19,7 @@ __all__ = [
     "check_model_predictions",
     "check_n_jobs",
     "check_names",
+    "check_progress",
     "check_rounding_against_target",
     "refuse_rsq_game",
     "refuse_unreached_splits",
@@ -38,6 +39,15 @@ def check_budget(memory_budget: Any) -> float:
     if budget < 1.0 / 64:
         raise ValueError(f"memory_budget must be at least 1/64 GiB (16 MiB); got {memory_budget!r}.")
     return budget
+
+
+def check_progress(progress: Any) -> bool | str:
+    """``progress``: ``True``, ``False`` or ``"auto"`` (a bar for calls estimated at 10 s or more)."""
+    if isinstance(progress, str) and progress == "auto":
+        return "auto"
+    if isinstance(progress, (bool, np.bool_)):
+        return bool(progress)
+    raise ValueError(f"progress must be True, False or 'auto'; got {progress!r}.")
 
 
 def check_n_jobs(n_jobs: Any) -> int | None:

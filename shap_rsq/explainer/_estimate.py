@@ -136,7 +136,7 @@ def estimate_rsq(
     n = len(population)
     m = min(int(n_sample), n)
     _check_sample_budget(explainer, m)
-    if not explainer.progress:  # the bars carry the estimate instead
+    if explainer.progress is not True:  # the bars asked for carry the estimate instead
         warn_if_long_sample(explainer._units.units(True), m, explainer._units.tuning)
     pick = np.sort(rng.choice(population, size=m, replace=False))
     values, spread = _sample_total(explainer, rows.array, target, weights, pick, n, control_variate)
@@ -170,7 +170,7 @@ def _additive_part(explainer, X: np.ndarray, y: np.ndarray, w: np.ndarray, pick:
     """The additive part of every row's contributions, trees in the order the game plays them."""
     forests, caches = explainer._game_sets.get(None)
     order = np.concatenate([unit.trees for unit in caches[0].units(True)] or [np.zeros(0, dtype=int)])
-    progress = "additive part (TreeSHAP)" if explainer.progress else False
+    progress = "additive part (TreeSHAP)" if explainer.progress is True else False
     return additive_part(forests[0], order, X, y, w, pick, explainer._tuning.memory_budget, progress)
 
 

@@ -24,6 +24,7 @@ from ._checks import (
     check_budget,
     check_n_jobs,
     check_names,
+    check_progress,
     refuse_non_flag,
     refuse_rsq_game,
     refuse_unreached_splits,
@@ -99,13 +100,17 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         process instead, sharing its compiled trees (nearly as fast as processes on deep trees,
         slower on shallower ones: docs/benchmarks.md).  ``rsq`` gives the same bits whatever ``n_jobs``
         and backend; per-row shares agree to rounding (within 1e-16).
-    progress : bool, default=False
-        Show a progress bar over trees, labelled with the call's estimated time when that is
-        10 s or more.  Without it, a call estimated at two minutes or more (deep trees: fully
-        grown forests take hours) first warns with
-        :class:`~shap_rsq.LongCallWarning`, which gives the estimate and what
-        shortens the call; interaction shares, which have no estimate up front, warn as soon
-        as the trees done, 10 s or more into the call, project its total past two minutes.
+    progress : bool or "auto", default="auto"
+        Show a progress bar over trees (tqdm), labelled with the call's estimated time when that
+        is 10 s or more.  ``"auto"`` shows it for calls estimated at 10 s or more (on the workers
+        ``n_jobs`` gives them), and part-way for a shorter estimate that the trees done, 2 s
+        into the call, project past 10 s (the estimate is within about 2x:
+        docs/benchmarks.md); ``True`` always, ``False`` never.  Unless ``progress=True``, a call
+        estimated at two minutes or more on one core (deep trees: fully grown forests take
+        hours) first warns with :class:`~shap_rsq.LongCallWarning`, which gives the estimate
+        and what shortens the call; interaction shares, which have no estimate up front, warn
+        as soon as the trees done, 10 s or more into the call, project its total past two
+        minutes (with ``"auto"`` their bar opens once the trees done project past 10 s).
     memory_budget : float, default=2.0
         Working memory, in GiB, that one call that needs R² may use (besides ``X`` itself; shap's own
         calls are not bounded by it).  Deep trees are
@@ -148,11 +153,11 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         linearize_link: Any = None,
         *,
         n_jobs: int | None = None,
-        progress: bool = False,
+        progress: bool | str = "auto",
         memory_budget: float = 2.0,
     ) -> None:
         self.n_jobs = check_n_jobs(n_jobs)
-        self.progress = progress
+        self.progress = check_progress(progress)
         self.memory_budget = check_budget(memory_budget)
         self._tuning = replace(DEFAULT_TUNING, memory_budget=int(self.memory_budget * (1 << 30)))
         shap_options = {

@@ -13,6 +13,7 @@ import numpy as np
 from ..engine.budget import check_output_rows
 from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array
+from ..engine.estimates import named
 from ..engine.outputs import OutputGames, checked_multioutput, target_columns
 from ..engine.run import decompose
 from ._groups import player_index
@@ -76,8 +77,7 @@ class SeveralOutputs:
         outputs holds one output's plans at a time (K sets of them grew past the memory budget: 530 MiB
         held after a 40-class forest's rsq under a 102 MiB budget)."""
         options = self._run_options(local)
-        if options["progress"]:  # one bar per output: each says whose it is
-            options["progress"] = str(name)
+        options["progress"] = named(options["progress"], str(name))  # one bar per output: each says whose it is
         result = decompose(game, units.units(local), rows.array, y, weights, **options)
         units.release()
         return result

@@ -20,6 +20,7 @@ from scipy.special import logsumexp
 
 from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array
+from ..engine.estimates import named
 from ..engine.labels import one_hot
 from ..engine.losses import Loss, TreeLosses, softmax_offsets
 from ..engine.run import decompose
@@ -237,8 +238,8 @@ class SecondOrderShares:
         results = []
         for k, (forest, units, losses) in enumerate(games):
             column = target if target.ndim == 1 else target[:, k]
-            if options["progress"] and len(games) > 1:
-                options["progress"] = f"class {info.outputs[k]}"
+            if len(games) > 1:
+                options["progress"] = named(self.progress, f"class {info.outputs[k]}")
             results.append(decompose(forest, units.units(local), rows, column, weights, loss=losses, **options))
             if len(games) > 1:
                 units.release()
