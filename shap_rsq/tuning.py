@@ -349,9 +349,9 @@ class Tuning:
     estimate_sample_rows, estimate_sample_elements : int
         Rows drawn (a fixed seed) to count each tree's distinct split patterns for the estimate
         (``engine.estimates.pattern_counts``), and elements of one block of their decisions: 512
-        rows through 300 trees of 31 leaves take about 30 ms, against calls of 10 s or more (the
-        count is only taken for calls whose bound passes ``progress_seconds``).  A bound on the
-        estimate's cost, not tuned.
+        rows through LightGBM's 300 trees of 31 leaves take 0.16 CPU s (the diamonds), against a
+        call of 14 s; the count is only taken for calls whose bound (every row its own pattern)
+        passes ``progress_seconds``.  A bound on the estimate's cost, not tuned.
     progress_seconds : float
         ``progress="auto"`` (the default) shows a progress bar for calls estimated at this many
         seconds or more on one core, as tqdm-style libraries do for calls of more than a few

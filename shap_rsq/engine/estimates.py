@@ -1,15 +1,24 @@
-"""Time of one call: estimated before it starts (the progress bar's label, and a warning before a
-long call that would otherwise run silently), or projected from its first trees where no estimate
-exists (interaction shares), and the progress bar itself.
+"""Time of one call: estimated before it starts (whether ``progress="auto"`` shows a bar, the
+bar's label, and a warning before a long call), or projected from its first trees where the
+estimate fell short or none exists (interaction shares), and the progress bar itself.
 
-The estimate comes from the work the units count up front (``LcaUnit.work``: items times
-quadrature nodes per row; ``HybridUnit.pair_work``: leaf pairs times features), times the seconds
-per unit of work measured on one core (``Tuning.lca_seconds`` and its siblings).  It is within
-about 3x on deep trees.  Trees whose rows share split patterns (shallow boosters, symmetric trees)
-take less than their work says, so a warning is only given far above the time such models take.
+The estimate prices each unit's work by kind (:func:`unit_seconds`: LCA items x quadrature nodes
+per distinct split pattern, leaf pairs x features, small trees' tables, splits to route each row
+through, a fixed cost a tree) in CPU seconds of one core per unit of work, measured per kind
+(``Tuning.estimate_*``, calibrated with ``benchmarks/estimate_accuracy.py --units``).  The patterns
+of each tree are counted on a sample of rows and extrapolated (:func:`pattern_counts`): rows that
+share patterns (discrete features) cost once.  It was within 2x of the CPU time taken on every
+workload of the benchmarks (docs/benchmarks.md, "Up-front estimate against measured time").
 
-Interaction shares have no such estimate (their cost depends on the pass-bit codes the rows take
-at each leaf pair).  A call without a bar is timed instead: once it has run for
+It is in CPU seconds, not calibrated by a timed probe of the machine: a probe of milliseconds
+measures the core's speed, not the share of it other processes leave (on a machine at load 8 on 2
+cores a 1.3 ms probe took 1.3 ms, with one outlier of 26 ms), and wall times under such load moved
+2-5x from run to run while CPU times stayed within 25%.  What the load does to the wall time is
+caught part-way instead: a call without a bar under ``progress="auto"`` opens one once the trees
+done project past ``Tuning.progress_seconds`` (:class:`Deferred`), and a bar's own rate is measured.
+
+Interaction shares have no estimate up front (their cost depends on the pass-bit codes the rows
+take at each leaf pair).  They are timed instead: once a call has run for
 ``Tuning.projection_seconds``, the trees' leaf pairs give its projected total, and the same warning
 follows if that passes ``Tuning.long_call_seconds``.
 """
