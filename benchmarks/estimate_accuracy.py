@@ -225,7 +225,8 @@ def measure(workload: Workload, jobs: int, units: bool) -> dict:
     row["kinds"] = dict(recorder.by_kind)
     if jobs > 1:
         bench.start_pool()
-        parallel = RSquaredExplainer(model, n_jobs=jobs, progress=False)
+        # progress=True: the estimate on the workers is made for a bar's label (and drawn to stderr)
+        parallel = RSquaredExplainer(model, n_jobs=jobs, progress=True)
         with Recorder(False) as recorder:
             start = time.perf_counter()
             _call(parallel, X, y, workload.local)
