@@ -90,8 +90,9 @@ def _deep(name: str, trees: int | None = None, rows: int | None = None) -> Workl
 
 def _local(name: str) -> Workload:
     def make():
-        X, y = local._data(1000)
-        return local.WORKLOADS[name]().fit(X, y), X, y
+        factory, p = local.WORKLOADS[name]
+        X, y = local._data(1000, p)
+        return factory().fit(X, y), X, y
 
     return Workload(f"local:{name}", make, local=True, note="per-row shares")
 
