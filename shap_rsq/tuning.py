@@ -336,8 +336,9 @@ class Tuning:
         one core per unit of each kernel's work: LCA items x quadrature nodes per row pattern, for
         global and per-row values (measured on XGBoost of depth 6-8 and forests of depth 6-10); the
         share of that rate for leaf-wise trees the conditioned recursion may take (LightGBM with 31
-        leaves, 1,000 rows and the 53,940 diamonds, again after the batched recursion of 366e7b7: 0.45 then 2.6x over); items and leaf pairs x features per pattern of
-        trees with pair nodes (a fully grown tree on 500 rows); a tree's own passes of NumPy calls,
+        leaves, 1,000 rows and the 53,940 diamonds, again after the batched recursion of 366e7b7:
+        0.45 then 2.6x over); items and leaf pairs x features per pattern of trees with pair nodes
+        (a fully grown tree on 500 rows); a tree's own passes of NumPy calls,
         per tree and call whatever its size (most of the time of small trees: depth-4 XGBoost);
         compiling a plan per item x quadrature node, first call only (XGBoost of depth 8); routing
         a row through a split, the tables of small trees (the paper's boosters, CatBoost); the root
