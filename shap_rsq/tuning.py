@@ -345,7 +345,9 @@ class Tuning:
         of a depth-4 batch per tree and observed pattern, a small tree's per-row gather (depth-4
         XGBoost, per-row); a call's checks of its inputs and outputs; a small tree's predictions and
         row weights per row (the paper's depth-2 boosters with 1,000 trees on 5,000 rows).  Calibrated on 2026-12-06, on
-        a loaded machine, each against the CPU time of the kind of unit it prices: to calibrate
+        a loaded machine, each against the CPU time of the kind of unit it prices; the two LCA
+        rates again at 09:15 UTC on the quiet machine, after the kernels of that day were merged
+        (global 1.03-1.93x over, per row 1.5x: 3.5e-9 and 5.5e-9 before); to calibrate
         again after a kernel changes, multiply a
         kind's constant by its measured / estimated.
         Benchmark: ``benchmarks/estimate_accuracy.py --units`` (its table in docs/benchmarks.md).
@@ -466,8 +468,8 @@ class Tuning:
     lca_item_bytes: int = 1280
     lca_kept_item_bytes: int = 480
     lca_path_bytes: int = 360
-    estimate_lca_seconds: float = 3.5e-9
-    estimate_lca_local_seconds: float = 5.5e-9
+    estimate_lca_seconds: float = 3.0e-9
+    estimate_lca_local_seconds: float = 4.6e-9
     estimate_junction_share: float = 0.3
     estimate_dense_seconds: float = 7e-9
     estimate_pair_seconds: float = 1.2e-9
