@@ -405,6 +405,15 @@ class Tuning:
         4.22 s), which put an element at 1.8-2.2 products and a weight at 0.022.  14 players
         keep the weights on every subset at 13 MB.
         Benchmark: ``benchmarks/interactions.py`` (and ``--kernel`` to force either).
+    subset_players, subset_element_cost, subset_table_bytes : int, float, int
+        Trees on at most ``subset_players`` players whose LCA kernel would cost more (``lca_work``
+        per pattern, items x quadrature nodes) than ``subset_element_cost`` x their subset-table
+        elements (``sum_u 2^{s_u}``) take their R² Shapley values from their game on every subset
+        (``kernels.interactions.subset_values``; ``engine.routing.build_units``): deep and fully
+        grown trees on few features, whose LCA items grow with leaves x depth squared.  12
+        players keep a pattern's tables at most 32 KiB a node; ``subset_table_bytes`` per table
+        element bounds a block of patterns (the tables alive at once and their gathers).
+        Benchmark: ``benchmarks/deep.py tree-full-p10 rf-full-p10`` (``--kernel lca`` for the LCA path).
     interaction_merge_entries : int
         Pending ``(row, column, value)`` triplets of the global interaction indices merged into their
         sparse sum past this (``engine.interactions``): fewer merges against 24 bytes a triplet
@@ -492,6 +501,9 @@ class Tuning:
     interaction_subset_players: int = 14
     interaction_subset_cost: float = 2.0
     interaction_subset_row_cost: float = 0.022
+    subset_players: int = 12
+    subset_element_cost: float = 1.0
+    subset_table_bytes: int = 32
     interaction_merge_entries: int = 1 << 22
     batch_fixed_bytes: int = 1 << 18
 
