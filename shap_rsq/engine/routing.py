@@ -44,8 +44,9 @@ kernel; ``"enumerate"`` / ``"recursion"`` send every eligible tree through subse
 the two-particle recursion; ``"junction"`` every tree through the conditioned recursion for
 global values (the LCA kernel for per-row values); ``"pairs"`` sends the pairs of every node of
 every LCA tree through the per-pair kernel, and the interaction indices of every tree leaf pair by
-leaf pair; ``"enumerate"`` also takes the interaction indices, and the Shapley values of every
-deep tree, of every tree on at most ``subset_players`` players whose plan fits on every subset.  Every choice gives the same values.
+leaf pair; ``"enumerate"`` also takes the interaction indices of every tree whose plan fits on
+every subset, and the Shapley values of every deep tree on at most ``subset_players`` players
+(:func:`takes_subset_values`).  Every choice gives the same values.
 """
 
 from __future__ import annotations
@@ -118,9 +119,8 @@ def build_units(
             start += 1
             continue
         if kind == "lca" and takes_subset_values(forest.trees[start], work[start], kernel, tuning):
-            tree = forest.trees[start]
-            build = lambda: SubsetUnit(np.array([start]), means[[start]], tree, tuning)  # noqa: E731
-            units.append(_shared(lca_units, (start, "subsets"), build))
+            args = (np.array([start]), means[[start]], forest.trees[start], tuning)
+            units.append(_shared(lca_units, (start, "subsets"), lambda args=args: SubsetUnit(*args)))
             start += 1
             continue
         if kind == "lca":
@@ -261,7 +261,9 @@ def _junction_rules(nodes: NodeArrays, kernel: str, tuning: Tuning) -> list[Junc
     return [JunctionRule(False, tuning) if take else None for take in cheaper]
 
 
-def takes_subset_values(tree: TreeTable, lca_cost: float, kernel: Kernel = "auto", tuning: Tuning = DEFAULT_TUNING) -> bool:
+def takes_subset_values(
+    tree: TreeTable, lca_cost: float, kernel: Kernel = "auto", tuning: Tuning = DEFAULT_TUNING
+) -> bool:
     """Whether a tree with a split takes its R² Shapley values from its game on every subset.
 
     It must have at most ``subset_players`` players, a plan within a quarter of the memory budget,

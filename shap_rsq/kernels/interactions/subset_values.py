@@ -77,9 +77,7 @@ class SubsetUnit:
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
         pairs = self.plan.pairs
-        first, inverse, prediction = routed_patterns(
-            pairs, X, dtype, self.tuning.routing_elements_within, pairs.value
-        )
+        first, inverse, prediction = routed_patterns(pairs, X, dtype, self.tuning.routing_elements_within, pairs.value)
         return (X, dtype, first, inverse), prediction[:, None]
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
