@@ -118,7 +118,7 @@ def build_units(
         if kind == "constant":
             start += 1
             continue
-        if kind == "lca" and takes_subset_values(forest.trees[start], work[start], kernel, tuning):
+        if kind == "lca" and takes_subset_values(forest.trees[start], work[start], kernel, local, tuning):
             args = (np.array([start]), means[[start]], forest.trees[start], tuning)
             units.append(_shared(lca_units, (start, "subsets"), lambda args=args: SubsetUnit(*args)))
             start += 1
@@ -262,14 +262,15 @@ def _junction_rules(nodes: NodeArrays, kernel: str, tuning: Tuning) -> list[Junc
 
 
 def takes_subset_values(
-    tree: TreeTable, lca_cost: float, kernel: Kernel = "auto", tuning: Tuning = DEFAULT_TUNING
+    tree: TreeTable, lca_cost: float, kernel: Kernel = "auto", local: bool = False, tuning: Tuning = DEFAULT_TUNING
 ) -> bool:
     """Whether a tree with a split takes its R² Shapley values from its game on every subset.
 
     It must have at most ``subset_players`` players, a plan within a quarter of the memory budget,
     and (``kernel="auto"``) subset tables (``sum_u 2^{s_u}`` elements a pattern) at
-    ``subset_element_cost`` each below its LCA kernel's ``lca_cost`` (:func:`lca_work`, items x
-    quadrature nodes a pattern).  ``"enumerate"`` takes every tree that qualifies on the first two.
+    ``subset_element_cost`` each (``subset_local_element_cost`` for per-row values, ``local``)
+    below its LCA kernel's ``lca_cost`` (:func:`lca_work`, items x quadrature nodes a pattern).
+    ``"enumerate"`` takes every tree that qualifies on the first two.
     """
     if kernel not in ("auto", "enumerate") or tree.left[0] < 0:
         return False
@@ -279,7 +280,8 @@ def takes_subset_values(
     elements = subset_work(tree)
     if 16.0 * elements + 8.0 * 2.0**n_players * n_players > tuning.memory_budget // 4:
         return False
-    return kernel == "enumerate" or elements * tuning.subset_element_cost < lca_cost
+    cost = tuning.subset_local_element_cost if local else tuning.subset_element_cost
+    return kernel == "enumerate" or elements * cost < lca_cost
 
 
 def takes_subsets(
