@@ -119,3 +119,13 @@ def test_trees_on_more_players_than_the_limit_keep_the_lca_kernel():
     assert _subset_trees(explainer) == 0
     cheap = replace(DEFAULT_TUNING, subset_element_cost=1e9, subset_local_element_cost=1e9)
     assert _subset_trees(RSquaredExplainer(model)._set_engine(tuning=cheap)) == 0
+
+
+def test_plans_past_the_room_are_dropped_and_compiled_again_with_the_same_values():
+    model, X, y, w = _grown_tree(True)
+    explainer = RSquaredExplainer(model)
+    first = explainer.rsq(X, y, sample_weight=w)
+    unit = explainer._units.units()[0]
+    assert unit._plan is not None  # kept: well within the room
+    assert unit.keep_plan_within(0) == 0 and unit._plan is None
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), first, atol=1e-15)

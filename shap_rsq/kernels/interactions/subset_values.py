@@ -102,6 +102,19 @@ class SubsetUnit:
             game += per_quad[block] @ np.square(centred) + (per_lin[block] + 2.0 * c * per_quad[block]) @ centred
         out[plan.features] += game @ weights
 
+    def keep_plan_within(self, room: int) -> int:
+        """Keep the compiled plan for the next call if its arrays fit in ``room`` bytes, else drop
+        it (compiled again when needed); the bytes kept.  A fully grown tree's plan holds four
+        index maps of half a table per split: megabytes each, too many to keep for a large forest."""
+        if self._plan is None:
+            return 0
+        maps = ("left_unknown", "right_unknown", "left_known", "right_known")
+        size = sum(getattr(step, name).nbytes for step in self._plan.steps for name in maps)
+        if size > room:
+            self._plan = None
+            return 0
+        return size
+
     def finish(self, weights, out: np.ndarray) -> None:
         raise NotImplementedError("SubsetUnit adds its values in contribute")
 
