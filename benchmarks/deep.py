@@ -10,6 +10,11 @@ printed.  Data: ``n`` rows of ``p = 20`` standard normal features, a nonlinear t
     python benchmarks/deep.py --list
     python benchmarks/deep.py --estimate rf-full-30   # the progress bar's time estimate only
     python benchmarks/deep.py --jobs 2 xgb-12-10k    # also rsq with 2 worker processes
+    python benchmarks/deep.py --cpu --local tree-full-p10 rf-full-p10   # CPU seconds, per-row shares too
+    python benchmarks/deep.py --cpu --kernel lca tree-full-p10          # rsq forced to the LCA kernel
+
+Workloads ending in ``-p10`` keep the first 10 of the 20 features (the target reads only the first
+five): trees on 10 players, which take their game on every subset (``SubsetUnit``).
 
 With ``--jobs N`` a fresh explainer with ``n_jobs=N`` is timed as well (its worker pool started
 and the library imported in it before the timing, its plans compiled inside it), on the hardware
@@ -76,7 +81,14 @@ WORKLOADS = {
     "rf-10-10k": (10000, lambda: _sklearn_forest(20, max_depth=10)),
     "lgbm-255-10k": (10000, lambda: _lightgbm(20, 255)),
     "xgb-12-10k": (10000, lambda: _xgboost(20, 12)),
+    "tree-full-p10": (2000, lambda: _sklearn_tree()),
+    "rf-full-p10": (2000, lambda: _sklearn_forest(30)),
 }
+
+
+def _columns(name: str) -> int:
+    """Features a workload keeps: 10 for the ``-p10`` ones, else all ``P``."""
+    return 10 if name.endswith("-p10") else P
 
 
 def _shape(model) -> tuple[int, int]:
@@ -98,24 +110,37 @@ def efficiency_gap(explainer, model, X, y, shares) -> float:
     return float(abs(np.sum(shares) - identity))
 
 
-def run_one(name: str, repeat: int, jobs: int = 1, budget: float = 2.0) -> dict:
+def run_one(
+    name: str, repeat: int, jobs: int = 1, budget: float = 2.0, kernel: str = "auto", cpu: bool = False,
+    local: bool = False,
+) -> dict:  # fmt: skip
     import shap
 
     from shap_rsq import RSquaredExplainer
+    from shap_rsq.kernels.interactions.subset_values import SubsetUnit
     from shap_rsq.kernels.lca.hybrid import HybridUnit
 
+    clock = time.process_time if cpu else time.perf_counter
     n, factory = WORKLOADS[name]
     X, y = _data(n)
+    X = X[:, : _columns(name)]
     model = factory().fit(X, y)
-    shap_times, our_times = [], []
+    shap_times, our_times, local_times = [], [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         shap.TreeExplainer(model).shap_values(X)
-        shap_times.append(time.perf_counter() - start)
-        explainer = RSquaredExplainer(model, memory_budget=budget)  # fresh: plans compiled inside the timing
-        start = time.perf_counter()
+        shap_times.append(clock() - start)
+        # fresh: plans compiled inside the timing
+        explainer = RSquaredExplainer(model, memory_budget=budget)._set_engine(kernel=kernel)
+        start = clock()
         shares = explainer.rsq(X, y)
-        our_times.append(time.perf_counter() - start)
+        our_times.append(clock() - start)
+        if local:
+            fresh = RSquaredExplainer(model, memory_budget=budget)._set_engine(kernel=kernel)
+            start = clock()
+            per_row = fresh(X, y).values
+            local_times.append(clock() - start)
+            assert np.allclose(per_row.sum(axis=0), shares, atol=1e-10)
     jobs_time, jobs_gap = float("nan"), 0.0
     if jobs > 1:
         import importlib
@@ -150,6 +175,8 @@ def run_one(name: str, repeat: int, jobs: int = 1, budget: float = 2.0) -> dict:
         "pair_trees": sum(int(isinstance(u, HybridUnit) and u.dense) for u in units),
         "piece_trees": sum(int(isinstance(u, HybridUnit) and u.pieces.max() > 0) for u in units),
         "trees": len(units),
+        "subset_trees": sum(len(u.trees) for u in units if isinstance(u, SubsetUnit)),
+        "local": statistics.median(local_times) if local else float("nan"),
     }
 
 
@@ -190,6 +217,7 @@ def estimate(name: str) -> str:
 
     n, factory = WORKLOADS[name]
     X, y = _data(n)
+    X = X[:, : _columns(name)]
     explainer = RSquaredExplainer(factory().fit(X, y))
     seconds = estimated_seconds(explainer._units.units(), n, explainer._tuning)
     return f"{name}: estimated {seconds:.1f} s ({seconds / 60:.1f} min) on one core"
@@ -212,6 +240,9 @@ def main() -> None:
     parser.add_argument("--estimate", action="store_true", help="print the time estimates only")
     parser.add_argument("--jobs", type=int, default=1, help="also time rsq with this many worker processes")
     parser.add_argument("--budget", type=float, default=2.0, help="the explainers' memory_budget, GiB")
+    parser.add_argument("--kernel", default="auto", help="force rsq's kernel (explainer._set_engine)")
+    parser.add_argument("--cpu", action="store_true", help="CPU seconds of this process, not wall time")
+    parser.add_argument("--local", action="store_true", help="also time per-row shares explainer(X, y)")
     args = parser.parse_args()
     if args.list:
         print("\n".join(WORKLOADS))
@@ -221,18 +252,21 @@ def main() -> None:
             print(estimate(name), flush=True)
         return
     if args.one:
-        print(json.dumps(run_one(args.one, args.repeat, args.jobs, args.budget)))
+        print(json.dumps(run_one(args.one, args.repeat, args.jobs, args.budget, args.kernel, args.cpu, args.local)))
         return
     print(versions())
     columns = ["workload", "n", "leaves", "depth", "pair / piece trees", "rsq (s)", "TreeSHAP (s)", "ratio"]
     if args.jobs > 1:
         columns += [f"rsq, {args.jobs} jobs (s)", f"{args.jobs} jobs / TreeSHAP", "peak RSS with workers (GiB)"]
-    columns.append("peak RSS (GiB)")
+    if args.local:
+        columns += ["per-row (s)", "per-row / TreeSHAP"]
+    columns += ["subset trees", "peak RSS (GiB)"]
     print("| " + " | ".join([*columns, "efficiency gap"]) + " |")
     print("|---" * (len(columns) + 1) + "|")
     for name in args.workloads:
         command = [sys.executable, __file__, "--one", name, "--repeat", str(args.repeat), "--jobs", str(args.jobs)]
-        command += ["--budget", str(args.budget)]
+        command += ["--budget", str(args.budget), "--kernel", args.kernel]
+        command += (["--cpu"] if args.cpu else []) + (["--local"] if args.local else [])
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, check=True)
         except subprocess.TimeoutExpired:
@@ -249,10 +283,12 @@ def main() -> None:
             if args.jobs > 1
             else ""
         )
+        per_row = f"| {r['local']:.2f} | {r['local'] / r['treeshap']:.1f}x " if args.local else ""
         print(
             f"| {r['name']} | {r['n']} | {r['leaves']} | {r['depth']} "
             f"| {r['pair_trees']}, {r['piece_trees']} of {r['trees']} "
-            f"| {r['rsq']:.2f} | {r['treeshap']:.3f} | {r['rsq'] / r['treeshap']:.0f}x {parallel}| {r['peak_gib']:.2f} "
+            f"| {r['rsq']:.2f} | {r['treeshap']:.3f} | {r['rsq'] / r['treeshap']:.1f}x {parallel}{per_row}"
+            f"| {r['subset_trees']} | {r['peak_gib']:.2f} "
             f"| {r['efficiency_gap']:.1e} |",
             flush=True,
         )

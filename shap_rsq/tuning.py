@@ -407,6 +407,20 @@ class Tuning:
         4.22 s), which put an element at 1.8-2.2 products and a weight at 0.022.  14 players
         keep the weights on every subset at 13 MB.
         Benchmark: ``benchmarks/interactions.py`` (and ``--kernel`` to force either).
+    subset_players, subset_element_cost, subset_local_element_cost, subset_table_bytes : int, float, float, int
+        Trees on at most ``subset_players`` players whose LCA kernel would cost more (``lca_work``
+        per pattern, items x quadrature nodes) than ``subset_element_cost`` x their subset-table
+        elements (``sum_u 2^{s_u}``; ``subset_local_element_cost`` for per-row values) take their
+        R² Shapley values from their game on every subset (``kernels.interactions.subset_values``;
+        ``engine.routing.takes_subset_values``): deep and fully grown trees on few features, whose
+        LCA items grow with leaves x depth squared.  Measured on 4 RandomForest trees on 10
+        features, 2,000 rows (CPU seconds, machine loaded 6x): an element cost 5.7, 5.1, 2.9 and
+        1.3 LCA units at depth 6, 8, 10 and 12 for global values (4.4, 2.6, 1.5, 0.7 per row;
+        small tables pay NumPy's per-call overhead), so depth 10 is about even, depth 12 and
+        fully grown trees take the subsets.  12 players keep a pattern's tables at most 32 KiB a
+        node; ``subset_table_bytes`` per table element bounds a block of patterns (the tables alive
+        at once and their gathers).
+        Benchmark: ``benchmarks/deep.py tree-full-p10 rf-full-p10`` (``--kernel lca`` for the LCA path).
     interaction_merge_entries : int
         Pending ``(row, column, value)`` triplets of the global interaction indices merged into their
         sparse sum past this (``engine.interactions``): fewer merges against 24 bytes a triplet
@@ -494,6 +508,10 @@ class Tuning:
     interaction_subset_players: int = 14
     interaction_subset_cost: float = 2.0
     interaction_subset_row_cost: float = 0.022
+    subset_players: int = 12
+    subset_element_cost: float = 3.0
+    subset_local_element_cost: float = 1.5
+    subset_table_bytes: int = 32
     interaction_merge_entries: int = 1 << 22
     batch_fixed_bytes: int = 1 << 18
 

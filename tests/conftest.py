@@ -285,3 +285,13 @@ if _CPU_LOG:
         yield
         with open(_CPU_LOG, "a") as log:
             log.write(f"{_cpu_seconds() - start:.3f}\t{item.nodeid}\n")
+
+
+@pytest.fixture
+def lca_routing(monkeypatch):
+    """Deep trees keep the LCA kernel (and its hybrids) instead of their game on every subset:
+    for the tests of that kernel's own blocks, pieces, pairs and budgets, on trees of few
+    features that would otherwise take :class:`~shap_rsq.kernels.interactions.subset_values.SubsetUnit`."""
+    from shap_rsq.engine import routing
+
+    monkeypatch.setattr(routing, "takes_subset_values", lambda *args, **kwargs: False)

@@ -33,7 +33,7 @@ from shap_rsq.tuning import DEFAULT_TUNING
         (700, 8, 1 / 64),
     ],
 )
-def test_a_deep_tree_stays_within_a_small_budget(n, p, budget):
+def test_a_deep_tree_stays_within_a_small_budget(lca_routing, n, p, budget):
     X, y, _ = deep_data(n=n, p=p)
     model = DecisionTreeRegressor(min_samples_leaf=2, random_state=0).fit(X, y)
     explainer = RSquaredExplainer(model, memory_budget=budget)
@@ -47,7 +47,7 @@ def test_a_deep_tree_stays_within_a_small_budget(n, p, budget):
 
 
 @pytest.mark.parametrize("local", [False, True], ids=["global", "per row"])
-def test_blocks_of_patterns_of_a_tree_whose_rows_share_cells_stay_within_the_smallest_budget(local):
+def test_blocks_of_patterns_of_a_tree_whose_rows_share_cells_stay_within_the_smallest_budget(lca_routing, local):
     # an LCA call is charged 0.5 bytes per (pattern, item) beside 48 per (pattern, leaf)
     # (Tuning.lca_global_bytes and lca_local_bytes, 4 before): its items' entries are held a
     # block of rows at a time, so larger blocks of patterns fit.  The smallest budget still cuts

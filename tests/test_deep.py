@@ -88,7 +88,7 @@ def test_a_splits_groups_in_two_chunks_take_one_quadrature_rule(n, p, tuning):
     np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, rtol=0, atol=1e-13)
 
 
-def test_mixed_tuning_splits_trees_between_the_kernels():
+def test_mixed_tuning_splits_trees_between_the_kernels(lca_routing):
     _, model, *_ = DEEP[0]
     explainer = RSquaredExplainer(model)._set_engine(tuning=MIXED)
     (unit,) = explainer._units.units()
@@ -103,7 +103,7 @@ def test_mixed_tuning_splits_trees_between_the_kernels():
     assert np.all(costs.items[unit.pair_nodes & ~cheaper_as_pairs(costs, MIXED)] > MIXED.plan_item_cap)
 
 
-def test_per_row_values_route_more_nodes_to_the_pairs_and_match_the_oracle(oracles):
+def test_per_row_values_route_more_nodes_to_the_pairs_and_match_the_oracle(lca_routing, oracles):
     # an LCA item costs more per row for per-row values, a pair about the same: the same tree is
     # routed apart for the two (and compiled once when routed alike)
     name, model, X, y, w = DEEP[1]  # the fully grown forest
@@ -129,7 +129,7 @@ def cheaper_as_pairs(costs, tuning) -> np.ndarray:
     return (costs.pairs >= tuning.pair_min_pairs) & (pair_work < costs.items * costs.n_q)
 
 
-def test_pieces_hold_every_cross_item_of_the_tree_once():
+def test_pieces_hold_every_cross_item_of_the_tree_once(lca_routing):
     _, model, *_ = DEEP[0]
     (whole,) = RSquaredExplainer(model)._set_engine(kernel="lca")._units.units()
     (unit,) = RSquaredExplainer(model)._set_engine(tuning=PIECES)._units.units()
@@ -245,7 +245,7 @@ def test_long_calls_go_to_the_workers_one_tree_a_block_costliest_first(monkeypat
     assert sorted(dispatched) == list(range(len(units))) and work == sorted(work, reverse=True)
 
 
-def test_workers_fit_the_budget_with_smaller_blocks_of_patterns():
+def test_workers_fit_the_budget_with_smaller_blocks_of_patterns(lca_routing):
     # at 4 MiB the per-row arrays of 2,000 rows take a quarter of the budget, and each worker's
     # blocks of patterns another quarter: two workers fit only with each one's blocks cut to an
     # eighth; before, such a call always ran in one process
@@ -262,7 +262,7 @@ def test_workers_fit_the_budget_with_smaller_blocks_of_patterns():
     np.testing.assert_allclose(explainer(X, y).values, one(X, y).values, rtol=0, atol=1e-12)
 
 
-def test_a_junction_plan_counts_every_array_it_holds():
+def test_a_junction_plan_counts_every_array_it_holds(lca_routing):
     # plan_bytes walked the plan's hundreds of node records field by field, 5 ms a tree; the plan
     # now sums its arrays itself, and must find the same ones
     X, y, _ = deep_data(n=300, p=8)
@@ -282,7 +282,7 @@ def test_a_junction_plan_counts_every_array_it_holds():
     assert plan_bytes(plan) == walk(plan) > plan.node_states.nbytes + plan.node_leaves.nbytes
 
 
-def test_a_worker_is_charged_once_for_a_plan_and_its_blocks():
+def test_a_worker_is_charged_once_for_a_plan_and_its_blocks(lca_routing):
     # compiling a plan and running its blocks of patterns do not overlap: a tree compiled in
     # pieces, each a quarter of the budget to compile, with blocks of a quarter, is charged
     # less than half of it, so two workers (each keeping 4 MiB of plans here) fit with whole

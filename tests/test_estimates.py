@@ -214,7 +214,7 @@ def test_the_pattern_count_saturates_on_discrete_rows_and_grows_on_continuous_on
         assert np.all(counts >= low) and np.all(counts <= high), counts
 
 
-def test_the_estimate_counts_patterns_not_rows_on_discrete_data():
+def test_the_estimate_counts_patterns_not_rows_on_discrete_data(lca_routing):
     from shap_rsq.engine.estimates import estimated_seconds, pattern_counts
 
     rng = np.random.default_rng(1)

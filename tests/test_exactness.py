@@ -121,7 +121,9 @@ def test_depth_four_trees_on_the_patterns_that_occur_match_subset_enumeration(fi
 @pytest.mark.parametrize("local", [False, True])
 @pytest.mark.parametrize("share", [0.0, np.inf])
 @pytest.mark.parametrize(("family", "nan"), [("LGBMRegressor", True), ("CatBoost-Lossguide", False)])
-def test_leaf_wise_trees_pick_a_kernel_by_work_and_both_are_exact(fitted, monkeypatch, family, nan, share, local):
+def test_leaf_wise_trees_pick_a_kernel_by_work_and_both_are_exact(
+    lca_routing, fitted, monkeypatch, family, nan, share, local
+):
     # the unit compares the conditioned recursion's work with the LCA estimate on the rows at hand
     # (per-row values against their own share: the recursion's reverse pass runs on every row);
     # whichever it picks, the values are those of subset enumeration
@@ -258,7 +260,7 @@ def test_models_trained_without_nan_route_it_as_their_predict_does(fitted, famil
 @pytest.mark.parametrize(
     ("family", "nan"), [("DecisionTreeRegressor", True), ("LGBMRegressor", True), ("XGBRegressor", True)]
 )
-def test_dense_and_cell_by_cell_tables_give_the_same_values(fitted, monkeypatch, family, nan, ratio):
+def test_dense_and_cell_by_cell_tables_give_the_same_values(lca_routing, fitted, monkeypatch, family, nan, ratio):
     # a view's items are tabulated on every combination of its bits when most combinations occur,
     # cell by cell otherwise; forcing either way everywhere must not change a value, global or per row
     from shap_rsq.kernels.batching import cells as lca_cells

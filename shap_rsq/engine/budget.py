@@ -23,6 +23,7 @@ from joblib import effective_n_jobs
 
 from ..exceptions import MemoryBudgetError
 from ..kernels.enumeration.small_trees import ObliviousUnit
+from ..kernels.interactions.subset_values import SubsetUnit, subset_unit_bytes
 from ..kernels.lca.unit import LcaUnit
 from ..kernels.leaf_paths import node_depth
 from ..kernels.recursion import pattern_recursion
@@ -68,6 +69,8 @@ def unit_bytes(unit, n_rows: int, local: bool, tuning: Tuning = DEFAULT_TUNING, 
     call's workers).  Measured with ``tracemalloc``: the largest tree of XGBoost depth 12 on
     10,000 rows (two pieces) peaked at 665 MiB at the default budget, estimated 901.
     """
+    if isinstance(unit, SubsetUnit):
+        return subset_unit_bytes(unit, n_rows, local, tuning)
     if not isinstance(unit, LcaUnit):
         return _batch_bytes(unit, n_rows, local, tuning)
     items = unit.work / 4.0  # lca_work counts items x quadrature nodes (4-10 of them)

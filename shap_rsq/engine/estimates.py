@@ -36,6 +36,7 @@ import numpy as np
 
 from ..exceptions import LongCallWarning
 from ..kernels.enumeration.small_trees import HeapUnit, ObliviousUnit
+from ..kernels.interactions.subset_values import SubsetUnit
 from ..kernels.lca.hybrid import HybridUnit
 from ..kernels.lca.unit import LcaUnit
 from ..models.node_arrays import NodeArrays, goes_left
@@ -92,7 +93,9 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
       compilation when the plan is not compiled yet; trees the conditioned recursion may take
       (leaf-wise, ``unit.junction``) at their own rate;
     * trees with pair nodes (``HybridUnit.dense``): items per pattern and pairs x features per
-      pattern (``pair_work``).
+      pattern (``pair_work``);
+    * trees on every subset (``SubsetUnit``): their table elements per pattern, at the LCA rate
+      (``unit.work`` counts them in its units).
     """
     trees = len(unit.trees)
     seconds = tuning.estimate_split_row_seconds * n_rows * _splits(unit)
@@ -106,6 +109,10 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
         if local:
             seconds += tuning.estimate_small_local_seconds * n_rows * trees
         return seconds
+    if isinstance(unit, SubsetUnit):  # its work is in the LCA kernel's units (Tuning.subset_element_cost)
+        found = min(float(n_rows if patterns is None else patterns[unit.trees[0]]), 2.0 ** min(_splits(unit), 1000))
+        rate = tuning.estimate_lca_local_seconds if local else tuning.estimate_lca_seconds
+        return seconds + rate * found * unit.work + tuning.estimate_tree_seconds
     if not isinstance(unit, LcaUnit):
         return seconds
     # a tree of s splits has at most 2^s patterns
@@ -125,7 +132,7 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
 
 def _splits(unit) -> int:
     """Split nodes of a unit's trees (its rows are routed through each)."""
-    if isinstance(unit, LcaUnit):
+    if isinstance(unit, LcaUnit | SubsetUnit):
         return int(np.sum(unit.tree.left >= 0))
     if isinstance(unit, ObliviousUnit):  # one split a level
         return len(unit.trees) * unit.batch.depth

@@ -26,6 +26,11 @@ LCA kernel                every other tree (``kernels.lca.unit.LcaUnit``); trees
                           cheaper by ``local_pair_discount``) and keep the LCA items of the
                           other nodes, and trees whose items need more than one plan compile
                           them in pieces (``kernels.lca.hybrid.HybridUnit``)
+game on every subset      deep trees on at most ``subset_players`` players whose subset tables
+                          (``sum_u 2^{s_u}`` elements a pattern, x ``subset_element_cost``)
+                          cost less than their ``lca_work``
+                          (``kernels.interactions.subset_values.SubsetUnit``;
+                          :func:`takes_subset_values`)
 interaction indices       trees on at most ``interaction_subset_players`` players whose
                           game on every subset costs less than their leaf pairs
                           (``kernels.interactions.subsets``); every other tree with a
@@ -40,7 +45,8 @@ the two-particle recursion; ``"junction"`` every tree through the conditioned re
 global values (the LCA kernel for per-row values); ``"pairs"`` sends the pairs of every node of
 every LCA tree through the per-pair kernel, and the interaction indices of every tree leaf pair by
 leaf pair; ``"enumerate"`` also takes the interaction indices of every tree whose plan fits on
-every subset.  Every choice gives the same values.
+every subset, and the Shapley values of every deep tree on at most ``subset_players`` players
+(:func:`takes_subset_values`).  Every choice gives the same values.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ import numpy as np
 
 from ..kernels.enumeration import split_patterns
 from ..kernels.enumeration.small_trees import HeapUnit, ObliviousUnit
+from ..kernels.interactions.subset_values import SubsetUnit
 from ..kernels.interactions.subsets import subset_plan_bytes, subset_work
 from ..kernels.lca.hybrid import HybridUnit, plan_pieces
 from ..kernels.lca.pairs import NodeCosts, compile_pairs, node_costs
@@ -69,6 +76,7 @@ __all__ = [
     "build_units",
     "choose_pair_nodes",
     "recursion_trees",
+    "takes_subset_values",
     "takes_subsets",
 ]
 
@@ -108,6 +116,11 @@ def build_units(
     while start < len(kinds):
         kind = kinds[start]
         if kind == "constant":
+            start += 1
+            continue
+        if kind == "lca" and takes_subset_values(forest.trees[start], work[start], kernel, local, tuning):
+            args = (np.array([start]), means[[start]], forest.trees[start], tuning)
+            units.append(_shared(lca_units, (start, "subsets"), lambda args=args: SubsetUnit(*args)))
             start += 1
             continue
         if kind == "lca":
@@ -246,6 +259,29 @@ def _junction_rules(nodes: NodeArrays, kernel: str, tuning: Tuning) -> list[Junc
     few_repeated = _repeated_features(nodes) <= tuning.junction_repeated
     cheaper = leaf_wise & few_repeated & (kernel == "auto")
     return [JunctionRule(False, tuning) if take else None for take in cheaper]
+
+
+def takes_subset_values(
+    tree: TreeTable, lca_cost: float, kernel: Kernel = "auto", local: bool = False, tuning: Tuning = DEFAULT_TUNING
+) -> bool:
+    """Whether a tree with a split takes its R² Shapley values from its game on every subset.
+
+    It must have at most ``subset_players`` players, a plan within a quarter of the memory budget,
+    and (``kernel="auto"``) subset tables (``sum_u 2^{s_u}`` elements a pattern) at
+    ``subset_element_cost`` each (``subset_local_element_cost`` for per-row values, ``local``)
+    below its LCA kernel's ``lca_cost`` (:func:`lca_work`, items x quadrature nodes a pattern).
+    ``"enumerate"`` takes every tree that qualifies on the first two.
+    """
+    if kernel not in ("auto", "enumerate") or tree.left[0] < 0:
+        return False
+    n_players = len(np.unique(tree.player[tree.left >= 0]))
+    if n_players > tuning.subset_players:
+        return False
+    elements = subset_work(tree)
+    if 16.0 * elements + 8.0 * 2.0**n_players * n_players > tuning.memory_budget // 4:
+        return False
+    cost = tuning.subset_local_element_cost if local else tuning.subset_element_cost
+    return kernel == "enumerate" or elements * cost < lca_cost
 
 
 def takes_subsets(

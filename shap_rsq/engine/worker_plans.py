@@ -19,6 +19,7 @@ from collections import OrderedDict
 from dataclasses import fields, is_dataclass, replace
 
 from ..kernels.enumeration.small_trees import HeapUnit
+from ..kernels.interactions.subset_values import SubsetUnit
 from ..kernels.lca.unit import LcaUnit
 from .budget import worker_tuning
 
@@ -120,6 +121,8 @@ def keep_within(unit, present: tuple[bool, bool], room: int) -> int:
     """
     if isinstance(unit, HeapUnit):
         return unit.keep_tables_within(room)
+    if isinstance(unit, SubsetUnit):
+        return unit.keep_plan_within(room)
     if not isinstance(unit, LcaUnit):
         return 0
     new_plan = not present[0] and unit._plan is not None

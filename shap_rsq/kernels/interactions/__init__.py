@@ -19,7 +19,14 @@ leaves.  Subsets: ``sum_u 2^{s_u}`` table elements, ``s_u`` the players of split
 indices; it grows with the leaves, not their square, but as ``2^K``.  ``engine.routing.takes_subsets``
 chooses per tree.
 
+The same pass serves the R² game's Shapley values alone (``phi_j = sum_{S not j} |S|! (K - |S| -
+1)! / K! [v(S + j) - v(S)]``, Shapley 1953): ``2^K x K`` weights a row instead of ``2^K x K (K + 1)
+/ 2``, for deep trees on few players whose LCA items (leaves x depth squared) cost more
+(``engine.routing.takes_subset_values``).
+
 Modules: :mod:`.indices` (leaf pairs: the plan of a tree's entries and their evaluation on rows),
-:mod:`.subsets` (the bottom-up pass over subsets and the weights of the indices on every subset).
+:mod:`.subsets` (the bottom-up pass over subsets and the weights of the indices on every subset),
+:mod:`.subset_values` (``SubsetUnit``: the R² Shapley values of a tree from that pass, a
+:class:`~shap_rsq.kernels.protocol.TreeKernel`).
 The rows' routing and the leaves' covers come from :mod:`~shap_rsq.kernels.lca.pairs`.
 """

@@ -30,7 +30,14 @@ from ..lca.pairs import PairPlan, compile_pairs
 from ..leaf_paths import subtree_features
 from ..row_patterns import split_decisions
 
-__all__ = ["SubsetPlan", "compile_subsets", "subset_interactions", "subset_plan_bytes", "subset_work"]
+__all__ = [
+    "SubsetPlan",
+    "compile_subsets",
+    "shapley_weights",
+    "subset_interactions",
+    "subset_plan_bytes",
+    "subset_work",
+]
 
 
 @dataclass(frozen=True)
@@ -212,6 +219,24 @@ def subset_tables(plan: SubsetPlan, X: np.ndarray, dtype=None, rows: np.ndarray 
 
 
 @lru_cache(maxsize=8)
+def shapley_weights(n_players: int) -> np.ndarray:
+    """``(2^K, K)``: the Shapley values of a game on ``K`` players as weighted sums of its values
+    on every subset (bit ``j`` of the index: player ``j``),
+    ``phi_j = sum_{S not j} |S|! (K - |S| - 1)! / K! [v(S + j) - v(S)]``."""
+    size = 1 << n_players
+    subsets = np.arange(size)
+    count = np.array([bin(s).count("1") for s in range(size)])
+    shapley = np.zeros((size, n_players))
+    weight = np.array([factorial(c) * factorial(n_players - c - 1) for c in range(n_players)]) / factorial(n_players)
+    for j in range(n_players):
+        off = subsets[(subsets >> j) & 1 == 0]
+        shapley[off | (1 << j), j] += weight[count[off]]
+        shapley[off, j] -= weight[count[off]]
+    shapley.flags.writeable = False  # shared by every caller through the cache
+    return shapley
+
+
+@lru_cache(maxsize=8)
 def index_weights(n_players: int) -> tuple[np.ndarray, np.ndarray]:
     """``(2^K, K)`` and ``(2^K, K (K - 1) / 2)``: the Shapley values and the interaction indices
     (pairs ``j < k`` in ``np.triu_indices`` order) of a game on ``K`` players as weighted sums of
@@ -223,12 +248,7 @@ def index_weights(n_players: int) -> tuple[np.ndarray, np.ndarray]:
     size = 1 << n_players
     subsets = np.arange(size)
     count = np.array([bin(s).count("1") for s in range(size)])
-    shapley = np.zeros((size, n_players))
-    weight = np.array([factorial(c) * factorial(n_players - c - 1) for c in range(n_players)]) / factorial(n_players)
-    for j in range(n_players):
-        off = subsets[(subsets >> j) & 1 == 0]
-        shapley[off | (1 << j), j] += weight[count[off]]
-        shapley[off, j] -= weight[count[off]]
+    shapley = shapley_weights(n_players)
     j_of, k_of = np.triu_indices(n_players, 1)
     interaction = np.zeros((size, len(j_of)))
     if n_players >= 2:
