@@ -153,7 +153,7 @@ def test_global_values_do_not_depend_on_jobs_or_on_the_call(frame_model, family)
     assert np.abs(serial).max() > 1e-3
 
 
-def test_worker_processes_send_back_the_trees_they_compiled(frame_model):
+def test_worker_processes_send_back_the_trees_they_compiled(frame_model, lca_routing):
     _, frame, y, _ = frame_model
     model = xgboost.XGBRegressor(n_estimators=8, max_depth=5, random_state=0).fit(frame, y)
     explainer = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=replace(DEFAULT_TUNING, parallel_work=0.0))
