@@ -169,7 +169,9 @@ def test_worker_processes_send_back_the_trees_they_compiled(frame_model, lca_rou
     assert any(_lca_unit.compiled_plans(units, [(False, False)] * len(units)))
 
 
-def test_a_threading_backend_runs_the_blocks_here_on_the_plans_this_process_holds(frame_model, monkeypatch):
+def test_a_threading_backend_runs_the_blocks_here_on_the_plans_this_process_holds(
+    frame_model, monkeypatch, lca_routing
+):
     # joblib.parallel_config(backend="threading") wins over the worker processes: the units went
     # without their plans as to a process, so each call compiled every tree again
     import joblib
@@ -223,7 +225,7 @@ def test_a_threading_backend_runs_the_blocks_here_on_the_plans_this_process_hold
     assert len(ran_in) > 6 and set(ran_in) == {os.getpid()}
 
 
-def test_blocks_of_compiled_trees_are_balanced_by_their_counted_work(frame_model):
+def test_blocks_of_compiled_trees_are_balanced_by_their_counted_work(frame_model, lca_routing):
     # before compiling, blocks split the estimated work (off by up to 3x per tree); once the plans
     # exist they split what the plans count, each block within one tree of an equal share
     _, frame, y, _ = frame_model
@@ -254,7 +256,7 @@ def test_blocks_of_compiled_trees_are_balanced_by_their_counted_work(frame_model
     assert plan.node_evaluations == cross + plan.n_single * plan.single_q
 
 
-def test_workers_keep_the_plans_they_compiled_and_units_travel_without_them(frame_model, monkeypatch):
+def test_workers_keep_the_plans_they_compiled_and_units_travel_without_them(frame_model, monkeypatch, lca_routing):
     # a block of units goes to a worker without its plans; the worker keeps what it compiled, by
     # unit token, and the next call's copies find them there instead of compiling again
     from collections import OrderedDict
@@ -291,7 +293,7 @@ def test_workers_keep_the_plans_they_compiled_and_units_travel_without_them(fram
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_an_explainer_keeps_plans_within_its_bound(frame_model, jobs):
+def test_an_explainer_keeps_plans_within_its_bound(frame_model, jobs, lca_routing):
     # deep trees' plans are large: past Tuning.kept_plan_bytes the trees are compiled again on
     # each call, with the same values
     from shap_rsq.engine.worker_plans import held_bytes, plan_bytes

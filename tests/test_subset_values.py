@@ -15,6 +15,7 @@ from sklearn.metrics import r2_score
 from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import RSquaredExplainer
+from shap_rsq.engine.worker_plans import keep_within
 from shap_rsq.kernels.interactions.subset_values import SubsetUnit
 from shap_rsq.kernels.lca.unit import LcaUnit
 from shap_rsq.tuning import DEFAULT_TUNING
@@ -127,5 +128,5 @@ def test_plans_past_the_room_are_dropped_and_compiled_again_with_the_same_values
     first = explainer.rsq(X, y, sample_weight=w)
     unit = explainer._units.units()[0]
     assert unit._plan is not None  # kept: well within the room
-    assert unit.keep_plan_within(0) == 0 and unit._plan is None
+    assert keep_within(unit, (True, True), 0) == 0 and unit._plan is None
     np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), first, atol=1e-15)

@@ -43,6 +43,8 @@ def shipped(units, split: int = 1, threads: bool = False) -> list:
     for unit in units:
         if isinstance(unit, LcaUnit):
             unit = replace(unit, **plans, tuning=worker_tuning(unit.tuning, split))
+        elif isinstance(unit, SubsetUnit):
+            unit = replace(unit, **({} if threads else {"_plan": None}), tuning=worker_tuning(unit.tuning, split))
         elif isinstance(unit, HeapUnit) and not threads:
             unit = replace(unit, tuning=worker_tuning(unit.tuning, split))  # a copy starts without tables
         copies.append(unit)
@@ -86,6 +88,8 @@ def _kept(unit) -> dict:
         return {name: value for name in ("_plan", "_junction_plan") if (value := getattr(unit, name)) is not None}
     if isinstance(unit, HeapUnit):
         return {"_tables": unit.side_tables} if unit.side_tables else {}
+    if isinstance(unit, SubsetUnit):
+        return {"_plan": unit._plan} if unit._plan is not None else {}
     return {}
 
 
@@ -106,7 +110,8 @@ def plan_bytes(plan) -> int:
 def held_bytes(units) -> int:
     """Bytes of the compiled plans (and batches' per-row side tables) ``units`` hold."""
     plans = sum(plan_bytes(unit._plan) + plan_bytes(unit._junction_plan) for unit in units if isinstance(unit, LcaUnit))
-    return plans + sum(unit.table_bytes for unit in units if isinstance(unit, HeapUnit))
+    subsets = sum(plan_bytes(unit._plan) for unit in units if isinstance(unit, SubsetUnit))
+    return plans + subsets + sum(unit.table_bytes for unit in units if isinstance(unit, HeapUnit))
 
 
 def keep_within(unit, present: tuple[bool, bool], room: int) -> int:
@@ -121,8 +126,12 @@ def keep_within(unit, present: tuple[bool, bool], room: int) -> int:
     """
     if isinstance(unit, HeapUnit):
         return unit.keep_tables_within(room)
-    if isinstance(unit, SubsetUnit):
-        return unit.keep_plan_within(room)
+    if isinstance(unit, SubsetUnit):  # its plan counted whole, on every call: it has no second plan
+        size = plan_bytes(unit._plan)
+        if size > room:
+            unit._plan = None
+            return 0
+        return size
     if not isinstance(unit, LcaUnit):
         return 0
     new_plan = not present[0] and unit._plan is not None

@@ -10,6 +10,7 @@ where the LCA kernel's items grow with its leaves times their depth squared.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,6 +41,8 @@ class SubsetUnit:
     tuning: Tuning = DEFAULT_TUNING
     elements: float = field(default=0.0)  # sum_u 2^{s_u} (subset_work), set when built
     _plan: SubsetPlan | None = field(default=None, repr=False)
+    # tells a worker's kept plans apart (engine.worker_plans), as LcaUnit's and HeapUnit's do
+    token: str = field(default_factory=lambda: uuid.uuid4().hex, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.elements:
@@ -101,19 +104,6 @@ class SubsetUnit:
             # w_quad m^2 + w_lin m = w_quad (m - c)^2 + (w_lin + 2 c w_quad) (m - c) + constant
             game += per_quad[block] @ np.square(centred) + (per_lin[block] + 2.0 * c * per_quad[block]) @ centred
         out[plan.features] += game @ weights
-
-    def keep_plan_within(self, room: int) -> int:
-        """Keep the compiled plan for the next call if its arrays fit in ``room`` bytes, else drop
-        it (compiled again when needed); the bytes kept.  A fully grown tree's plan holds four
-        index maps of half a table per split: megabytes each, too many to keep for a large forest."""
-        if self._plan is None:
-            return 0
-        maps = ("left_unknown", "right_unknown", "left_known", "right_known")
-        size = sum(getattr(step, name).nbytes for step in self._plan.steps for name in maps)
-        if size > room:
-            self._plan = None
-            return 0
-        return size
 
     def finish(self, weights, out: np.ndarray) -> None:
         raise NotImplementedError("SubsetUnit adds its values in contribute")
