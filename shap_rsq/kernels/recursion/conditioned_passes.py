@@ -150,11 +150,7 @@ class PatternRows:
         n_child, n_open = self.patterns[c].count, 1 << plan.nodes[c].n_open
         if targets is None:  # the child's sub-patterns, in order: no product
             ga, gb = (np.ascontiguousarray(_states_summed(g, states, n_open), dtype=float) for g in (ga, gb))
-            if adjoints[c] is None:
-                adjoints[c] = (ga, gb)
-            else:
-                for total, g in zip(adjoints[c], (ga, gb), strict=True):
-                    total += g
+            _add_adjoints(adjoints, c, (ga, gb))
             return
         if adjoints[c] is None:
             adjoints[c] = (np.zeros((n_open, n_child, n_q)), np.zeros((n_open, n_child, n_q)))
@@ -209,11 +205,7 @@ class BlockRows:
         if ga.shape[0] != 1 or n_open != 1:
             ga, gb = (_states_summed(g, states, n_open) for g in (ga, gb))
         if len(targets) == len(self.rows):  # every row, in order (the unknown branch's reads)
-            if adjoints[c] is None:
-                adjoints[c] = (ga, gb)
-            else:
-                for total, g in zip(adjoints[c], (ga, gb), strict=True):
-                    total += g
+            _add_adjoints(adjoints, c, (ga, gb))
             return
         if adjoints[c] is None:
             adjoints[c] = tuple(np.zeros((n_open, len(self.rows), ga.shape[2])) for _ in range(2))
@@ -486,3 +478,13 @@ def _bit_difference(v: np.ndarray) -> np.ndarray:
 def _unmix(g: np.ndarray, q: np.ndarray) -> np.ndarray:
     """The adjoint of :func:`_mix`: ``(S, P, Q)`` to ``(2 S, P, Q)``."""
     return np.stack([(1.0 - q) * g, q * g], axis=1).reshape(-1, *g.shape[1:])
+
+
+def _add_adjoints(adjoints: list, c: int, pair: tuple) -> None:
+    """Add ``pair`` to child ``c``'s adjoints, taking it as they are when the child has none yet
+    (the caller hands over arrays it no longer reads)."""
+    if adjoints[c] is None:
+        adjoints[c] = pair
+        return
+    for total, g in zip(adjoints[c], pair, strict=True):
+        total += g
