@@ -211,3 +211,84 @@ def probe_rows(X, unseen: bool = True):
     both["colour"] = pd.Categorical(both["colour"], categories=[*COLOURS, "zz"] if unseen else COLOURS)
     both["size"] = pd.Categorical(both["size"], categories=["xl", "l", "m", "s"] if unseen else SIZES)
     return both
+
+
+def objective_model(name: str, seed: int = 0):
+    """A small booster of another loss than squared error on mixed rows, by ``"library:objective"``
+    (:data:`OBJECTIVE_CASES`): ``(model, X, target, w)``, the target of the objective's kind."""
+    from conftest import objective_target
+
+    library, objective = name.split(":", 1)
+    kind = OBJECTIVE_CASES[name]
+    X, y, w = mixed_data(seed, nan=library != "catboost")
+    target = objective_target(kind, y, X, seed=seed + 1)
+    classifier = kind in ("binary", "three")
+    if library == "lightgbm":
+        import lightgbm
+
+        params = dict(n_estimators=6, num_leaves=6, min_child_samples=5, min_data_per_group=5, cat_smooth=1.0)
+        params.update(verbose=-1, random_state=seed, objective=objective)
+        model = (lightgbm.LGBMClassifier if classifier else lightgbm.LGBMRegressor)(**params)
+    elif library == "xgboost":
+        import xgboost
+
+        params = dict(n_estimators=6, max_depth=3, enable_categorical=True, tree_method="hist", random_state=seed)
+        params.update(max_cat_to_onehot=1, min_child_weight=2, objective=objective)
+        model = (xgboost.XGBClassifier if classifier else xgboost.XGBRegressor)(**params)
+    elif library == "hist":
+        from sklearn import ensemble
+
+        params = dict(max_iter=6, max_leaf_nodes=6, min_samples_leaf=5, categorical_features="from_dtype")
+        params.update(random_state=seed)
+        if classifier:
+            model = ensemble.HistGradientBoostingClassifier(**params)
+        else:
+            model = ensemble.HistGradientBoostingRegressor(loss=objective, **params)
+    else:
+        import catboost
+
+        X = X.astype({"colour": str, "size": str})
+        X.loc[X.index % 11 == 0, "x1"] = np.nan
+        params = dict(iterations=6, depth=3, verbose=0, random_seed=seed, max_ctr_complexity=1, thread_count=1)
+        params.update(allow_writing_files=False, one_hot_max_size=1, cat_features=[0, 2])
+        loss = "Tweedie:variance_power=1.5" if objective == "Tweedie" else objective
+        model = (catboost.CatBoostClassifier if classifier else catboost.CatBoostRegressor)(loss_function=loss, **params)
+    return model.fit(X, target), X, target, w
+
+
+# boosters of other losses that split on categories: "library:objective" -> the target's kind
+OBJECTIVE_CASES = {
+    "lightgbm:binary": "binary",
+    "lightgbm:multiclass": "three",
+    "lightgbm:poisson": "count",
+    "xgboost:binary:logistic": "binary",
+    "xgboost:multi:softprob": "three",
+    "xgboost:count:poisson": "count",
+    "hist:binary": "binary",
+    "hist:three": "three",
+    "hist:poisson": "count",
+    "catboost:Logloss": "binary",
+    "catboost:MultiClass": "three",
+    "catboost:Poisson": "count",
+    "catboost:Tweedie": "count",
+}
+
+
+def routed_second_order_oracle(explainer: RSquaredExplainer, X, y, w, interactions: bool = False):
+    """:func:`oracle.second_order_oracle` on the routing rows, each model feature one player with its
+    routing columns (as :func:`routed_oracle`)."""
+    from oracle import second_order_oracle
+
+    from shap_rsq.engine.labels import one_hot
+
+    info = explainer.model_info
+    forests = explainer.forests
+    rows = explainer._inputs.rows_weights(X, None, require_variance=False)[0].array
+    routed = forests[0].routing_rows(rows)
+    members = [list(np.flatnonzero(forests[0].routing.column_feature == j)) for j in range(forests[0].n_model_features)]
+    if info.n_outputs > 1:
+        target = one_hot(y, info.classes, len(y))
+    else:
+        forests = forests[0]
+        target = one_hot(y, info.classes, len(y))[:, -1] if info.classes is not None else np.asarray(y, dtype=float)
+    return second_order_oracle(forests, routed, target, w, info.loss, info.loss_power, members, interactions)

@@ -270,7 +270,8 @@ def _softmax_offsets(forests, X: np.ndarray) -> list[np.ndarray]:
     trajectories = []
     for forest in forests:
         trees = np.arange(forest.n_trees)
-        shift = forest.nodes.leaf_values(X, trees, forest.input_dtype) - forest.nodes.tree_mean
+        routed = forest.routing_rows(X)  # categorical splits read routing columns, not the model's
+        shift = forest.nodes.leaf_values(routed, trees, forest.input_dtype) - forest.nodes.tree_mean
         start = forest.base_offset + float(forest.nodes.tree_mean.sum())
         trajectory = np.empty((X.shape[0], forest.n_trees + 1))
         trajectory[:, 0] = start

@@ -126,12 +126,9 @@ class PredictionShap:
         trees shap is handed fixed: computed here, each feature one player with its routing columns
         (shap's TreeSHAP would play each column apart, another game), and the rows as checked."""
         rows = self._inputs.rows_weights(X, None, require_variance=False)[0]
-        forest = self.forest
-        routed = forest.routing_rows(rows.array)
-        values = np.zeros((len(routed), forest.n_players))
-        for tree in forest.trees:
-            values += tree_shap_function(tree, forest.n_players, forest.input_dtype)(routed)
-        return values, rows
+        outputs = [_routed_tree_shap(forest, rows.array) for forest in self.forests]
+        # several outputs (a softmax's classes) stack on the last axis, as shap's own values do
+        return (outputs[0] if len(outputs) == 1 else np.stack(outputs, axis=-1)), rows
 
     def _routed_explanation(self, X, interactions: bool) -> shap.Explanation:
         """The Explanation of SHAP values of a model with categorical splits whose trees shap is
@@ -141,7 +138,9 @@ class PredictionShap:
         values, rows = self._routed_shap_values(X)
         explanation = shap.Explanation(
             values=values,
-            base_values=np.full(len(values), float(self.expected_value)),
+            base_values=np.tile(self.expected_value, (len(values), 1)).reshape(
+                len(values), *np.shape(self.expected_value)
+            ),
             data=rows.array,
             feature_names=rows.columns or self.feature_names or self.model_info.feature_names,
         )
@@ -164,8 +163,9 @@ class PredictionShap:
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features)
-            SHAP values of the predictions (in ``X``'s column order for such a model).
+        ndarray of shape (n_samples, n_features) or (n_samples, n_features, n_outputs)
+            SHAP values of the predictions (in ``X``'s column order for such a model), one slice a
+            class of a softmax.
         """
         if self._routed_for_shap():
             values, rows = self._routed_shap_values(X)
@@ -211,6 +211,16 @@ class PredictionShap:
         aligned = aligned_frame(X, self._inputs.names_for_matching(), info.family)
         _check_width(aligned[0], info.n_features)
         return aligned
+
+
+def _routed_tree_shap(forest, rows: np.ndarray) -> np.ndarray:
+    """Path-dependent SHAP values ``(n, players)`` of one forest's trees on checked rows, each feature
+    one player with its routing columns."""
+    routed = forest.routing_rows(rows)
+    values = np.zeros((len(routed), forest.n_players))
+    for tree in forest.trees:
+        values += tree_shap_function(tree, forest.n_players, forest.input_dtype)(routed)
+    return values
 
 
 def _shap_reads(model: Any) -> bool:

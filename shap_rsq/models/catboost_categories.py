@@ -24,7 +24,7 @@ import pandas as pd
 from .categories import CategoricalModel, CategoricalRouting
 from .info import UnsupportedModelError
 
-__all__ = ["CatBoostColumn", "CatBoostRouting", "full_tree", "symmetric_categorical_trees"]
+__all__ = ["CatBoostColumn", "CatBoostRouting", "full_tree", "in_output", "output_trees", "symmetric_categorical_trees"]
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,9 @@ class CatBoostRouting(CategoricalRouting):
         return ((leaves[:, trees] >> levels) & 1).astype(np.float64)
 
 
-def symmetric_categorical_trees(model: Any, document: dict, names: list[str], scale: float, nan_right: set[int]):
+def symmetric_categorical_trees(
+    model: Any, document: dict, names: list[str], scale: float, nan_right: set[int], n_outputs: int = 1
+):
     """The symmetric trees of a CatBoost JSON export as shap's dict model, their categorical splits on
     routing columns, and the :class:`CategoricalModel` that routes rows to them.
 
@@ -172,6 +174,9 @@ def symmetric_categorical_trees(model: Any, document: dict, names: list[str], sc
         Its leaf scale.
     nan_right : set of int
         Numeric features whose NaN goes right.
+    n_outputs : int, default=1
+        Values a leaf holds (a ``MultiClass`` model's classes): each tree is then read as
+        ``n_outputs`` trees, tree ``c`` holding output ``c``'s values in its output ``c``.
 
     Returns
     -------
@@ -196,7 +201,7 @@ def symmetric_categorical_trees(model: Any, document: dict, names: list[str], sc
             if key not in keys:
                 keys[key] = (p + len(keys), feature, t, d)
             levels.append((keys[key][0], 0.5, False))
-        trees.append(full_tree(levels, tree["leaf_values"], tree["leaf_weights"], scale))
+        trees.extend(output_trees(levels, tree, scale, n_outputs))
     features = {j: CatBoostColumn(j, names[j]) for j in cat_flat}
     column_feature = np.concatenate([np.arange(p), [f for _, f, _, _ in keys.values()]]).astype(np.int64)
     locations = {}
@@ -214,6 +219,57 @@ def symmetric_categorical_trees(model: Any, document: dict, names: list[str], sc
         "objective": "squared_error",
     }
     return model_dict, CategoricalModel(tuple(features.values()), {}, routing)
+
+
+def output_trees(levels: list[tuple], tree: dict, scale: float, n_outputs: int) -> list[dict]:
+    """A symmetric tree of ``n_outputs`` values a leaf as that many trees in shap's dict format, tree
+    ``c`` holding output ``c``'s values in its output ``c`` (zero in the others); one tree as it is
+    when a leaf holds one value.
+
+    Parameters
+    ----------
+    levels : list of tuple
+        Each level's ``(feature, border, NaN right)``, as :func:`full_tree` reads them.
+    tree : dict
+        The tree in CatBoost's JSON export (``leaf_values``, ``leaf_weights``).
+    scale : float
+        The model's leaf scale.
+    n_outputs : int
+        Values a leaf holds.
+
+    Returns
+    -------
+    list of dict
+        ``n_outputs`` trees (one when ``n_outputs`` is 1).
+    """
+    if n_outputs == 1:
+        return [full_tree(levels, tree["leaf_values"], tree["leaf_weights"], scale)]
+    values = np.asarray(tree["leaf_values"], dtype=np.float64).reshape(-1, n_outputs)
+    return [
+        in_output(full_tree(levels, values[:, c], tree["leaf_weights"], scale), c, n_outputs) for c in range(n_outputs)
+    ]
+
+
+def in_output(tree: dict, output: int, n_outputs: int) -> dict:
+    """A one-output tree in shap's dict format with its values moved to ``output`` of ``n_outputs``.
+
+    Parameters
+    ----------
+    tree : dict
+        The tree, one value a node.
+    output : int
+        Where its values go.
+    n_outputs : int
+        How many outputs the model has.
+
+    Returns
+    -------
+    dict
+        The tree, ``(nodes, n_outputs)`` values, zero outside ``output``.
+    """
+    values = np.zeros((len(tree["values"]), n_outputs))
+    values[:, output] = np.asarray(tree["values"])[:, 0]
+    return {**tree, "values": values}
 
 
 def _binary_features(info: dict, float_flat: list[int], cat_flat: list[int], names: list[str]) -> list[tuple]:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from sklearn.exceptions import NotFittedError
 
-from .catboost_categories import full_tree, symmetric_categorical_trees
+from .catboost_categories import in_output, output_trees, symmetric_categorical_trees
 from .forest import Forest
 from .info import ModelInfo, UnsupportedModelError, as_names, refuse
 
@@ -27,7 +27,7 @@ __all__ = ["catboost_info"]
 
 
 def catboost_info(model: Any) -> ModelInfo:
-    """Record of a ``CatBoostRegressor`` (or ``catboost.CatBoost`` with RMSE); refuses what cannot be decomposed.
+    """Record of a CatBoost regressor, classifier or ``catboost.CatBoost``; refuses what cannot be decomposed.
 
     Parameters
     ----------
@@ -71,12 +71,7 @@ def catboost_info(model: Any) -> ModelInfo:
         return _softmax_info(model, params, names, predict, extra)
     bias = float(np.ravel(bias)[0]) if np.size(bias) else 0.0
     if model.get_cat_feature_indices():
-        if game_loss != "squared_error":
-            raise UnsupportedModelError(
-                f"CatBoost model with categorical features and loss_function={loss!r} is not supported: "
-                "categorical features are decomposed for RMSE models."
-            )
-        return _categorical_info(model, params, names, scale)
+        return _categorical_info(model, params, names, scale, extra)
     if params.get("grow_policy", "SymmetricTree") == "SymmetricTree":
         # shap reads symmetric trees (and explains predictions natively); fix what its loader drops.
         # NaN goes left except under nan_mode='Max', and even then only on features that had NaN in
@@ -139,24 +134,15 @@ def _softmax_info(model: Any, params: dict, names: list[str], predict: Any, extr
 
 
 def _symmetric_tree_classes(tree: dict, scale: float, nan_right: set[int], k: int) -> list[dict]:
-    """A symmetric tree of ``k`` values a leaf as ``k`` trees in shap's dict format, tree ``c`` holding
-    class ``c``'s values in output ``c`` (zero in the others)."""
+    """A symmetric tree of ``k`` values a leaf as ``k`` trees (:func:`.catboost_categories.output_trees`)."""
     features = [_split_feature(split) for split in tree["splits"]]
     levels = [(f, float(split["border"]), f in nan_right) for f, split in zip(features, tree["splits"], strict=True)]
-    values = np.asarray(tree["leaf_values"], dtype=np.float64).reshape(-1, k)
-    return [_in_output(full_tree(levels, values[:, c], tree["leaf_weights"], scale), c, k) for c in range(k)]
+    return output_trees(levels, tree, scale, k)
 
 
 def _nonsymmetric_tree_classes(tree: dict, scale: float, nan_right: set[int], k: int) -> list[dict]:
     """A Depthwise / Lossguide tree of ``k`` values a leaf as ``k`` trees, as :func:`_symmetric_tree_classes`."""
-    return [_in_output(_nonsymmetric_tree(tree, scale, nan_right, c), c, k) for c in range(k)]
-
-
-def _in_output(tree: dict, c: int, k: int) -> dict:
-    """A one-output tree's values moved to output ``c`` of ``k``."""
-    values = np.zeros((len(tree["values"]), k))
-    values[:, c] = tree["values"][:, 0]
-    return {**tree, "values": values}
+    return [in_output(_nonsymmetric_tree(tree, scale, nan_right, c), c, k) for c in range(k)]
 
 
 # the losses of the margin: Logloss and CrossEntropy take the logit, MultiClass the softmax's
@@ -184,9 +170,10 @@ def _raw_predict(model: Any, X: Any) -> np.ndarray:
     return model.predict(X, prediction_type="RawFormulaVal")
 
 
-def _categorical_info(model: Any, params: dict, names: list[str], scale: float) -> ModelInfo:
-    """A model with categorical features: its symmetric trees read here, its categorical splits on
-    routing columns asked of the model (:mod:`.catboost_categories`)."""
+def _categorical_info(model: Any, params: dict, names: list[str], scale: float, extra: dict) -> ModelInfo:
+    """A model with categorical features: its symmetric trees read here (a ``MultiClass`` model's as
+    one tree per class, as :func:`_softmax_info` reads them), its categorical splits on routing
+    columns asked of the model (:mod:`.catboost_categories`)."""
     policy = params.get("grow_policy", "SymmetricTree")
     if policy != "SymmetricTree":
         raise UnsupportedModelError(
@@ -195,16 +182,34 @@ def _categorical_info(model: Any, params: dict, names: list[str], scale: float) 
             "grow_policy='SymmetricTree' (the default)."
         )
     document = _catboost_json(model)
-    trees, categorical = symmetric_categorical_trees(model, document, names, scale, _nan_right_features(document))
+    k = len(extra["classes"]) if str(params.get("loss_function", "")).startswith("MultiClass") else 1
+    trees, categorical = symmetric_categorical_trees(model, document, names, scale, _nan_right_features(document), k)
     cat_features = sorted(categorical.features)
     predict = partial(_predict_categories, model, categorical, names, cat_features)
     # CatBoost's own SHAP values (shap's) are of the model, categories included: shap keeps the model
-    return ModelInfo(model, trees, len(names), names, None, predict, "catboost", categorical=categorical)
+    if k == 1:
+        return ModelInfo(model, trees, len(names), names, None, predict, "catboost", categorical=categorical, **extra)
+    bias = document.get("scale_and_bias", [1.0, [0.0]])[1]
+    bases = tuple(float(b) for b in np.broadcast_to(np.ravel(bias) if np.size(bias) else 0.0, k))
+    outputs = tuple(str(c) for c in extra["classes"])
+    return ModelInfo(
+        model,
+        {**trees, "base_offset": 0.0},
+        len(names),
+        names,
+        None,
+        predict,
+        "catboost",
+        categorical=categorical,
+        outputs=outputs,
+        bases=bases,
+        **extra,
+    )
 
 
 def _predict_categories(model: Any, categorical: Any, names: list[str], cat_features: list[int], X: Any) -> np.ndarray:
-    """The model's ``predict`` of rows in its order: as given, or as the codes this package reads
-    (their categories put back)."""
+    """The model's margin (``RawFormulaVal``: what its trees add up to, scaled, plus the bias) of rows
+    in its order: as given, or as the codes this package reads (their categories put back)."""
     from catboost import Pool
 
     if isinstance(X, np.ndarray) and X.dtype.kind == "f":
@@ -213,7 +218,7 @@ def _predict_categories(model: Any, categorical: Any, names: list[str], cat_feat
             values = np.asarray(categorical.features[j].values, dtype=object)
             frame[names[j]] = values[X[:, j].astype(np.int64)]
         X = frame
-    return model.predict(Pool(X, cat_features=cat_features))
+    return model.predict(Pool(X, cat_features=cat_features), prediction_type="RawFormulaVal")
 
 
 def _training_params(model: Any) -> dict:

@@ -21,7 +21,7 @@ from .catboost_models import catboost_info
 from .forest import Forest
 from .info import BOOSTED_CLASSIFIER, ModelInfo, UnsupportedModelError
 from .lightgbm_models import lightgbm_info
-from .shap_trees import forest_model, outputs_model
+from .shap_trees import forest_model, outputs_model, tree_outputs
 from .sklearn_models import sklearn_info
 from .xgboost_models import xgboost_info
 
@@ -102,9 +102,24 @@ def _family_info(model: Any) -> ModelInfo:
 def _with_fixed_trees_for_shap(info: ModelInfo) -> ModelInfo:
     """``info`` whose ``shap_model`` is its trees as read and fixed: shap's own SHAP values of the
     model would not add up to its predictions (:mod:`.shap_trees`)."""
-    forests = read_forests(TreeEnsemble(info.shap_model) if info.trees is None else None, info, "model")
-    if len(forests) > 1:  # several outputs read by this package (a CatBoost softmax): its trees are exact
-        return dataclasses.replace(info, shap_model=outputs_model(forests), tree_limit=None, adjust=None)
+    forests = read_forests(
+        TreeEnsemble(info.shap_model, model_output="raw") if info.trees is None else None, info, "model"
+    )
+    if len(forests) > 1:
+        if info.trees is not None:  # several outputs read by this package (a CatBoost softmax): exact
+            return dataclasses.replace(info, shap_model=outputs_model(forests), tree_limit=None, adjust=None)
+        # read by shap (a scikit-learn softmax with categorical splits): the engine reads the fixed
+        # trees, in the model's order, as the one-output case below does
+        categorical = None if info.categorical is None else info.categorical.already_routed(forests[0].routing)
+        return dataclasses.replace(
+            info,
+            shap_model=outputs_model(forests),
+            trees=outputs_model(forests, for_shap=False),
+            tree_outputs=tree_outputs(forests),
+            tree_limit=None,
+            adjust=None,
+            categorical=categorical,
+        )
     (forest,) = forests
     # shap's copy has vanishing covers where no training row went; the engine reads the exact ones
     exact = forest_model(forest, for_shap=False)

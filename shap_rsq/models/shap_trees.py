@@ -23,7 +23,7 @@ import numpy as np
 
 from .forest import Forest
 
-__all__ = ["forest_model", "outputs_model"]
+__all__ = ["forest_model", "outputs_model", "tree_outputs"]
 
 # the cover fraction standing for 0 below a reached node: far below the precision of any value
 _UNREACHED = 1e-300
@@ -68,33 +68,63 @@ def forest_model(forest: Forest, *, for_shap: bool = True) -> dict:
     }
 
 
-def outputs_model(forests: list[Forest]) -> dict:
+def outputs_model(forests: list[Forest], *, for_shap: bool = True) -> dict:
     """shap's dict model of several outputs' forests (a classifier's classes, a regressor's targets).
 
     Parameters
     ----------
     forests : list of Forest
         One forest per output, as read and fixed.
+    for_shap : bool, default=True
+        As :func:`forest_model`'s.
 
     Returns
     -------
     dict
         :func:`forest_model`'s format, each tree's leaf values ``(nodes, n_outputs)`` with zeros
-        for the outputs the tree does not add to, and one base offset per output.
+        for the outputs the tree does not add to, and one base offset per output; the trees in the
+        model's order (a softmax's round by round, :func:`tree_outputs`).
     """
     if len(forests) == 1:
-        return forest_model(forests[0])
+        return forest_model(forests[0], for_shap=for_shap)
+    read = [forest_model(forest, for_shap=for_shap)["trees"] for forest in forests]
     trees = []
-    for k, forest in enumerate(forests):
-        for tree in forest_model(forest)["trees"]:
-            values = np.zeros((len(tree["values"]), len(forests)))
-            values[:, k] = tree["values"][:, 0]
-            trees.append({**tree, "values": values})
+    for k, t in _in_model_order(forests):
+        tree = read[k][t]
+        values = np.zeros((len(tree["values"]), len(forests)))
+        values[:, k] = tree["values"][:, 0]
+        trees.append({**tree, "values": values})
     return {
-        **forest_model(forests[0]),
+        **forest_model(forests[0], for_shap=for_shap),
         "trees": trees,
         "base_offset": np.array([forest.base_offset for forest in forests], dtype=np.float64),
     }
+
+
+def tree_outputs(forests: list[Forest]) -> np.ndarray:
+    """The output each tree of :func:`outputs_model` adds to.
+
+    Parameters
+    ----------
+    forests : list of Forest
+        One forest per output.
+
+    Returns
+    -------
+    ndarray of int
+        One entry per tree, in :func:`outputs_model`'s order.
+    """
+    return np.array([k for k, _ in _in_model_order(forests)], dtype=np.int64)
+
+
+def _in_model_order(forests: list[Forest]) -> list[tuple[int, int]]:
+    """``(output, tree)`` of every tree, ordered by its position among all the model's trees
+    (:attr:`Forest.steps`; a forest without steps keeps its own order, after the others)."""
+    keys = []
+    for k, forest in enumerate(forests):
+        steps = forest.steps if forest.steps is not None else np.arange(forest.n_trees)
+        keys.extend((int(step), k, t) for t, step in enumerate(steps))
+    return [(k, t) for _, k, t in sorted(keys)]
 
 
 def _positive_covers(tree) -> np.ndarray:

@@ -141,25 +141,25 @@ _HIST_LOSSES = {"squared_error": "squared_error", "poisson": "poisson", "gamma":
 
 def _sklearn_hist_gradient_boosting(model: Any) -> ModelInfo:
     check_is_fitted(model)
-    name = type(model).__name__
     if model.loss not in _HIST_LOSSES:
-        refuse(name, "loss", model.loss)
-    categorical = getattr(model, "is_categorical_", None)
+        refuse(type(model).__name__, "loss", model.loss)
     loss = _HIST_LOSSES[model.loss]
+    info = _hist_numeric_info(model, loss)
+    categorical = getattr(model, "is_categorical_", None)
     if categorical is not None and np.any(categorical):
-        if loss != "squared_error":
-            raise UnsupportedModelError(
-                f"{name} with categorical features and loss={model.loss!r} is not supported: categorical "
-                "features are decomposed for squared error."
-            )
-        return _hist_categorical(model)
+        return _hist_categorical(model, info, _HIST_MARGINS[loss])
+    return info
+
+
+def _hist_numeric_info(model: Any, loss: str) -> ModelInfo:
+    """The record of a HistGradientBoosting model as shap reads it (categorical splits read as numeric)."""
     if loss == "squared_error":
         return _sklearn_info(model)
-    if loss != "log_loss":
-        names = as_names(getattr(model, "feature_names_in_", None))
-        predict = partial(_log_of_predict, model)
-        return ModelInfo(model, None, model.n_features_in_, names, None, predict, "sklearn", loss=loss)
-    return _boosted_classifier(model, model, model.n_trees_per_iteration_)
+    if loss == "log_loss":
+        return _boosted_classifier(model, model, model.n_trees_per_iteration_)
+    names = as_names(getattr(model, "feature_names_in_", None))
+    predict = partial(_log_of_predict, model)
+    return ModelInfo(model, None, model.n_features_in_, names, None, predict, "sklearn", loss=loss)
 
 
 def _boosted_classifier(model: Any, shap_model: Any, n_outputs: int) -> ModelInfo:
@@ -184,6 +184,23 @@ def _boosted_classifier(model: Any, shap_model: Any, n_outputs: int) -> ModelInf
 def _log_of_predict(model: Any, X: Any) -> np.ndarray:
     """The margin of a model with the log link: the log of its predicted mean."""
     return np.log(model.predict(X))
+
+
+def _predict(model: Any, X: Any) -> np.ndarray:
+    return model.predict(X)
+
+
+def _decision_function(model: Any, X: Any) -> np.ndarray:
+    return model.decision_function(X)
+
+
+# what the trees of a HistGradientBoosting model of each loss add up to, asked of the model
+_HIST_MARGINS = {
+    "squared_error": _predict,
+    "log_loss": _decision_function,
+    "poisson": _log_of_predict,
+    "gamma": _log_of_predict,
+}
 
 
 def _sklearn_gradient_boosting_classifier(model: Any) -> ModelInfo:
@@ -215,15 +232,15 @@ def _sklearn_gradient_boosting_classifier(model: Any) -> ModelInfo:
     return _boosted_classifier(model, shap_model, n_outputs)
 
 
-def _hist_categorical(model: Any) -> ModelInfo:
-    """A HistGradientBoostingRegressor with categorical features (:func:`hist_categorical_model`)."""
-    info = _sklearn_info(model)
+def _hist_categorical(model: Any, info: ModelInfo, margin: Any) -> ModelInfo:
+    """A HistGradientBoosting model with categorical features (:func:`hist_categorical_model`): ``info``
+    as shap reads it, and ``margin(model, rows)`` what its trees add up to."""
     order = _hist_input_order(model)
     features = hist_categorical_model(model, order)
     return replace(
         info,
         adjust=partial(_in_input_order, order=order),
-        predict=partial(_hist_predict_codes, model, features),
+        predict=partial(_hist_predict_codes, model, features, margin),
         categorical=features,
         # shap reads the categorical splits as numeric ones, on the encoded columns' order: it is
         # given the trees as read here
@@ -232,7 +249,7 @@ def _hist_categorical(model: Any) -> ModelInfo:
 
 
 def _hist_input_order(model: Any) -> np.ndarray:
-    """The input position of each feature the trees read: a HistGradientBoostingRegressor with
+    """The input position of each feature the trees read: a HistGradientBoosting model with
     categorical features encodes them first (an ``OrdinalEncoder`` in a ``ColumnTransformer``),
     and its trees read the encoded columns, then the numeric ones."""
     preprocessor = model._preprocessor
@@ -253,7 +270,7 @@ def _in_input_order(forest: Forest, order: np.ndarray) -> Forest:
 
 
 def hist_categorical_model(model: Any, order: np.ndarray) -> CategoricalModel:
-    """The categorical features of a HistGradientBoostingRegressor and its splits on them.
+    """The categorical features of a HistGradientBoosting model and its splits on them.
 
     Its encoder matches values to the categories it saw in ``fit`` (sorted) and reads any other
     value as missing.  A split sends the codes of its bitset left, the other known codes right,
@@ -268,7 +285,9 @@ def hist_categorical_model(model: Any, order: np.ndarray) -> CategoricalModel:
     )
     known, known_index = model._bin_mapper.make_known_categories_bitsets()
     splits = {}
-    for t, (predictor,) in enumerate(model._predictors):
+    # shap reads a classifier's trees iteration by iteration, class by class within one
+    predictors = [predictor for iteration in model._predictors for predictor in iteration]
+    for t, predictor in enumerate(predictors):
         nodes = predictor.nodes
         for u in np.flatnonzero(nodes["is_categorical"] & ~nodes["is_leaf"].astype(bool)):
             node = nodes[u]
@@ -294,9 +313,10 @@ def _bits(bitset: np.ndarray) -> set:
     return set(np.flatnonzero(np.unpackbits(np.ascontiguousarray(bitset).view(np.uint8), bitorder="little")).tolist())
 
 
-def _hist_predict_codes(model: Any, categorical: CategoricalModel, X: Any) -> np.ndarray:
-    """The model's ``predict`` of rows in its order, categories as values or as the codes this
-    package reads: codes go back to the categories the model's encoder matches by value."""
+def _hist_predict_codes(model: Any, categorical: CategoricalModel, margin: Any, X: Any) -> np.ndarray:
+    """``margin(model, rows)`` (:data:`_HIST_MARGINS`) of rows in the model's order, categories as values
+    or as the codes this package reads: codes go back to the categories the model's encoder matches
+    by value."""
     X = coded_rows(categorical.features, X)
     columns = {}
     for j in range(X.shape[1]):
@@ -312,5 +332,5 @@ def _hist_predict_codes(model: Any, categorical: CategoricalModel, X: Any) -> np
     names = getattr(model, "feature_names_in_", None)
     if names is not None:
         frame.columns = list(names)
-        return model.predict(frame)
-    return model.predict(frame.to_numpy())
+        return margin(model, frame)
+    return margin(model, frame.to_numpy())
