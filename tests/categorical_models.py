@@ -252,7 +252,8 @@ def objective_model(name: str, seed: int = 0):
         params = dict(iterations=6, depth=3, verbose=0, random_seed=seed, max_ctr_complexity=1, thread_count=1)
         params.update(allow_writing_files=False, one_hot_max_size=1, cat_features=[0, 2])
         loss = "Tweedie:variance_power=1.5" if objective == "Tweedie" else objective
-        model = (catboost.CatBoostClassifier if classifier else catboost.CatBoostRegressor)(loss_function=loss, **params)
+        estimator = catboost.CatBoostClassifier if classifier else catboost.CatBoostRegressor
+        model = estimator(loss_function=loss, **params)
     return model.fit(X, target), X, target, w
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from categorical_models import OBJECTIVE_CASES, objective_model, routed_second_order_oracle
 from sklearn.metrics import d2_log_loss_score, d2_tweedie_score
@@ -90,7 +91,7 @@ def _margin(model, X) -> np.ndarray:
 
 @pytest.mark.parametrize("case", list(OBJECTIVE_CASES))
 def test_shap_calls_without_y_add_up_to_the_models_margins(models, case):
-    model, X, y, w = models(case)
+    model, X, _, _ = models(case)
     explainer = RSquaredExplainer(model)
     margin = np.asarray(_margin(model, X), dtype=np.float64)
     values = np.asarray(explainer.shap_values(X))
@@ -100,3 +101,30 @@ def test_shap_calls_without_y_add_up_to_the_models_margins(models, case):
     explanation = explainer(X)
     np.testing.assert_allclose(explanation.values, values, rtol=0, atol=1e-12)
     np.testing.assert_allclose(explanation.values.sum(axis=1) + explanation.base_values, margin, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["catboost:MultiClass", "lightgbm:binary", "xgboost:multi:softprob"])
+def test_the_cli_decomposes_the_model_file_with_categories_read_from_csv_text(models, case, tmp_path):
+    import json
+
+    from shap_rsq.cli import main
+
+    model, X, y, w = models(case)
+    if case.startswith("catboost"):
+        path = tmp_path / "model.cbm"
+        model.save_model(str(path))
+    elif case.startswith("lightgbm"):
+        path = tmp_path / "model.txt"
+        model.booster_.save_model(path)
+    else:
+        path = tmp_path / "model.json"
+        model.save_model(path)
+    X.assign(y=y, w=w).to_csv(tmp_path / "data.csv", index=False)
+    out = tmp_path / "d2.json"
+    argv = ["explain", "--model", path, "--data", tmp_path / "data.csv", "--target", "y", "--weight", "w"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SecondOrderGapWarning)
+        assert main([str(a) for a in [*argv, "--out", out]]) == 0
+        expected = RSquaredExplainer(model).rsq(X, y, sample_weight=w)
+    document = json.loads(out.read_text())
+    np.testing.assert_allclose(pd.Series(document["rsq"])[expected.index], expected, rtol=0, atol=1e-9)
