@@ -276,3 +276,27 @@ def test_a_constant_target_names_the_rows_it_is_constant_on():
     # and each fold's model, fitted on the other value alone, explains nothing
     split = RSquaredSelector(RandomForestRegressor(5), cv=2).fit(X, np.repeat([0.0, 1.0], 20))
     np.testing.assert_array_equal(split.feature_rsq_, 0.0)
+
+
+def test_a_catboost_model_that_clone_refuses_is_fitted_with_and_without_cv():
+    # CatBoost's get_params hands out a new list for cat_features=[...]: scikit-learn's clone, and
+    # with it SelectFromModel and cross_validate, refuse the model; the selector copies its parameters
+    pytest.importorskip("catboost")
+    from categorical_models import objective_model
+    from sklearn.base import clone
+    from sklearn.feature_selection import SelectFromModel
+
+    model, X, y, _ = objective_model("catboost:Logloss")
+    params = model.get_params()
+    unfitted = type(model)(**params)
+    with pytest.raises(RuntimeError, match="Cannot clone"):
+        SelectFromModel(unfitted).fit(X, y)
+    clonable = type(model)(**{**params, "cat_features": tuple(params["cat_features"])})
+    clone(clonable)  # the same model that clone accepts: the reference
+    for cv in (None, StratifiedKFold(3, shuffle=True, random_state=0)):
+        selector = RSquaredSelector(unfitted, cv=cv, max_features=2, threshold=-np.inf).fit(X, y)
+        reference = RSquaredSelector(clonable, cv=cv, max_features=2, threshold=-np.inf).fit(X, y)
+        np.testing.assert_allclose(selector.feature_rsq_, reference.feature_rsq_, rtol=0, atol=1e-12)
+        assert np.abs(selector.feature_rsq_).max() > 1e-3
+        assert selector.get_support().sum() == 2
+    assert selector.estimator_.get_params()["cat_features"] == [0, 2]  # the model as the user gave it

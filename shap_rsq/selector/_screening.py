@@ -196,7 +196,34 @@ def screen_and_fit(
 
 
 def _fit(estimator: Any, X: Any, y: np.ndarray, fit_params: dict) -> Any:
-    return clone(estimator).fit(X, y, **fit_params)
+    return unfitted_copy(estimator).fit(X, y, **fit_params)
+
+
+def unfitted_copy(estimator: Any) -> Any:
+    """scikit-learn's :func:`~sklearn.base.clone`, and a copy of the parameters of a CatBoost model
+    that ``clone`` refuses.
+
+    CatBoost's ``get_params`` hands out a new list for a list parameter (``cat_features=[0, 2]``),
+    which ``clone``'s check that the new estimator holds the very object it was given refuses, so
+    :class:`~sklearn.feature_selection.SelectFromModel` cannot fit such a model.  Its parameters are
+    plain values, which a new estimator takes as they are.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The unfitted tree model.
+
+    Returns
+    -------
+    estimator
+        A new, unfitted estimator with the same parameters.
+    """
+    try:
+        return clone(estimator)
+    except RuntimeError:
+        if not type(estimator).__module__.startswith("catboost"):
+            raise
+        return type(estimator)(**estimator.get_params(deep=False))
 
 
 def subset_params(params: dict, rows: np.ndarray, n_rows: int) -> dict:
@@ -259,25 +286,10 @@ def out_of_fold(
     """
     # scikit-learn fits the folds (in parallel, fit parameters subset with the rows); its scorers return
     # numbers, not the vectors of sums a fold adds to the shares, so each fold's model is decomposed here.
-    # fit_params are already routed to the estimator's fit (an alias, my_w -> sample_weight, resolved):
-    # with routing on, cross_validate would route them again and refuse the resolved names
-    with config_context(enable_metadata_routing=False):
-        folds = cross_validate(
-            estimator,
-            X,
-            y,
-            cv=list(splits),
-            params=fit_params,
-            n_jobs=n_jobs,
-            scoring=_no_score,
-            return_estimator=True,
-            return_indices=True,
-            error_score="raise",
-        )
+    models, tests = _fold_models(estimator, X, y, fit_params, list(splits), n_jobs)
     # every fold's sum of squares about the mean of all held-out rows, as r2_score of the pooled
     # out-of-fold predictions takes it: about each fold's own mean, folds of a few rows shrank the
     # sums of squares and not the numerators (shares summing to 1.6 with 100 folds of 2 rows)
-    tests = folds["indices"]["test"]
     held = np.concatenate(tests)
     results = [
         evaluate(
@@ -290,9 +302,43 @@ def out_of_fold(
             held_out=True,
             pooled=(y[held], w[held]),
         )
-        for model, test in zip(folds["estimator"], tests, strict=True)
+        for model, test in zip(models, tests, strict=True)
     ]
     return replace(sum(results[1:], results[0]), rows="every held-out fold of cv=")
+
+
+def _fold_models(
+    estimator: Any, X: Any, y: np.ndarray, fit_params: dict, splits: list, n_jobs: int | None
+) -> tuple[list, list]:
+    """Each fold's model, fitted on the other folds, and the fold's rows.
+
+    scikit-learn's ``cross_validate`` fits them, in parallel; a model its ``clone`` refuses (CatBoost
+    with a list parameter, :func:`unfitted_copy`) is fitted here, fold after fold."""
+    try:
+        clone(estimator)
+    except RuntimeError:
+        n = len(y)
+        models = [
+            _fit(estimator, _safe_indexing(X, train), y[train], subset_params(fit_params, train, n))
+            for train, _ in splits
+        ]
+        return models, [np.asarray(test) for _, test in splits]
+    # fit_params are already routed to the estimator's fit (an alias, my_w -> sample_weight, resolved):
+    # with routing on, cross_validate would route them again and refuse the resolved names
+    with config_context(enable_metadata_routing=False):
+        folds = cross_validate(
+            estimator,
+            X,
+            y,
+            cv=splits,
+            params=fit_params,
+            n_jobs=n_jobs,
+            scoring=_no_score,
+            return_estimator=True,
+            return_indices=True,
+            error_score="raise",
+        )
+    return folds["estimator"], folds["indices"]["test"]
 
 
 def _no_score(estimator: Any, X: Any, y: Any) -> float:
