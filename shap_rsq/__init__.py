@@ -15,6 +15,7 @@ __all__ = [
     "UnsupportedModelError",
     "__version__",
     "estimate_rsq",
+    "plots",
 ]
 __version__ = "0.1.0.dev0"
 
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str):
+    if name == "plots":  # shap_rsq.plots.bar(...) after `import shap_rsq`, as shap.plots.bar after `import shap`
+        return importlib.import_module(".plots", __name__)
     if name in _PUBLIC:
         value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
         globals()[name] = value

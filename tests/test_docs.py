@@ -58,7 +58,7 @@ def _public_names() -> list[str]:
 
     names = []
     for name in shap_rsq.__all__:
-        if name == "__version__":
+        if name in ("__version__", "plots"):  # the plots module's names are added below
             continue
         value = getattr(shap_rsq, name)
         names.append(f"{value.__module__}.{value.__qualname__}")

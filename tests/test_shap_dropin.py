@@ -238,6 +238,12 @@ def test_unsupported_model_error_is_shaps_invalid_model_error(models, data):
         RSquaredExplainer(models["xgb absolute error"]).rsq(*data)
 
 
+def test_the_plots_are_reached_from_the_package_as_shaps_are():
+    # shap.plots.bar(...) works after `import shap`; so does shap_rsq.plots.bar(...) after `import shap_rsq`
+    code = "import shap_rsq; bar = shap_rsq.plots.bar; from shap_rsq.plots import bar as direct; assert bar is direct"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_the_engine_does_not_import_shap():
     # worker processes import the engine; shap takes seconds to import
     code = (
