@@ -223,6 +223,8 @@ def test_a_wrong_row_or_plot_is_refused_by_name(explanation):
     for plot in (shap.plots.force, shap.plots.decision):
         with pytest.raises(ValueError, match="shares of R² are not a prediction"):
             plots.shap_plot(plot, explanation, "each", row=0, show=False)
+    with pytest.raises(TypeError, match=r"the plot first and the shares second: shap_plot\(shap.plots.bar, expl"):
+        plots.shap_plot(explanation, shap.plots.bar, show=False)
 
 
 def test_a_share_below_two_decimals_reads_0(explanation):
