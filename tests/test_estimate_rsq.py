@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import FAMILIES, NO_NAN, deep_data
-from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor
 from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
 from shap_rsq.explainer._additive_part import additive_part
-from shap_rsq.explainer._estimate import _sample_total
+from shap_rsq.explainer._estimate import _estimate_inputs, _sample_total
 
 _data = partial(deep_data, noise=0.5)
 
@@ -56,7 +56,7 @@ def test_the_samples_of_all_rows_but_one_average_to_the_exact_shares(control_var
     rows, target, weights, sst = explainer._inputs.for_rsq(X, y, w)
     exact = explainer.rsq(X, y, sample_weight=w)
     draws = [np.flatnonzero(np.arange(12) != i) for i in range(12)]
-    totals = [_sample_total(explainer, rows.array, target, weights, pick, 12, control_variate)[0] for pick in draws]
+    totals = [_sample_total(explainer, rows.array, [target], weights, pick, 12, control_variate)[0] for pick in draws]
     np.testing.assert_allclose(np.mean(totals, axis=0) / sst, exact, rtol=0, atol=1e-12)
     assert np.std(totals, axis=0).max() > 1e-6  # the draws differ: the test is not of a constant
 
@@ -72,7 +72,7 @@ def test_every_family_is_estimated_without_bias(fitted, family, nan):
     explainer = RSquaredExplainer(model)
     rows, target, weights, sst = explainer._inputs.for_rsq(X, y, w)
     draws = [np.flatnonzero(np.arange(14) != i) for i in range(14)]
-    totals = [_sample_total(explainer, rows.array, target, weights, pick, 14, True)[0] for pick in draws]
+    totals = [_sample_total(explainer, rows.array, [target], weights, pick, 14, True)[0] for pick in draws]
     np.testing.assert_allclose(np.mean(totals, axis=0) / sst, explainer.rsq(X, y, sample_weight=w), rtol=0, atol=1e-12)
 
 
@@ -154,7 +154,7 @@ def test_every_draw_of_a_small_population_is_within_rounding_of_exact_for_stumps
     rows, target, weights, sst = explainer._inputs.for_rsq(X, y, w)
     exact = explainer.rsq(X, y, sample_weight=w)
     for pick in itertools.combinations(range(8), 3):
-        total, spread = _sample_total(explainer, rows.array, target, weights, np.array(pick), 8, True)
+        total, spread = _sample_total(explainer, rows.array, [target], weights, np.array(pick), 8, True)
         np.testing.assert_allclose(total / sst, exact, rtol=0, atol=1e-12)
         assert np.all(spread / sst < 1e-12)
 
@@ -204,7 +204,7 @@ def test_estimate_from_a_sample_is_within_its_standard_error():
 def test_estimate_refuses_multioutput_and_tiny_samples():
     X, y, _ = deep_data(n=60, p=6)
     explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, np.column_stack([y, -y])))
-    with pytest.raises(NotImplementedError, match="single-output"):
+    with pytest.raises(NotImplementedError, match="not multi-output regressors"):
         estimate_rsq(explainer, X, np.column_stack([y, -y]))
     single = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, y))
     with pytest.raises(ValueError, match="n_sample must be at least 2"):
@@ -258,3 +258,49 @@ def test_estimate_refuses_a_model_or_a_bad_seed_by_name():
     for seed in ("a", 1.5, -1):
         with pytest.raises(ValueError, match="random_state must be None, a non-negative int or a numpy Generator"):
             estimate_rsq(RSquaredExplainer(model), X, y, random_state=seed)
+
+
+def _labels(y: np.ndarray, n_classes: int) -> np.ndarray:
+    """String class labels from a continuous target, as users' classes are."""
+    edges = np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1])
+    return np.array(["low", "mid", "high"][:n_classes] if n_classes == 3 else ["no", "yes"], dtype=object)[
+        np.digitize(y, edges)
+    ]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("control_variate", [True, False])
+def test_a_forest_classifiers_leave_one_out_estimates_average_to_its_brier_skill_score_shares(
+    n_classes, control_variate
+):
+    # each class's games summed row by row, as rsq sums them: the n draws of n - 1 rows average to
+    # the exact shares whatever each class's control variate subtracts
+    X, y, w = _data(12)
+    labels = _labels(y, n_classes)
+    model = RandomForestClassifier(3, max_depth=4, random_state=0).fit(X, labels)
+    explainer = RSquaredExplainer(model)
+    rows, targets, weights, sst = _estimate_inputs(explainer, X, labels, w)
+    assert len(targets) == n_classes
+    exact = explainer.rsq(X, labels, sample_weight=w)
+    draws = [np.flatnonzero(np.arange(12) != i) for i in range(12)]
+    totals = [_sample_total(explainer, rows.array, targets, weights, pick, 12, control_variate)[0] for pick in draws]
+    np.testing.assert_allclose(np.mean(totals, axis=0) / sst, exact, rtol=0, atol=1e-12)
+    assert np.std(totals, axis=0).max() > 1e-6
+
+
+def test_a_forest_classifier_is_estimated_within_its_standard_errors_and_named_for_its_score():
+    X, y, _ = _data(600)
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(6)])
+    labels = _labels(y, 3)
+    explainer = RSquaredExplainer(RandomForestClassifier(10, max_depth=6, random_state=0).fit(frame, labels))
+    exact = explainer.rsq(frame, labels)
+    estimate = estimate_rsq(explainer, frame, labels, n_sample=150, random_state=0)
+    assert exact.name == estimate.values.name == "Brier skill score"
+    assert estimate.standard_error.name == "standard error of Brier skill score"
+    assert np.all(estimate.standard_error > 0)
+    assert np.all(np.abs(estimate.values - exact) <= 4 * estimate.standard_error + 1e-12)
+    every = estimate_rsq(explainer, frame, labels, n_sample=600, random_state=0)
+    np.testing.assert_allclose(every.values, exact, rtol=0, atol=1e-12)
+    assert np.all(every.standard_error == 0)
+    with pytest.raises(ValueError, match="not among the model's classes"):
+        estimate_rsq(explainer, frame, np.where(labels == "low", "lo", labels), n_sample=50)

@@ -328,10 +328,13 @@ def _long_call_text(
     )
 
 
-def long_sample_message(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> str | None:
+def long_sample_message(
+    units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING, n_outputs: int = 1
+) -> str | None:
     """What to tell the caller of ``estimate_rsq`` before its ``n_rows`` drawn rows' exact per-row
-    shares, estimated at ``tuning.long_call_seconds`` or more (``None`` below)."""
-    seconds = estimated_seconds(units, n_rows, tuning, local=True)
+    shares, estimated at ``tuning.long_call_seconds`` or more (``None`` below); ``units`` are one
+    output's, and a classifier's ``n_outputs`` classes each play trees like them."""
+    seconds = n_outputs * estimated_seconds(units, n_rows, tuning, local=True)
     if seconds < tuning.long_call_seconds:
         return None
     return (
@@ -347,11 +350,11 @@ def warn_if_long(units: Sequence, nodes: NodeArrays, n_rows: int, local: bool, t
     _warn(long_call_message(units, nodes, n_rows, local, tuning))
 
 
-def warn_if_long_sample(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING) -> None:
+def warn_if_long_sample(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING, n_outputs: int = 1) -> None:
     """Warn (:class:`LongCallWarning`) before ``estimate_rsq``'s sample of ``n_rows`` rows when it is
     estimated to take minutes, with the advice that fits a sample (the explainer's own warning
-    would suggest ``estimate_rsq`` itself)."""
-    _warn(long_sample_message(units, n_rows, tuning))
+    would suggest ``estimate_rsq`` itself); ``n_outputs`` as in :func:`long_sample_message`."""
+    _warn(long_sample_message(units, n_rows, tuning, n_outputs))
 
 
 def _warn(message: str | None) -> None:

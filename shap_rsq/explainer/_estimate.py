@@ -19,6 +19,8 @@ import pandas as pd
 
 from ..engine.budget import MemoryBudgetError, fit_jobs
 from ..engine.estimates import warn_if_long_sample
+from ..engine.outputs import checked_multioutput, output_sst, target_columns
+from ..engine.run import decompose
 from ._additive_part import AdditivePart, additive_part
 from ._groups import player_index
 
@@ -33,8 +35,8 @@ class RsqEstimate:
     ----------
     values : ndarray or pandas Series of shape (n_features,)
         Unbiased estimates of :meth:`RSquaredExplainer.rsq`'s shares, labelled as ``rsq`` labels
-        them (a Series indexed by the columns for a DataFrame, an array in the model's feature
-        order for an array).
+        them (a Series indexed by the columns and named for the score, ``"R²"`` or ``"Brier skill
+        score"``, for a DataFrame; an array in the model's feature order for an array).
     standard_error : ndarray or pandas Series of shape (n_features,)
         Standard error of each estimate, labelled the same way (sampling without replacement:
         zero when every row with positive weight was sampled).
@@ -65,7 +67,8 @@ def estimate_rsq(
     Parameters
     ----------
     explainer : RSquaredExplainer
-        A single-output explainer.
+        An explainer of a squared-error regressor of one output, or of a forest classifier (its
+        shares of the Brier skill score, each class's games summed as :meth:`rsq` sums them).
     X, y, sample_weight
         As in :meth:`RSquaredExplainer.rsq`; ``SST`` is computed on all rows.
     n_sample : int, default=500
@@ -110,10 +113,12 @@ def estimate_rsq(
             f"{type(explainer).__name__}."
         )
     explainer._check_rsq_game()  # a model or shap options without an R² game: the reason
-    if explainer.model_info.by_output or explainer.model_info.second_order:
+    info = explainer.model_info
+    if info.second_order or (info.by_output and info.classes is None):
         raise NotImplementedError(
-            "estimate_rsq supports single-output squared-error regressors only, not classifiers, multi-output "
-            "models or boosters of other losses: compute their shares exactly with rsq."
+            "estimate_rsq supports squared-error regressors of one output and forest classifiers (shares of "
+            "their Brier skill score), not multi-output regressors or boosters of other losses: compute their "
+            "shares exactly with rsq."
         )
     if isinstance(n_sample, bool) or not isinstance(n_sample, numbers.Integral):
         raise ValueError(f"n_sample must be an integer number of rows; got {n_sample!r}.")
@@ -129,7 +134,7 @@ def estimate_rsq(
     if not isinstance(control_variate, (bool, np.bool_)):
         raise ValueError(f"control_variate must be True or False; got {control_variate!r}.")
     rng = _generator(random_state)
-    rows, target, weights, sst = explainer._inputs.for_rsq(X, y, sample_weight)
+    rows, targets, weights, sst = _estimate_inputs(explainer, X, y, sample_weight)
     # rows of weight 0 contribute exactly 0: the population is the rows with positive weight (a draw
     # of zero-weight rows only returned 0 with a standard error of 0 for a share of 0.83)
     population = np.flatnonzero(weights > 0)
@@ -137,25 +142,54 @@ def estimate_rsq(
     m = min(int(n_sample), n)
     _check_sample_budget(explainer, m)
     if explainer.progress is not True:  # the bars asked for carry the estimate instead
-        warn_if_long_sample(explainer._units.units(True), m, explainer._units.tuning)
+        warn_if_long_sample(explainer._units.units(True), m, explainer._units.tuning, len(targets))
     pick = np.sort(rng.choice(population, size=m, replace=False))
-    values, spread = _sample_total(explainer, rows.array, target, weights, pick, n, control_variate)
+    values, spread = _sample_total(explainer, rows.array, targets, weights, pick, n, control_variate)
     values, spread = values / sst, spread / sst
     names = player_index(rows.labels, None)
     if names is not None:  # labelled as rsq labels a DataFrame's shares (its columns in the model's order)
-        values, spread = pd.Series(values, index=names, name="rsq"), pd.Series(spread, index=names, name="rsq_se")
-    return RsqEstimate(values, spread, m, len(target))
+        # named for the score, as rsq's shares are
+        name = "Brier skill score" if info.classes is not None else "R²"
+        values = pd.Series(values, index=names, name=name)
+        spread = pd.Series(spread, index=names, name=f"standard error of {name}")
+    return RsqEstimate(values, spread, m, len(weights))
 
 
-def _sample_total(explainer, X, y, w, pick: np.ndarray, n: int, control_variate: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The estimated total of the contributions of ``n`` rows (loss units) from the rows ``pick``,
-    and its standard error: unbiased whatever is subtracted, as long as its total over the rows is
-    added back."""
-    sampled = explainer._decompose(X[pick], y[pick], w[pick], local=True, warn_long=False).values
-    if not control_variate or len(pick) == n:  # every row drawn: the sample is the total
-        return scaled_sample(np.zeros(sampled.shape[1]), sampled, n)
-    part = _additive_part(explainer, X, y, w, pick)
-    return scaled_sample(part.total, sampled - part.sampled, n)
+def _estimate_inputs(explainer, X: Any, y: Any, sample_weight: Any) -> tuple[Any, list[np.ndarray], np.ndarray, float]:
+    """The checked rows, each game's target (a classifier's: each class's 0/1 column), the weights,
+    and the denominator: R²'s total sum of squares, or the Brier skill score's, summed over classes."""
+    info = explainer.model_info
+    if info.classes is None:
+        rows, target, weights, sst = explainer._inputs.for_rsq(X, y, sample_weight)
+        return rows, [target], weights, sst
+    rows, weights = explainer._inputs.rows_weights(X, sample_weight, require_variance=True)
+    Y = target_columns(y, info, rows.array.shape[0])
+    sst = float(output_sst(Y, weights, checked_multioutput(None, info), info.outputs).sum())
+    return rows, list(Y.T), weights, sst
+
+
+def _sample_total(
+    explainer, X: np.ndarray, targets: list[np.ndarray], w: np.ndarray, pick: np.ndarray, n: int, control_variate: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The estimated total of the contributions of ``n`` rows (loss units, summed over a classifier's
+    classes) from the rows ``pick``, and its standard error: unbiased whatever is subtracted, as long
+    as its total over the rows is added back.  A classifier's classes are summed row by row before
+    the spread is taken: they are sums over the same sampled rows."""
+    forests, caches = explainer._game_sets.get(None)
+    options = {**explainer._run_options(True), "warn_long": False}
+    every_row = not control_variate or len(pick) == n  # every row drawn: the sample is the total
+    known, rest, predictions = 0.0, 0.0, []
+    for forest, cache, y in zip(forests, caches, targets, strict=True):
+        result = decompose(forest, cache.units(True), X[pick], y[pick], w[pick], **options)
+        predictions.append(result.prediction)
+        rest = rest + result.values
+        if not every_row:
+            part = _additive_part(explainer, forest, cache, X, y, w, pick)
+            known, rest = known + part.total, rest - part.sampled
+        if len(forests) > 1:  # one class's plans at a time, as rsq holds them
+            cache.release()
+    explainer._prediction_check(X[pick], np.column_stack(predictions) if len(forests) > 1 else predictions[0])
+    return scaled_sample(known + np.zeros(rest.shape[1]), rest, n)
 
 
 def scaled_sample(known: np.ndarray, sampled: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -166,12 +200,14 @@ def scaled_sample(known: np.ndarray, sampled: np.ndarray, n: int) -> tuple[np.nd
     return known + sampled.mean(axis=0) * n, spread
 
 
-def _additive_part(explainer, X: np.ndarray, y: np.ndarray, w: np.ndarray, pick: np.ndarray) -> AdditivePart:
-    """The additive part of every row's contributions, trees in the order the game plays them."""
-    forests, caches = explainer._game_sets.get(None)
-    order = np.concatenate([unit.trees for unit in caches[0].units(True)] or [np.zeros(0, dtype=int)])
+def _additive_part(
+    explainer, forest, cache, X: np.ndarray, y: np.ndarray, w: np.ndarray, pick: np.ndarray
+) -> AdditivePart:
+    """The additive part of every row's contributions to one forest's games, trees in the order the
+    game plays them."""
+    order = np.concatenate([unit.trees for unit in cache.units(True)] or [np.zeros(0, dtype=int)])
     progress = "additive part (TreeSHAP)" if explainer.progress is True else False
-    return additive_part(forests[0], order, X, y, w, pick, explainer._tuning.memory_budget, progress)
+    return additive_part(forest, order, X, y, w, pick, explainer._tuning.memory_budget, progress)
 
 
 def _generator(random_state: Any) -> np.random.Generator:
