@@ -226,3 +226,23 @@ def test_the_estimate_counts_patterns_not_rows_on_discrete_data(lca_routing):
     bound = estimated_seconds(units, len(X), DEFAULT_TUNING)
     counted = estimated_seconds(units, len(X), DEFAULT_TUNING, patterns=pattern_counts(explainer.forest.nodes, X))
     assert counted < bound / 10  # 3^4 = 81 distinct rows, not 50,000
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_a_classifier_warns_once_of_the_time_of_all_its_classes(local):
+    # each class plays its own trees: the warning, given before the first, is of all of them (a
+    # fully grown binary forest classifier was announced at half the time it took)
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = _data(150, 5)
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    explainer = RSquaredExplainer(RandomForestClassifier(3, max_depth=4, random_state=0).fit(X, labels))
+    explainer._set_engine(tuning=ALWAYS)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        explainer(X, labels) if local else explainer.rsq(X, labels)
+    (warning,) = _long_call_warnings(record)
+    one_class = estimated_seconds(explainer._unit_caches[0].units(local), len(X), ALWAYS, local=local)
+    assert "these 3 trees for each of 3 outputs" in str(warning.message)
+    one = long_call_message(explainer._unit_caches[0].units(local), explainer.forest.nodes, len(X), local, ALWAYS)
+    assert one_class > 0 and "for each of" not in one

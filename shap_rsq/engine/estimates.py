@@ -194,10 +194,13 @@ def trees_named(n_trees: int) -> str:
 class Progress:
     """Whether a call shows a progress bar: always (``True``), never (``False``), or when it is
     estimated to take ``Tuning.progress_seconds`` or more (``"auto"``); ``name`` says whose bar it
-    is (one output of several)."""
+    is (one output of several), ``part`` which of the call's ``parts`` outputs it is: the call warns
+    once, before its first output, of the time of all of them."""
 
     show: bool | str = "auto"
     name: str | None = None
+    part: int = 0
+    parts: int = 1
 
 
 def as_progress(progress: bool | str | Progress) -> Progress:
@@ -210,9 +213,9 @@ def as_progress(progress: bool | str | Progress) -> Progress:
     return Progress(bool(progress))
 
 
-def named(progress: bool | str | Progress, name: str) -> Progress:
-    """``progress`` for the bar of one output (``name``) of several."""
-    return replace(as_progress(progress), name=name)
+def named(progress: bool | str | Progress, name: str, part: int = 0, parts: int = 1) -> Progress:
+    """``progress`` for the bar of one output (``name``, the ``part``-th of ``parts``) of several."""
+    return replace(as_progress(progress), name=name, part=part, parts=parts)
 
 
 def call_seconds(units: Sequence, nodes: NodeArrays, X: np.ndarray, dtype, local: bool, tuning: Tuning) -> float:
@@ -271,8 +274,10 @@ def announce(
     if progress.show is False and not warn_long:
         return False
     seconds = call_seconds(units, nodes, X, dtype, local, tuning)
-    if warn_long and progress.show is not True:
-        _warn(_long_call_text(seconds, nodes, X.shape[0], local, progress.show == "auto", tuning))
+    if warn_long and progress.show is not True and progress.part == 0:
+        # every output plays trees like this one's: the warning is of the whole call
+        bar = progress.show == "auto"
+        _warn(_long_call_text(seconds * progress.parts, nodes, X.shape[0], local, bar, tuning, progress.parts))
     if progress.show is False:
         return False
     wall, jobs = wall_seconds(seconds, units, X.shape[0], n_jobs, tuning)
@@ -305,9 +310,10 @@ def long_call_message(
 
 
 def _long_call_text(
-    seconds: float, nodes: NodeArrays, n_rows: int, local: bool, bar: bool, tuning: Tuning
+    seconds: float, nodes: NodeArrays, n_rows: int, local: bool, bar: bool, tuning: Tuning, parts: int = 1
 ) -> str | None:
-    """:func:`long_call_message` of ``seconds``; ``bar``: a progress bar follows (``progress="auto"``)."""
+    """:func:`long_call_message` of ``seconds``; ``bar``: a progress bar follows (``progress="auto"``);
+    ``parts``: the outputs, each of trees like ``nodes``, that ``seconds`` adds up."""
     if seconds < tuning.long_call_seconds:
         return None
     shown = (
@@ -319,7 +325,8 @@ def _long_call_text(
     leaves = nodes.tree_leaves
     what = "per-row R² shares" if local else "R² shares"
     return (
-        f"The exact {what} of {trees_named(len(leaves))} (up to {int(leaves.max()):,} leaves and depth "
+        f"The exact {what} of {trees_named(len(leaves))}{f' for each of {parts} outputs' if parts > 1 else ''} "
+        f"(up to {int(leaves.max()):,} leaves and depth "
         f"{int(nodes.tree_depth.max())}) on {n_rows:,} rows are estimated to take about {_duration(seconds)} on "
         "one core (within about 2x): their cost grows with leaves, depth and the features a path uses more than "
         f"once.  {shown}  To take less time: n_jobs=-1 uses every core; smaller trees (max_depth, "

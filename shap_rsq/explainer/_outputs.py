@@ -61,7 +61,7 @@ class SeveralOutputs:
             check_output_rows(rows.array.shape[0], n_players, len(info.outputs), self._tuning.memory_budget)
         forests, caches = self._game_sets.get(players)
         results = [
-            self._output_game(game, units, rows, Y[:, k], weights, local, _output_label(info, k))
+            self._output_game(game, units, rows, Y[:, k], weights, local, _named_part(self, info, k))
             for k, (game, units) in enumerate(zip(forests, caches, strict=True))
         ]
         predictions = np.column_stack([result.prediction for result in results])
@@ -72,17 +72,17 @@ class SeveralOutputs:
         brier = info.classes is not None
         return OutputGames(rows, Y, weights, how, values, predictions, means, info.outputs, names, brier)
 
-    def _output_game(self, game, units, rows, y: np.ndarray, weights: np.ndarray, local: bool, name: str):
+    def _output_game(self, game, units, rows, y: np.ndarray, weights: np.ndarray, local: bool, progress):
         """One output's decomposition; its compiled plans are dropped after it, so that a model of K
         outputs holds one output's plans at a time (K sets of them grew past the memory budget: 530 MiB
         held after a 40-class forest's rsq under a 102 MiB budget)."""
-        options = self._run_options(local)
-        options["progress"] = named(options["progress"], str(name))  # one bar per output: each says whose it is
+        options = {**self._run_options(local), "progress": progress}
         result = decompose(game, units.units(local), rows.array, y, weights, **options)
         units.release()
         return result
 
 
-def _output_label(info, k: int) -> str:
-    """What output ``k``'s progress bar is of: a class, or a target."""
-    return f"class {info.outputs[k]}" if info.classes is not None else str(info.outputs[k])
+def _named_part(explainer, info, k: int):
+    """Output ``k``'s progress, one bar per output, each saying whose it is (a class or a target)."""
+    name = f"class {info.outputs[k]}" if info.classes is not None else str(info.outputs[k])
+    return named(explainer.progress, name, k, len(info.outputs))

@@ -239,7 +239,7 @@ class SecondOrderShares:
         for k, (forest, units, losses) in enumerate(games):
             column = target if target.ndim == 1 else target[:, k]
             if len(games) > 1:
-                options["progress"] = named(self.progress, f"class {info.outputs[k]}")
+                options["progress"] = named(self.progress, f"class {info.outputs[k]}", k, len(games))
             results.append(decompose(forest, units.units(local), rows, column, weights, loss=losses, **options))
             if len(games) > 1:
                 units.release()
