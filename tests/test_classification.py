@@ -375,3 +375,38 @@ def test_each_class_has_a_progress_bar_that_says_which(capsys):
     )
     err = capsys.readouterr().err
     assert all(f"class {name}: trees" in err for name in ("high", "low", "mid"))
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_a_binary_forest_classifier_plays_class_1s_games_once_for_both_classes(monkeypatch, local):
+    # p_0 = 1 - p_1 tree by tree: class 0's games are class 1's, so they are played once; a fold's
+    # target with rows of an unseen label (zeros in both columns) plays both
+    X, code, w = _data(2, nan=True)
+    labels = np.array(["control", "case"])[code]
+    explainer = RSquaredExplainer(RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, labels))
+    assert explainer._complementary_classes
+    played = []
+    original = type(explainer)._output_game
+    monkeypatch.setattr(
+        type(explainer), "_output_game", lambda self, game, *args: played.append(game) or original(self, game, *args)
+    )
+    Y = _one_hot(labels, explainer.model_info.classes)
+    expected = [rsq_oracle(explainer.forests[k], X, Y[:, k], w) for k in range(2)]
+    if local:
+        values = explainer(X, labels, sample_weight=w, multioutput="raw_values").values
+        sst = np.sum(w[:, None] * (Y - np.average(Y, axis=0, weights=w)) ** 2, axis=0)
+        for k in range(2):
+            np.testing.assert_allclose(values[:, :, k] * sst[k], expected[k][1] * sst[k], rtol=0, atol=1e-9)
+    else:
+        raw = explainer.rsq(X, labels, sample_weight=w, multioutput="raw_values")
+        np.testing.assert_allclose(raw, np.column_stack([e[0] for e in expected]), rtol=0, atol=1e-9)
+    assert len(played) == 1
+    unseen = Y.copy()
+    unseen[:10] = 0.0  # rows of a third label, as a selector's fold may hold
+    reductions = explainer._class_loss_reduction(X, unseen, w, local=False)
+    assert len(played) == 3
+    for k in range(2):
+        centred = unseen[:, k] - np.average(unseen[:, k], weights=w)
+        sst_k = np.sum(w * centred**2)
+        oracle_k = rsq_oracle(explainer.forests[k], X, unseen[:, k], w)[0] * sst_k
+        np.testing.assert_allclose(reductions[:, k], oracle_k, rtol=0, atol=1e-9)

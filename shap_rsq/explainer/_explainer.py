@@ -12,7 +12,7 @@ from shap.explainers._tree import DEPRECATED_APPROX, TreeEnsemble
 
 from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array, rsq_over_blocks
-from ..engine.outputs import checked_multioutput, combine, labelled, local_output_shares
+from ..engine.outputs import checked_multioutput, combine, complementary_classes, labelled, local_output_shares
 from ..engine.routing import Kernel
 from ..engine.run import Decomposition, UnitCache, check_row_totals, decompose
 from ..engine.validation import weighted_mean
@@ -197,6 +197,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         self._game_forest, self._units = self._games[0], self._unit_caches[0]
         self._prediction_check = PredictionCheck(info)
         self._game_sets = GroupedGames(self._games, self._unit_caches)
+        self._complementary_classes = info.classes is not None and complementary_classes(covered)
 
     @property
     def model_info(self) -> ModelInfo:

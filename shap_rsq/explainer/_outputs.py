@@ -14,7 +14,7 @@ from ..engine.budget import check_output_rows
 from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array
 from ..engine.estimates import named
-from ..engine.outputs import OutputGames, checked_multioutput, target_columns
+from ..engine.outputs import OutputGames, checked_multioutput, complement, complementary_targets, target_columns
 from ..engine.run import decompose
 from ._groups import player_index
 
@@ -60,10 +60,15 @@ class SeveralOutputs:
             n_players = info.n_features if players is None else len(players.names)
             check_output_rows(rows.array.shape[0], n_players, len(info.outputs), self._tuning.memory_budget)
         forests, caches = self._game_sets.get(players)
+        # a binary forest classifier's class 0 plays class 1's games (engine.outputs.complementary_classes)
+        mirrored = self._complementary_classes and complementary_targets(Y)
         results = [
-            self._output_game(game, units, rows, Y[:, k], weights, local, _named_part(self, info, k))
+            self._output_game(game, units, rows, Y[:, k], weights, local, _named_part(self, info, k, mirrored))
             for k, (game, units) in enumerate(zip(forests, caches, strict=True))
+            if not (mirrored and k == 0)
         ]
+        if mirrored:
+            results.insert(0, complement(results[0]))
         predictions = np.column_stack([result.prediction for result in results])
         self._prediction_check(rows.array, predictions, Y)
         values = np.stack([result.values for result in results], axis=-1)
@@ -82,7 +87,8 @@ class SeveralOutputs:
         return result
 
 
-def _named_part(explainer, info, k: int):
-    """Output ``k``'s progress, one bar per output, each saying whose it is (a class or a target)."""
+def _named_part(explainer, info, k: int, mirrored: bool):
+    """Output ``k``'s progress, one bar per output, each saying whose it is (a class or a target);
+    the outputs played (``mirrored``: class 1's only) count for the warning."""
     name = f"class {info.outputs[k]}" if info.classes is not None else str(info.outputs[k])
-    return named(explainer.progress, name, k, len(info.outputs))
+    return named(explainer.progress, name, k - mirrored, len(info.outputs) - mirrored)
