@@ -431,6 +431,11 @@ class Tuning:
         charged by ``engine.budget.unit_bytes`` beside what grows with its trees and rows: 20-90 KiB
         measured, 256 KiB charged.
         Measured with ``tracemalloc`` by hand (no script).
+    complement_tolerance : float
+        How far a binary forest classifier's two class probabilities may add up from 1, leaf by
+        leaf and in all, for class 0's games to be played as class 1's
+        (``engine.outputs.complementary_classes``): a few roundings of scikit-learn's leaf
+        fractions; a model whose probabilities are not complements misses it by far more.
     """
 
     heap_depth: int = 3
@@ -514,6 +519,7 @@ class Tuning:
     subset_table_bytes: int = 32
     interaction_merge_entries: int = 1 << 22
     batch_fixed_bytes: int = 1 << 18
+    complement_tolerance: float = 1e-12
 
     @property
     def kept_plan_limit(self) -> int:

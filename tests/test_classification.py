@@ -234,7 +234,7 @@ def test_a_classifier_of_one_class_is_a_classifier_at_every_entry_point():
     three = RSquaredExplainer(RandomForestClassifier(5, max_depth=3, random_state=0).fit(X, code))
     with pytest.raises(ValueError, match=r"y is constant \(over the rows with positive weight\)"):
         three.rsq(X, np.zeros(len(X), dtype=int))
-    with pytest.raises(NotImplementedError, match="single-output regressors; this model is a classifier with 1 class"):
+    with pytest.raises(ValueError, match=r"y is constant \(over the rows with positive weight\)"):
         explainer.rsq_interactions(X, spam)
     # the loss reduction needs no variance: the model and E f both give probability 1, which removes nothing
     frame = pd.DataFrame(X, columns=[f"g{j}" for j in range(X.shape[1])])
@@ -410,3 +410,36 @@ def test_a_binary_forest_classifier_plays_class_1s_games_once_for_both_classes(m
         sst_k = np.sum(w * centred**2)
         oracle_k = rsq_oracle(explainer.forests[k], X, unseen[:, k], w)[0] * sst_k
         np.testing.assert_allclose(reductions[:, k], oracle_k, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_a_forest_classifiers_interaction_shares_are_of_its_brier_skill_score(n_classes):
+    # every class's squared-error games, their interaction indices summed over the summed SST (a
+    # binary forest's class 0 played as class 1's); rows sum to rsq's shares, per-row values to the matrix
+    from oracle import interaction_oracle
+
+    X, code, w = _data(n_classes, nan=True)
+    labels = np.array(["low", "mid", "high"])[code] if n_classes == 3 else np.array(["no", "yes"])[code]
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(X.shape[1])])
+    explainer = RSquaredExplainer(RandomForestClassifier(4, max_depth=4, random_state=0).fit(frame, labels))
+    assert explainer._complementary_classes == (n_classes == 2)
+    Y = _one_hot(labels, explainer.model_info.classes)
+    sst = np.sum(w[:, None] * (Y - np.average(Y, axis=0, weights=w)) ** 2, axis=0)
+    expected = sum(interaction_oracle(explainer.forests[k], X, Y[:, k], w)[0] * sst[k] for k in range(n_classes))
+    expected /= sst.sum()
+    matrix = explainer.rsq_interactions(frame, labels, sample_weight=w)
+    off = ~np.eye(X.shape[1], dtype=bool)
+    assert np.abs(expected[off]).max() > 1e-3
+    np.testing.assert_allclose(2 * matrix.to_numpy()[off], expected[off], rtol=0, atol=1e-9)
+    shares = explainer.rsq(frame, labels, sample_weight=w)
+    np.testing.assert_allclose(matrix.sum(axis=1), shares, rtol=0, atol=1e-12)
+    explanation = explainer(frame, labels, sample_weight=w, interactions=True)
+    assert explanation.output_names == "Brier skill score"
+    np.testing.assert_allclose(explanation.values.sum(axis=0), matrix, rtol=0, atol=1e-12)
+    per_row = explainer(frame, labels, sample_weight=w)
+    np.testing.assert_allclose(explanation.values.sum(axis=2), per_row.values, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(explanation.base_values, per_row.base_values, rtol=0, atol=1e-12)
+    top = explainer.rsq_interactions(frame, labels, sample_weight=w, top_k=2)
+    assert top["rsq"].abs().iloc[0] == pytest.approx(np.abs(2 * matrix.to_numpy()[off]).max(), abs=1e-12)
+    with pytest.raises(ValueError, match="of its Brier skill score"):
+        explainer(frame, labels, interactions=True, multioutput="raw_values")

@@ -35,7 +35,9 @@ def folder(tmp_path_factory) -> Path:
     forest = RandomForestRegressor(n_estimators=8, max_depth=4, random_state=0)
     joblib.dump(forest.fit(frame, y), where / "named.joblib")
     joblib.dump(RandomForestRegressor(n_estimators=8, max_depth=4, random_state=1).fit(X, y), where / "bare.joblib")
-    classifier = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(frame, y > np.median(y))
+    labels = np.where(y > np.median(y), "high", "low")
+    frame.assign(label=labels).to_csv(where / "classes.csv", index=False)
+    classifier = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(frame, labels)
     joblib.dump(classifier, where / "classifier.joblib")
     (where / "groups.json").write_text(json.dumps(GROUPS))
     return where
@@ -176,15 +178,21 @@ def test_bad_interaction_outputs_are_refused_before_any_work(options, message, f
     assert err == f"shap-rsq: error: {message}\n"
 
 
-def test_a_classifier_is_refused_in_one_line_before_the_data_is_read(folder, tmp_path, capsys):
+def test_a_classifiers_pairs_are_of_its_brier_skill_score(folder, tmp_path, capsys):
     out = tmp_path / "pairs.csv"
-    code = main(explain(folder, "classifier.joblib", "--interactions", out, "--plot-interactions", tmp_path / "h.png"))
-    printed, err = capsys.readouterr()
-    assert code == 1 and printed == "" and not out.exists()
-    assert err == (
-        "shap-rsq: error: --interactions: interaction shares of R² are available for single-output regressors; "
-        "RandomForestClassifier is a classifier with 2 outputs.  Leave out --interactions and --plot-interactions.\n"
+    argv = explain(folder, "classifier.joblib", "--interactions", out, "--top-k", "3")
+    argv[argv.index("--target") + 1] = "label"
+    argv[argv.index("--data") + 1] = str(folder / "classes.csv")
+    assert main(argv) == 0
+    capsys.readouterr()
+    table = pd.read_csv(folder / "classes.csv")
+    expected = RSquaredExplainer(joblib.load(folder / "classifier.joblib")).rsq_interactions(
+        table[NAMES], table["label"], top_k=3
     )
+    written = pd.read_csv(out)
+    pd.testing.assert_frame_equal(written[["feature_a", "feature_b"]], expected[["feature_a", "feature_b"]])
+    np.testing.assert_allclose(written["rsq"], expected["rsq"], rtol=0, atol=1e-12)
+    assert np.abs(written["rsq"]).max() > 1e-4
 
 
 def test_the_librarys_refusal_ends_in_one_line_not_a_traceback(folder, tmp_path, capsys, monkeypatch):

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import FAMILIES, NO_NAN, make_data
 from oracle import interaction_oracle
-from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+from sklearn.ensemble import RandomForestRegressor
 from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import RSquaredExplainer
@@ -246,10 +246,10 @@ def test_bad_requests_are_refused_with_the_reason(fitted):
         RSquaredExplainer(stump, memory_budget=1 / 64)(wider, wider[:, 0], interactions=True)
     with pytest.raises(ValueError, match="tree_limit"):
         explainer.shap_interaction_values(X, y, tree_limit=2)
-    labels = (y > np.median(y)).astype(int)
-    classifier = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, labels)
-    with pytest.raises(NotImplementedError, match="single-output regressors"):
-        RSquaredExplainer(classifier).rsq_interactions(X, labels)
+    targets = np.column_stack([y, -y])
+    several = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0).fit(X, targets)
+    with pytest.raises(NotImplementedError, match=r"regressors of one output and for classifiers.*has 2 outputs"):
+        RSquaredExplainer(several).rsq_interactions(X, targets)
 
 
 def test_a_matrix_whose_dense_arrays_cannot_fit_is_refused_and_top_k_still_works():
@@ -334,6 +334,7 @@ def test_a_tree_whose_interaction_plan_cannot_fit_is_refused_before_any_work():
     leaves = model.get_n_leaves()
     entries = leaves * (leaves - 1) // 2 + 2 * leaves
     message = rf"tree 0 has {leaves:,} leaves \({entries:,} entries\), whose plan takes about \d+ MiB to compile"
+
     # the plan's size depends on the tree alone: a few of its rows are enough to be refused, and
     # the refusal comes before any work (per-row shares of 2,000 rows took 11 CPU s before it)
     def no_work(*args, **kwargs):

@@ -19,6 +19,7 @@ from ..engine.outputs import output_sst, target_columns
 from ..explainer._explainer import RSquaredExplainer
 from ..plots._shares import sorted_shares
 from .files import write_atomic
+from .interactions import run_interactions
 from .report import format_table, save_figure, write_local
 
 __all__ = ["class_parts", "format_class_table", "run_explain_classes"]
@@ -92,7 +93,8 @@ def format_class_table(parts: pd.DataFrame, max_display: int) -> str:
 
 
 def run_explain_classes(args: argparse.Namespace, explainer: RSquaredExplainer, inputs, X, groups, names) -> int:
-    """``shap-rsq explain`` for a forest classifier: tables, ``--out``, ``--local`` and ``--plot``.
+    """``shap-rsq explain`` for a forest classifier: tables, ``--interactions``, ``--out``, ``--local``
+    and ``--plot``.
 
     Parameters
     ----------
@@ -127,6 +129,19 @@ def run_explain_classes(args: argparse.Namespace, explainer: RSquaredExplainer, 
         format_table(shares, model_rsq=score, seconds=seconds, max_display=args.max_display, title=title, score="BSS")
     )
     print(format_class_table(parts, args.max_display))
+    if args.interactions or args.plot_interactions:  # first: a refusal there leaves no other output written
+        summary = {
+            "model": str(args.model),
+            "data": str(args.data),
+            "target": args.target,
+            "weight": args.weight,
+            "n_rows": len(inputs.y),
+            "n_features": len(names),
+            "score": "Brier skill score",
+            "model_rsq": float(score),
+            "sum_of_shares": float(shares.sum()),
+        }
+        run_interactions(args, explainer, (X, inputs.y.to_numpy(), inputs.weight), groups, shares, summary)
     if args.out:
         _write_parts(args.out, parts, shares, args, score, len(inputs.y))
         print(f"shares written to {args.out}")

@@ -48,7 +48,8 @@ def check_interaction_options(args: argparse.Namespace) -> None:
 
 
 def refuse_several_outputs(args: argparse.Namespace, explainer: RSquaredExplainer, model: Any) -> None:
-    """Stop at once when interactions are asked of a model with several outputs (a classifier).
+    """Stop at once when interactions are asked of a regressor of several outputs (a classifier's
+    are of its Brier skill score or D²).
 
     Parameters
     ----------
@@ -62,12 +63,10 @@ def refuse_several_outputs(args: argparse.Namespace, explainer: RSquaredExplaine
     outputs = {"--interactions": args.interactions, "--plot-interactions": args.plot_interactions}
     asked = [option for option, path in outputs.items() if path]
     n_outputs = explainer.model_info.n_outputs
-    if asked and explainer.model_info.by_output:  # a classifier of one class has one output, a probability
-        kind = "a classifier" if explainer.model_info.classes is not None else "a model"
+    if asked and explainer.model_info.by_output and explainer.model_info.classes is None:
         raise InputError(
-            f"{asked[0]}: interaction shares of R² are available for single-output regressors; "
-            f"{type(model).__name__} is {kind} with {n_outputs} output{'s' if n_outputs != 1 else ''}.  "
-            f"Leave out {' and '.join(asked)}."
+            f"{asked[0]}: interaction shares are available for regressors of one output and for classifiers; "
+            f"{type(model).__name__} is a regressor with {n_outputs} outputs.  Leave out {' and '.join(asked)}."
         )
 
 
@@ -86,7 +85,7 @@ def run_interactions(
     args : argparse.Namespace
         The parsed command line.
     explainer : RSquaredExplainer
-        A single-output regressor's explainer.
+        The explainer of a regressor of one output or of a classifier.
     rows : tuple
         ``(X, y, sample_weight)`` as the explainer takes them.
     groups : dict or None

@@ -24,6 +24,7 @@ import pandas as pd
 from sklearn.utils.validation import check_array
 
 from ..models.info import ModelInfo
+from ..tuning import DEFAULT_TUNING, Tuning
 from .labels import one_hot
 from .rows import Rows
 from .run import Decomposition, check_row_totals
@@ -45,12 +46,8 @@ __all__ = [
 
 MULTIOUTPUT = ("raw_values", "uniform_average", "variance_weighted")
 
-# how far a binary forest classifier's two probabilities may add up from 1, leaf by leaf and in
-# all, for class 0's games to be taken as class 1's: a few roundings of sklearn's fractions
-_COMPLEMENT_TOLERANCE = 1e-12
 
-
-def complementary_classes(forests: Any) -> bool:
+def complementary_classes(forests: Any, tuning: Tuning = DEFAULT_TUNING) -> bool:
     """Whether two class forests are complements, ``f_0 = 1 - f_1`` tree by tree (a binary forest
     classifier's probabilities).
 
@@ -62,6 +59,8 @@ def complementary_classes(forests: Any) -> bool:
     ----------
     forests : sequence of Forest
         The model's forests, one per output.
+    tuning : Tuning
+        Its ``complement_tolerance``.
 
     Returns
     -------
@@ -78,10 +77,11 @@ def complementary_classes(forests: Any) -> bool:
     leaves = a.is_leaf & (np.arange(a.value.shape[1]) < a.n_nodes[:, None])  # not the padding
     total = np.where(leaves, a.value + b.value, np.nan)
     constant = np.nanmean(total, axis=1)
-    if np.nanmax(np.abs(total - constant[:, None]), initial=0.0) > _COMPLEMENT_TOLERANCE:
+    tolerance = tuning.complement_tolerance
+    if np.nanmax(np.abs(total - constant[:, None]), initial=0.0) > tolerance:
         return False
     whole = forests[0].base_offset + forests[1].base_offset + float(np.sum(constant))
-    return abs(whole - 1.0) <= _COMPLEMENT_TOLERANCE * max(1, len(constant))
+    return abs(whole - 1.0) <= tolerance * max(1, len(constant))
 
 
 def complement(result: Decomposition) -> Decomposition:

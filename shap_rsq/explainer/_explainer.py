@@ -32,7 +32,7 @@ from ._checks import (
 )
 from ._groups import GroupedGames, player_data, player_index
 from ._inputs import CallInputs
-from ._interactions import InteractionShares
+from ._interactions import CLASS_INTERACTIONS, InteractionShares
 from ._outputs import SeveralOutputs
 from ._second_order import SecondOrderShares
 from ._shap_calls import PredictionShap, ShapTreeExplainer, background_by_name, explanation_in_input_order
@@ -197,7 +197,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         self._game_forest, self._units = self._games[0], self._unit_caches[0]
         self._prediction_check = PredictionCheck(info)
         self._game_sets = GroupedGames(self._games, self._unit_caches)
-        self._complementary_classes = info.classes is not None and complementary_classes(covered)
+        self._complementary_classes = info.classes is not None and complementary_classes(covered, self._tuning)
 
     @property
     def model_info(self) -> ModelInfo:
@@ -421,9 +421,12 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
             return explanation_in_input_order(explanation, order, interactions)
         self._check_rsq_game()
         if interactions:
-            checked_multioutput(multioutput, self.model_info)
+            info = self.model_info
+            if checked_multioutput(multioutput, info) != "variance_weighted" and info.classes is not None:
+                raise ValueError(CLASS_INTERACTIONS)
             values, base, rows, names = self._local_interactions(X, y, sample_weight, check_additivity, groups)
-            output_names = self._second_order_loss().score if self.model_info.second_order else "R²"
+            output_names = self._second_order_loss().score if info.second_order else "R²"
+            output_names = "Brier skill score" if info.by_output else output_names
         else:
             values, base, rows, names, output_names = self._local_shares(
                 X, y, sample_weight, check_additivity, multioutput, groups

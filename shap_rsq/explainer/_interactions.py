@@ -20,18 +20,33 @@ from ..engine.budget import check_matrix_budget
 from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array
 from ..engine.interactions import check_interactions_fit, interaction_indices
-from ..engine.run import Decomposition, check_row_totals
+from ..engine.outputs import checked_multioutput, complementary_targets, output_sst, target_columns
+from ..engine.run import Decomposition, check_row_totals, decompose
 from ..engine.validation import weighted_mean
 from ._checks import refuse_without_target
 from ._groups import player_index, position_labels
 from ._second_order import check_second_order_rows
 from ._shap_calls import ROUTED_INTERACTIONS
 
-__all__ = ["NO_MULTIOUTPUT_INTERACTIONS", "InteractionShares", "model_outputs", "shares_matrix", "top_pairs"]
+__all__ = [
+    "CLASS_INTERACTIONS",
+    "NO_MULTIOUTPUT_INTERACTIONS",
+    "InteractionShares",
+    "model_outputs",
+    "shares_matrix",
+    "top_pairs",
+]
 
 NO_MULTIOUTPUT_INTERACTIONS = (
-    "Interaction shares of R² are available for single-output regressors; this model {what}.  "
-    "Without y, shap's interaction values of the predictions still work."
+    "Interaction shares are available for regressors of one output and for classifiers (of their Brier "
+    "skill score or D²); this model {what}.  Without y, shap's interaction values of the predictions still work."
+)
+
+
+CLASS_INTERACTIONS = (
+    "Interaction shares of a forest classifier are of its Brier skill score, every class's squared error over "
+    "their summed total sum of squares (multioutput='variance_weighted', the default); each class's shares on "
+    "its own scale (multioutput='raw_values' in rsq) have no interaction shares."
 )
 
 
@@ -181,6 +196,8 @@ class InteractionShares:
             if check_additivity:
                 check_second_order_rows(values.sum(axis=2), played.game_totals / sst)
             return values, base, rows, player_index(rows.labels, players)
+        if target.ndim > 1:  # a forest classifier's classes
+            return self._class_local_interactions(rows, target, weights, sst, players, check_additivity)
         result = None
         if not caches[0].interaction_plans().all_subsets(local=True):
             result = self._decompose(rows.array, target, weights, local=True, players=players)
@@ -197,20 +214,50 @@ class InteractionShares:
         return values, base, rows, player_index(rows.labels, players)
 
     def _interaction_inputs(self, X, y, sample_weight, groups):
-        if self.model_info.by_output:  # a one-class classifier too: its score is a Brier skill score
-            raise NotImplementedError(NO_MULTIOUTPUT_INTERACTIONS.format(what=model_outputs(self.model_info)))
+        """Rows, target (a forest classifier's: one-hot, ``(n, K)``), weights, the score's denominator
+        (``SST``, summed over a classifier's classes, or the null deviance) and the players."""
+        info = self.model_info
+        if info.by_output and info.classes is None:
+            raise NotImplementedError(NO_MULTIOUTPUT_INTERACTIONS.format(what=model_outputs(info)))
         if is_dask_array(X):
             raise NotImplementedError("Interaction shares of R² take in-memory rows; pass a NumPy array or DataFrame.")
-        if self.model_info.second_order:
+        if info.second_order:
             rows, target, weights, sst = self._second_order_inputs(X, y, sample_weight)
+        elif info.by_output:  # the Brier skill score: every class's squared error over their summed SST
+            rows, weights = self._inputs.rows_weights(X, sample_weight, require_variance=True)
+            target = target_columns(y, info, rows.array.shape[0])
+            sst = float(output_sst(target, weights, checked_multioutput(None, info), info.outputs).sum())
         else:
             rows, target, weights, sst = self._inputs.for_rsq(X, y, sample_weight)
         return rows, target, weights, sst, self._inputs.players(groups, rows)
+
+    def _squared_error_games(self, target: np.ndarray, players) -> list[tuple[Any, np.ndarray, int]]:
+        """``(unit cache, target column, times)`` of each squared-error game played: a regressor's
+        one, or a forest classifier's classes, class 1 twice for both of a binary forest's
+        complementary classes (:func:`~shap_rsq.engine.outputs.complementary_classes`)."""
+        caches = self._game_sets.get(players)[1]
+        if target.ndim == 1:
+            return [(caches[0], target, 1)]
+        if self._complementary_classes and complementary_targets(target):
+            return [(caches[1], target[:, 1], 2)]
+        return [(cache, target[:, k], 1) for k, cache in enumerate(caches)]
+
+    def _class_decompositions(self, rows: np.ndarray, target, weights, players, *, local: bool) -> list:
+        """Each squared-error game's decomposition, with the ``times`` it counts."""
+        options = {**self._run_options(local), "warn_long": True}
+        results = []
+        for cache, column, times in self._squared_error_games(target, players):
+            result = decompose(cache.forest, cache.units(local), rows, column, weights, **options)
+            results.append((result, column, times))
+        return results
 
     def _shares(self, rows: np.ndarray, target, weights, players) -> np.ndarray:
         """The players' shares of the game, before division by its total (``SST`` or the null deviance)."""
         if self.model_info.second_order:
             return self._played(rows, target, weights, players, local=False).values
+        if target.ndim > 1:
+            results = self._class_decompositions(rows, target, weights, players, local=False)
+            return sum(times * result.values for result, _, times in results)
         return self._decompose(rows, target, weights, local=False, players=players).values
 
     def _indices(self, rows: np.ndarray, target, weights, players, *, local: bool):
@@ -220,13 +267,15 @@ class InteractionShares:
         predictions."""
         if self.model_info.second_order:
             games = [
-                (cache, losses, target if target.ndim == 1 else target[:, k])
+                (cache, losses, target if target.ndim == 1 else target[:, k], 1)
                 for k, (_, cache, losses) in enumerate(self._class_games(rows, players))
             ]
         else:
-            games = [(self._game_sets.get(players)[1][0], None, target)]
-        total, predictions, shares = None, [], None
-        for cache, losses, column in games:
+            games = [
+                (cache, None, column, times) for cache, column, times in self._squared_error_games(target, players)
+            ]
+        total, predictions, all_shares = None, [], []
+        for cache, losses, column, times in games:
             indices, shares, prediction = interaction_indices(
                 cache.interaction_plans(),
                 rows,
@@ -237,14 +286,36 @@ class InteractionShares:
                 tuning=cache.tuning,
                 loss=losses,
             )
+            if times > 1:  # class 1 of a binary forest classifier: class 0's games are its own
+                indices *= times
+                predictions.append(1.0 - prediction)
             predictions.append(prediction)
+            all_shares.append(None if shares is None else times * shares)
             if total is None:
                 total = indices
             else:
                 total += indices  # in place: per-row indices are the largest arrays of a call
         margins = predictions[0] if len(predictions) == 1 else np.column_stack(predictions)
         self._prediction_check(rows, margins, None if self.model_info.second_order else target)
-        return total, None if self.model_info.second_order else shares, margins
+        if self.model_info.second_order or any(shares is None for shares in all_shares):
+            return total, None, margins
+        return total, sum(all_shares), margins
+
+    def _class_local_interactions(self, rows, Y: np.ndarray, weights, sst: float, players, check_additivity: bool):
+        """Per-row interaction shares of a forest classifier's Brier skill score: every class's games
+        summed (:meth:`_local_interactions`), each class's row totals checked on its own."""
+        results = self._class_decompositions(rows.array, Y, weights, players, local=True)
+        indices, _, _ = self._indices(rows.array, Y, weights, players, local=True)
+        indices /= sst
+        values = shares_matrix(indices, sum(times * result.values for result, _, times in results) / sst)
+        base = 0.0
+        for result, column, times in results:
+            mean = weighted_mean(column, weights)
+            base_k = weights * ((column - mean) ** 2 - (column - result.mean_prediction) ** 2) / sst
+            if check_additivity:
+                check_row_totals(result.values / sst, base_k, column, result.prediction, weights, mean, sst)
+            base = base + times * base_k
+        return values, base, rows, player_index(rows.labels, players)
 
 
 def shares_matrix(indices: np.ndarray, shares: np.ndarray) -> np.ndarray:

@@ -265,9 +265,7 @@ def shap_plot(
 def _check_plot(plot: Callable[..., Any], explanation: shap.Explanation, rows: str, row: int | str | None) -> None:
     """Refuse a plot that cannot draw these shares this way, naming what to use instead."""
     if isinstance(plot, shap.Explanation):
-        raise TypeError(
-            "shap_plot takes the plot first and the shares second: shap_plot(shap.plots.bar, explanation)."
-        )
+        raise TypeError("shap_plot takes the plot first and the shares second: shap_plot(shap.plots.bar, explanation).")
     name = getattr(plot, "__name__", "this plot")
     if plot in _PREDICTION_PLOTS:
         raise ValueError(
