@@ -119,14 +119,6 @@ class Tuning:
         nothing).  Benchmark:
         ``python benchmarks/bench.py xgb-d6 depth-6 depth-8`` (docs/benchmarks.md, "Deep XGBoost:
         global rsq").
-    side_pattern_bits : float
-        The global LCA kernel sums a side of a group once per distinct pattern of the rows'
-        decisions at the splits its items read (``kernels.batching.side_patterns``) when the side
-        has at least 4 items and at most ``log2(rows) + side_pattern_bits`` such splits; 0 never
-        does.  It took 1.07-1.12x more CPU time at 2, 4 and 6 on XGBoost depth 6 (n = 1,000) and
-        1.12x on a depth-12 tree on 10,000 rows: the keys, their table and the interleaved entries
-        cost more than the 13-40% of the gather they save (docs/benchmarks.md, "Deep XGBoost:
-        global rsq").
     chunk_cells : int
         Table entries of one chunk of cross items (``kernels.batching.chunks``), whose value and
         cotangent tables every row block reads and writes at random: 2^13 entries x 8 nodes x 2
@@ -464,7 +456,6 @@ class Tuning:
     pattern_elements: int = 1 << 31
     block_elements: int = 1 << 19
     side_block_elements: int = 1 << 17
-    side_pattern_bits: float = 0.0
     chunk_cells: int = 1 << 13
     dense_slots: int = 1 << 22
     tabulate_cells: int = 1 << 17

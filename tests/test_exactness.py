@@ -328,28 +328,3 @@ def test_zero_cover_fractions_need_no_division_by_zero(fitted):
         values = explainer(X, y, sample_weight=w).values
     np.testing.assert_allclose(shares, expected_global, atol=1e-9, rtol=0)
     np.testing.assert_allclose(values, expected_local, atol=1e-9, rtol=0)
-
-
-@pytest.mark.parametrize(("family", "nan"), [("DecisionTreeRegressor", True), ("XGBRegressor", True)])
-def test_sides_summed_once_per_pattern_of_decisions_match_subset_enumeration(
-    lca_routing, fitted, monkeypatch, family, nan
-):
-    # rows that decide alike at the splits a side's items read share its sum: forcing every side
-    # to its patterns must not change a value
-    from shap_rsq.kernels.lca import global_values
-
-    monkeypatch.setattr(global_values, "MIN_ITEMS", 1)
-    found = []
-    original = global_values._PartSides.__init__
-
-    def spy(self, *args):
-        original(self, *args)
-        found.append(self.matrix is not None)
-
-    monkeypatch.setattr(global_values._PartSides, "__init__", spy)
-    tuning = replace(DEFAULT_TUNING, side_pattern_bits=64.0, junction_share=0.0)
-    model, X, y, w = fitted(family, nan)
-    explainer = RSquaredExplainer(model)._set_engine(kernel="lca", tuning=tuning)
-    expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
-    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
-    assert any(found)

@@ -29,8 +29,7 @@ from ...tuning import DEFAULT_TUNING, Tuning
 from ..batching.blocks import ChunkBlocks, plan_blocks
 from ..batching.cells import Cells, scatter_features
 from ..batching.chunks import Chunk
-from ..batching.side_patterns import SidePatterns, entries_at
-from ..batching.sparse import OneHot, offsets, ranges
+from ..batching.sparse import OneHot, offsets
 from ..quadrature import gauss_legendre
 from .plan import LIN, TreePlan
 
@@ -92,19 +91,12 @@ def _segment_matrix(row_cell: np.ndarray, indptr: np.ndarray, n_segments: int, n
 
 
 def weighted_gradient(
-    plan: TreePlan,
-    codes: np.ndarray,
-    w_quad: np.ndarray,
-    w_lin: np.ndarray,
-    tuning: Tuning = DEFAULT_TUNING,
-    decisions: np.ndarray | None = None,
+    plan: TreePlan, codes: np.ndarray, w_quad: np.ndarray, w_lin: np.ndarray, tuning: Tuning = DEFAULT_TUNING
 ) -> np.ndarray:
     """Shapley values of the tree game summed over rows, per local feature ``(K,)``.
 
     ``codes`` are leaf codes of distinct rows with their aggregated weights; ``tuning`` says
     which views are tabulated densely and how large a chunk is (results do not depend on it).
-    With the rows' split ``decisions`` (those the codes were made from), the sides read by few
-    splits are summed once per pattern of decisions (``kernels.batching.side_patterns``).
     """
     cells = Cells(plan, codes, tuning)
     blocks = plan_blocks(plan)
@@ -121,11 +113,6 @@ def weighted_gradient(
     if len(plan.item_leaf) == plan.n_single:
         return out
 
-    patterns = None
-    if decisions is not None and tuning.side_pattern_bits > 0:
-        patterns = SidePatterns(
-            plan, decisions, tuning.side_pattern_bits, _MAX_PATTERN_BITS, MIN_ITEMS, tuning.dense_slots_within
-        )
     # cross items, chunk by chunk of groups: the cotangent of a left item is C_g sum_u w_u B_g (of a
     # right item C_g sum_u w_u A_g); C_g multiplies the side sums, fewer than the entries they reach
     per_group = np.zeros(plan.group_T.shape)  # the slopes of C_g in the features it expands
@@ -135,9 +122,10 @@ def weighted_gradient(
         for groups, start, stop, seg_starts in parts:
             coef, dcoef = _group_coefficients(plan, q, groups)
             weight = coef * gl  # the quadrature weights ride on the coefficients: one pass less per table
-            sides = _PartSides(plan, cells, chunk, (groups, start, stop, seg_starts), len(codes), patterns, tuning)
+            entries = cells.entry_reader(plan, plan.item_view[chunk.items[start:stop]], chunk.base[start:stop])
             both = np.zeros_like(coef)  # sum_u w_u A_g B_g
-            for rows, sums in sides.sums():
+            shape = (len(codes), stop - start)
+            for rows, gather, sums in _side_sums(chunk, entries, shape, seg_starts, groups, len(q), 1, tuning):
                 # each side's cotangent is the other side's sums times w_u C_g: written in place,
                 # side by side, with no weighted copy of both sides and no reversed strided pass
                 cotangent = np.empty_like(sums)
@@ -145,8 +133,7 @@ def weighted_gradient(
                 both += np.einsum("ugq,ugq->gq", sums[:, 0], cotangent[:, 0])
                 np.multiply(sums[:, 0], w_quad[rows, None, None], out=cotangent[:, 1])
                 cotangent *= weight
-                sides.scatter(cotangent, hist)
-            sides.finish(hist)
+                gather.add_transposed(cotangent.reshape(-1, len(q)), hist)
             per_group[groups] = np.einsum("gq,gtq,q->gt", both, dcoef, gl)
         z = hist * chunk.values
         out += ChunkBlocks(plan, blocks, chunk, q).global_slopes(chunk, cells, z, plan.n_features)
@@ -154,104 +141,24 @@ def weighted_gradient(
     return out
 
 
-# a segment's key holds one bit per split, read through float64 products: exact below 2^53
-_MAX_PATTERN_BITS = 24
-MIN_ITEMS = 4
-
-
-class _PartSides:
-    """Each group's side sums of one part for every row, block by block of rows, and the scatter of
-    their cotangents into the chunk's table.
-
-    The segments whose rows take patterns (:class:`~shap_rsq.kernels.batching.side_patterns.SidePatterns`)
-    are summed once per pattern, below the part's entries in a table of its own; a row then picks
-    one pattern sum in such a segment, and the items' entries in the others: one one-hot product
-    over that table gathers all its side sums, and its transpose scatters the cotangents.
-    """
-
-    def __init__(self, plan: TreePlan, cells: Cells, chunk: Chunk, part, n_rows: int, patterns, tuning: Tuning):
-        groups, start, stop, seg_starts = part
-        self.n_groups = groups.stop - groups.start
-        self.n_q = len(chunk.q)
-        self.n_rows = n_rows
-        self.chunk = chunk
-        self.tuning = tuning
-        views, base = plan.item_view[chunk.items[start:stop]], chunk.base[start:stop]
-        count = np.diff(np.append(seg_starts, stop - start))
-        found = None
-        if patterns is not None:
-            n_all = len(plan.seg_starts) // 2
-            segments = np.concatenate(
-                [np.arange(groups.start, groups.stop), n_all + np.arange(groups.start, groups.stop)]
-            )
-            found = patterns.of_part(segments, seg_starts, count, entries_at(cells, plan, views, base), chunk.n_entries)
-        if found is None:
-            self.matrix = None
-            self.table, self.lo, self.hi = chunk.values, 0, chunk.n_entries
-            self.entries = cells.entry_reader(plan, views, base)
-            self.seg_starts, self.n_columns = seg_starts, stop - start
-            return
-        chosen, pattern, self.matrix = found
-        # the part's entries are consecutive in the chunk's table: its own table is them and the patterns'
-        self.lo, self.hi = int(base.min()), int((base + chunk.size[start:stop]).max())
-        pattern_sums = self.matrix.sums(chunk.values)
-        self.table = np.concatenate([chunk.values[self.lo : self.hi], pattern_sums])
-        per_segment = count.copy()
-        per_segment[chosen] = 1
-        self.seg_starts, self.n_columns = offsets(per_segment)[:-1], int(per_segment.sum())
-        direct = np.ones(len(count), dtype=bool)
-        direct[chosen] = False
-        items = ranges(seg_starts[direct], count[direct])
-        self.entries = _with_patterns(
-            cells.entry_reader(plan, views[items], base[items] - self.lo),
-            pattern,
-            self.seg_starts[chosen],
-            np.setdiff1d(np.arange(self.n_columns), self.seg_starts[chosen]),
-            self.hi - self.lo,
-        )
-
-    def sums(self):
-        """``(rows, sums)`` block by block: ``sums (rows, 2, groups, Q)`` the rows' side sums."""
-        blocks = list(_blocks(self.n_rows, self.n_columns * self.n_q, self.tuning.side_block_elements_within))
-        indptr = None
-        for rows in blocks:
-            entry = self.entries(rows)
-            if indptr is None:
-                indptr = _segment_indptr(blocks[0].stop, self.n_columns, self.seg_starts, entry.dtype)
-            self.gather = _segment_matrix(entry, indptr, len(self.seg_starts), len(self.table))
-            yield rows, self.gather.sums(self.table).reshape(-1, 2, self.n_groups, self.n_q)
-
-    def scatter(self, cotangent: np.ndarray, hist: np.ndarray) -> None:
-        """Add the block's cotangents ``(rows, 2, groups, Q)`` into ``hist``, the chunk's table
-        (the patterns' through their own rows, until :meth:`finish`)."""
-        if self.matrix is None:
-            self.gather.add_transposed(cotangent.reshape(-1, self.n_q), hist)
-            return
-        if not hasattr(self, "hist"):
-            self.hist = np.zeros_like(self.table)
-        self.gather.add_transposed(cotangent.reshape(-1, self.n_q), self.hist)
-
-    def finish(self, hist: np.ndarray) -> None:
-        """Add the part's own cotangents into ``hist``: its entries', and the patterns' through their items."""
-        if self.matrix is None or not hasattr(self, "hist"):
-            return
-        hist[self.lo : self.hi] += self.hist[: self.hi - self.lo]
-        self.matrix.add_transposed(self.hist[self.hi - self.lo :], hist)
-
-
-def _with_patterns(reader, pattern: np.ndarray, at: np.ndarray, others: np.ndarray, first: int):
-    """``reader`` with each row's pattern (``pattern (m, k)`` plus ``first``) at the columns ``at``,
-    and the reader's columns at ``others``."""
-
-    def entries(rows: slice) -> np.ndarray:
-        read = reader(rows)
-        out = np.empty((read.shape[0], len(at) + len(others)), dtype=read.dtype)
-        out[:, others] = read
-        out[:, at] = pattern[rows]
-        out[:, at] += first
-        return out
-
-    return entries
+def _side_sums(
+    chunk: Chunk, entries, shape: tuple[int, int], seg_starts: np.ndarray, groups: slice, n_q: int, per_q: int, tuning
+):
+    """Each group's side sums for each row of the chunk, block by block of rows: ``(rows, gather,
+    sums)`` with ``gather`` the rows' one-hot segment matrix over the chunk's table and ``sums``
+    ``(rows, 2, groups, Q)``.  ``entries(rows)`` gives the block's ``(rows, items)`` entries
+    (``Cells.entry_reader``) of ``shape`` in all.  ``per_q`` scales the row blocks for callers
+    with wider temporaries."""
+    n_groups = groups.stop - groups.start
+    n_rows, n_items = shape
+    blocks = list(_blocks(n_rows, n_items * n_q * per_q, tuning.side_block_elements_within))
+    indptr = None
+    for rows in blocks:
+        entry = entries(rows)
+        if indptr is None:
+            indptr = _segment_indptr(blocks[0].stop, n_items, seg_starts, entry.dtype)
+        gather = _segment_matrix(entry, indptr, len(seg_starts), chunk.n_entries)
+        yield rows, gather, gather.sums(chunk.values).reshape(-1, 2, n_groups, n_q)
 
 
 def _chunks(plan: TreePlan, cells: Cells, tuning: Tuning):

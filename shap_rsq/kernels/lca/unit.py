@@ -103,10 +103,9 @@ class LcaUnit:
         per_lin = np.bincount(inverse, weights=w_lin[:, 0], minlength=n_patterns)
         if self._junction_gradient(X, dtype, first, per_quad, per_lin, out):
             return
-        for plan, block, left in self._decided_blocks(X, dtype, first, local=False):
+        for plan, block, codes in self._coded_blocks(X, dtype, first, local=False):
             weights = per_quad[block], per_lin[block]
-            codes = lca.leaf_codes(plan, left)
-            out[plan.features] += lca.weighted_gradient(plan, codes, *weights, self.tuning, decisions=left)
+            out[plan.features] += lca.weighted_gradient(plan, codes, *weights, self.tuning)
 
     def _lca_rows(self, X, dtype, first) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The tree's features and each pattern's gradients of ``m^2`` and ``m`` through the LCA plans."""
@@ -120,16 +119,11 @@ class LcaUnit:
 
     def _coded_blocks(self, X, dtype, first, local: bool):
         """Each LCA plan with each of its blocks of patterns (:meth:`pattern_step`) and their leaf codes."""
-        for plan, block, left in self._decided_blocks(X, dtype, first, local):
-            yield plan, block, lca.leaf_codes(plan, left)
-
-    def _decided_blocks(self, X, dtype, first, local: bool):
-        """Each LCA plan with each of its blocks of patterns (:meth:`pattern_step`) and their split decisions."""
         for plan in self.lca_plans():
             step = self.pattern_step(local, plan)
             for start in range(0, len(first), step):
                 block = slice(start, min(len(first), start + step))
-                yield plan, block, split_decisions(plan, X, dtype, rows=first[block])
+                yield plan, block, lca.leaf_codes(plan, split_decisions(plan, X, dtype, rows=first[block]))
 
     def lca_plans(self):
         """The plans whose items add up to the tree's game: its one plan (see ``HybridUnit``)."""
