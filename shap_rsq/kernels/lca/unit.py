@@ -183,7 +183,8 @@ class LcaUnit:
         plan, m = self.junction_plan, len(first)
         if not self._takes(expected_junction_work(plan, m, self.tuning.patterns_per_leaf), m, reverse, local):
             return None
-        patterns, at = sub_patterns(plan, split_decisions(plan, X, dtype, rows=first)[:, :-1])
+        decisions = split_decisions(plan, X, dtype, rows=first)[:, :-1]
+        patterns, at = sub_patterns(plan, decisions, self.tuning.junction_whole_rows)
         if not self._takes(junction_work(plan, patterns), m, reverse, local):
             return None
         return patterns, at
