@@ -441,5 +441,5 @@ def test_a_forest_classifiers_interaction_shares_are_of_its_brier_skill_score(n_
     np.testing.assert_allclose(explanation.base_values, per_row.base_values, rtol=0, atol=1e-12)
     top = explainer.rsq_interactions(frame, labels, sample_weight=w, top_k=2)
     assert top["rsq"].abs().iloc[0] == pytest.approx(np.abs(2 * matrix.to_numpy()[off]).max(), abs=1e-12)
-    with pytest.raises(ValueError, match="of its Brier skill score"):
+    with pytest.raises(ValueError, match="Brier skill score \\(multioutput='variance_weighted'\\)"):
         explainer(frame, labels, interactions=True, multioutput="raw_values")

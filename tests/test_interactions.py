@@ -248,8 +248,28 @@ def test_bad_requests_are_refused_with_the_reason(fitted):
         explainer.shap_interaction_values(X, y, tree_limit=2)
     targets = np.column_stack([y, -y])
     several = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0).fit(X, targets)
-    with pytest.raises(NotImplementedError, match=r"regressors of one output and for classifiers.*has 2 outputs"):
-        RSquaredExplainer(several).rsq_interactions(X, targets)
+    with pytest.raises(ValueError, match=r"mean R² \(multioutput='uniform_average'\); got multioutput='raw_values'"):
+        RSquaredExplainer(several)(X, targets, interactions=True, multioutput="raw_values")
+
+
+def test_a_multi_output_regressors_interaction_shares_are_of_its_mean_r2():
+    # each target's indices over its own SST, averaged as r2_score averages the targets' R²
+    X, y, w = make_data(seed=5)
+    targets = np.column_stack([y, 3 * X[:, 1] * X[:, 2] + y])
+    rows = X
+    explainer = RSquaredExplainer(RandomForestRegressor(n_estimators=3, max_depth=4, random_state=0).fit(X, targets))
+    expected = np.mean([interaction_oracle(explainer.forests[k], rows, targets[:, k], w)[0] for k in range(2)], 0)
+    matrix = explainer.rsq_interactions(rows, targets, sample_weight=w)
+    off = ~np.eye(X.shape[1], dtype=bool)
+    assert np.abs(expected[off]).max() > 1e-3
+    np.testing.assert_allclose(2 * matrix[off], expected[off], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(matrix.sum(axis=1), explainer.rsq(rows, targets, sample_weight=w), rtol=0, atol=1e-12)
+    explanation = explainer(rows, targets, sample_weight=w, interactions=True)
+    assert explanation.output_names == "R²"
+    np.testing.assert_allclose(explanation.values.sum(axis=0), matrix, rtol=0, atol=1e-12)
+    per_row = explainer(rows, targets, sample_weight=w)
+    np.testing.assert_allclose(explanation.values.sum(axis=2), per_row.values, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(explanation.base_values, per_row.base_values, rtol=0, atol=1e-12)
 
 
 def test_a_matrix_whose_dense_arrays_cannot_fit_is_refused_and_top_k_still_works():

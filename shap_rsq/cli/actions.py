@@ -23,7 +23,7 @@ from ..explainer._groups import resolve_groups
 from .columns import LISTED, ModelInputs, model_inputs, preview
 from .errors import did_you_mean
 from .files import InputError, load_data, load_groups, load_model, missing_pyarrow, text_column
-from .interactions import check_interaction_options, refuse_several_outputs, run_interactions
+from .interactions import check_interaction_options, run_interactions
 from .report import (
     LOCAL_SUFFIXES,
     SHARE_SUFFIXES,
@@ -104,7 +104,6 @@ def run_explain(args: argparse.Namespace) -> int:
             f"{type(model).__name__} has {explainer.model_info.n_outputs} outputs; the command line reads one "
             "target column (use RSquaredExplainer.rsq in Python for multi-output regressors)."
         )
-    refuse_several_outputs(args, explainer, model)  # before the data is read: nothing would come of it
     inputs = _read_inputs(args, explainer)
     # a model that records no names is given a bare array, so its predict does not compare column names
     X = inputs.X if inputs.by_name else inputs.X.to_numpy()

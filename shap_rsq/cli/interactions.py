@@ -26,7 +26,6 @@ __all__ = [
     "check_interaction_options",
     "format_pairs",
     "pairs_matrix",
-    "refuse_several_outputs",
     "run_interactions",
 ]
 
@@ -45,29 +44,6 @@ def check_interaction_options(args: argparse.Namespace) -> None:
     if args.top_k is not None and args.interactions is None:
         # silently ignored otherwise: the user would believe the number did something
         raise InputError(f"--top-k {args.top_k} sets how many pairs --interactions writes: give --interactions too.")
-
-
-def refuse_several_outputs(args: argparse.Namespace, explainer: RSquaredExplainer, model: Any) -> None:
-    """Stop at once when interactions are asked of a regressor of several outputs (a classifier's
-    are of its Brier skill score or D²).
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line.
-    explainer : RSquaredExplainer
-        The model's explainer.
-    model : object
-        The model as loaded, named in the message.
-    """
-    outputs = {"--interactions": args.interactions, "--plot-interactions": args.plot_interactions}
-    asked = [option for option, path in outputs.items() if path]
-    n_outputs = explainer.model_info.n_outputs
-    if asked and explainer.model_info.by_output and explainer.model_info.classes is None:
-        raise InputError(
-            f"{asked[0]}: interaction shares are available for regressors of one output and for classifiers; "
-            f"{type(model).__name__} is a regressor with {n_outputs} outputs.  Leave out {' and '.join(asked)}."
-        )
 
 
 def run_interactions(

@@ -32,7 +32,7 @@ from ._checks import (
 )
 from ._groups import GroupedGames, player_data, player_index
 from ._inputs import CallInputs
-from ._interactions import CLASS_INTERACTIONS, InteractionShares
+from ._interactions import OUTPUTS_INTERACTIONS, InteractionShares
 from ._outputs import SeveralOutputs
 from ._second_order import SecondOrderShares
 from ._shap_calls import PredictionShap, ShapTreeExplainer, background_by_name, explanation_in_input_order
@@ -422,11 +422,11 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         self._check_rsq_game()
         if interactions:
             info = self.model_info
-            if checked_multioutput(multioutput, info) != "variance_weighted" and info.classes is not None:
-                raise ValueError(CLASS_INTERACTIONS)
+            if info.by_output and checked_multioutput(multioutput, info) != checked_multioutput(None, info):
+                raise ValueError(OUTPUTS_INTERACTIONS.format(multioutput=multioutput))
             values, base, rows, names = self._local_interactions(X, y, sample_weight, check_additivity, groups)
             output_names = self._second_order_loss().score if info.second_order else "R²"
-            output_names = "Brier skill score" if info.by_output else output_names
+            output_names = "Brier skill score" if info.by_output and info.classes is not None else output_names
         else:
             values, base, rows, names, output_names = self._local_shares(
                 X, y, sample_weight, check_additivity, multioutput, groups

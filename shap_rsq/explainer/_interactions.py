@@ -29,44 +29,18 @@ from ._second_order import check_second_order_rows
 from ._shap_calls import ROUTED_INTERACTIONS
 
 __all__ = [
-    "CLASS_INTERACTIONS",
-    "NO_MULTIOUTPUT_INTERACTIONS",
+    "OUTPUTS_INTERACTIONS",
     "InteractionShares",
-    "model_outputs",
     "shares_matrix",
     "top_pairs",
 ]
 
-NO_MULTIOUTPUT_INTERACTIONS = (
-    "Interaction shares are available for regressors of one output and for classifiers (of their Brier "
-    "skill score or D²); this model {what}.  Without y, shap's interaction values of the predictions still work."
+OUTPUTS_INTERACTIONS = (
+    "Interaction shares of a model of several outputs are of rsq's default score: a forest classifier's Brier "
+    "skill score (multioutput='variance_weighted'), a multi-output regressor's mean R² "
+    "(multioutput='uniform_average'); got multioutput={multioutput!r}, whose combination of the outputs has "
+    "no interaction shares here."
 )
-
-
-CLASS_INTERACTIONS = (
-    "Interaction shares of a forest classifier are of its Brier skill score, every class's squared error over "
-    "their summed total sum of squares (multioutput='variance_weighted', the default); each class's shares on "
-    "its own scale (multioutput='raw_values' in rsq) have no interaction shares."
-)
-
-
-def model_outputs(info: Any) -> str:
-    """What a model's outputs are, for messages: ``"is a classifier with 3 classes"``, ``"has 2 outputs"``.
-
-    Parameters
-    ----------
-    info : ModelInfo
-        The model's record.
-
-    Returns
-    -------
-    str
-        The words after "this model".
-    """
-    if info.classes is not None:
-        n = len(info.classes)
-        return f"is a classifier with {n} class{'es' if n != 1 else ''}"
-    return f"has {info.n_outputs} outputs"
 
 
 class InteractionShares:
@@ -196,7 +170,7 @@ class InteractionShares:
             if check_additivity:
                 check_second_order_rows(values.sum(axis=2), played.game_totals / sst)
             return values, base, rows, player_index(rows.labels, players)
-        if target.ndim > 1:  # a forest classifier's classes
+        if target.ndim > 1:  # a forest classifier's classes, a multi-output regressor's targets
             return self._class_local_interactions(rows, target, weights, sst, players, check_additivity)
         result = None
         if not caches[0].interaction_plans().all_subsets(local=True):
@@ -214,16 +188,14 @@ class InteractionShares:
         return values, base, rows, player_index(rows.labels, players)
 
     def _interaction_inputs(self, X, y, sample_weight, groups):
-        """Rows, target (a forest classifier's: one-hot, ``(n, K)``), weights, the score's denominator
-        (``SST``, summed over a classifier's classes, or the null deviance) and the players."""
+        """Rows, target (a model of several outputs: ``(n, K)``), weights, the score's denominator
+        (``SST``; the outputs' summed; or the null deviance) and the players."""
         info = self.model_info
-        if info.by_output and info.classes is None:
-            raise NotImplementedError(NO_MULTIOUTPUT_INTERACTIONS.format(what=model_outputs(info)))
         if is_dask_array(X):
             raise NotImplementedError("Interaction shares of R² take in-memory rows; pass a NumPy array or DataFrame.")
         if info.second_order:
             rows, target, weights, sst = self._second_order_inputs(X, y, sample_weight)
-        elif info.by_output:  # the Brier skill score: every class's squared error over their summed SST
+        elif info.by_output:  # every output's squared error, combined as rsq combines them by default
             rows, weights = self._inputs.rows_weights(X, sample_weight, require_variance=True)
             target = target_columns(y, info, rows.array.shape[0])
             sst = float(output_sst(target, weights, checked_multioutput(None, info), info.outputs).sum())
@@ -231,24 +203,31 @@ class InteractionShares:
             rows, target, weights, sst = self._inputs.for_rsq(X, y, sample_weight)
         return rows, target, weights, sst, self._inputs.players(groups, rows)
 
-    def _squared_error_games(self, target: np.ndarray, players) -> list[tuple[Any, np.ndarray, int]]:
-        """``(unit cache, target column, times)`` of each squared-error game played: a regressor's
-        one, or a forest classifier's classes, class 1 twice for both of a binary forest's
-        complementary classes (:func:`~shap_rsq.engine.outputs.complementary_classes`)."""
+    def _squared_error_games(self, target: np.ndarray, weights: np.ndarray, players) -> list[tuple]:
+        """``(unit cache, target column, scale, mirrored)`` of each squared-error game played, its
+        values counted ``scale`` times over the summed ``SST`` of :meth:`_interaction_inputs`: a
+        regressor's one game; a forest classifier's classes (the Brier skill score), class 1 twice
+        for a binary forest's complementary classes, whose class 0 it ``mirrored``
+        (:func:`~shap_rsq.engine.outputs.complementary_classes`); a multi-output regressor's
+        targets, each over its own ``SST`` (the mean R²)."""
         caches = self._game_sets.get(players)[1]
         if target.ndim == 1:
-            return [(caches[0], target, 1)]
-        if self._complementary_classes and complementary_targets(target):
-            return [(caches[1], target[:, 1], 2)]
-        return [(cache, target[:, k], 1) for k, cache in enumerate(caches)]
+            return [(caches[0], target, 1.0, False)]
+        info = self.model_info
+        if info.classes is not None and self._complementary_classes and complementary_targets(target):
+            return [(caches[1], target[:, 1], 2.0, True)]
+        if info.classes is not None:
+            return [(cache, target[:, k], 1.0, False) for k, cache in enumerate(caches)]
+        sst = output_sst(target, weights, checked_multioutput(None, info), info.outputs)
+        return [(cache, target[:, k], sst.sum() / (len(sst) * sst[k]), False) for k, cache in enumerate(caches)]
 
     def _class_decompositions(self, rows: np.ndarray, target, weights, players, *, local: bool) -> list:
-        """Each squared-error game's decomposition, with the ``times`` it counts."""
+        """Each squared-error game's decomposition, with the ``scale`` it counts."""
         options = {**self._run_options(local), "warn_long": True}
         results = []
-        for cache, column, times in self._squared_error_games(target, players):
+        for cache, column, scale, _ in self._squared_error_games(target, weights, players):
             result = decompose(cache.forest, cache.units(local), rows, column, weights, **options)
-            results.append((result, column, times))
+            results.append((result, column, scale))
         return results
 
     def _shares(self, rows: np.ndarray, target, weights, players) -> np.ndarray:
@@ -257,7 +236,7 @@ class InteractionShares:
             return self._played(rows, target, weights, players, local=False).values
         if target.ndim > 1:
             results = self._class_decompositions(rows, target, weights, players, local=False)
-            return sum(times * result.values for result, _, times in results)
+            return sum(scale * result.values for result, _, scale in results)
         return self._decompose(rows, target, weights, local=False, players=players).values
 
     def _indices(self, rows: np.ndarray, target, weights, players, *, local: bool):
@@ -267,15 +246,14 @@ class InteractionShares:
         predictions."""
         if self.model_info.second_order:
             games = [
-                (cache, losses, target if target.ndim == 1 else target[:, k], 1)
+                (cache, losses, target if target.ndim == 1 else target[:, k], 1.0, False)
                 for k, (_, cache, losses) in enumerate(self._class_games(rows, players))
             ]
         else:
-            games = [
-                (cache, None, column, times) for cache, column, times in self._squared_error_games(target, players)
-            ]
+            played = self._squared_error_games(target, weights, players)
+            games = [(cache, None, column, scale, mirrored) for cache, column, scale, mirrored in played]
         total, predictions, all_shares = None, [], []
-        for cache, losses, column, times in games:
+        for cache, losses, column, scale, mirrored in games:
             indices, shares, prediction = interaction_indices(
                 cache.interaction_plans(),
                 rows,
@@ -286,11 +264,12 @@ class InteractionShares:
                 tuning=cache.tuning,
                 loss=losses,
             )
-            if times > 1:  # class 1 of a binary forest classifier: class 0's games are its own
-                indices *= times
+            if scale != 1.0:
+                indices *= scale
+            if mirrored:  # class 1 of a binary forest classifier: class 0's games are its own
                 predictions.append(1.0 - prediction)
             predictions.append(prediction)
-            all_shares.append(None if shares is None else times * shares)
+            all_shares.append(None if shares is None else scale * shares)
             if total is None:
                 total = indices
             else:
@@ -302,19 +281,19 @@ class InteractionShares:
         return total, sum(all_shares), margins
 
     def _class_local_interactions(self, rows, Y: np.ndarray, weights, sst: float, players, check_additivity: bool):
-        """Per-row interaction shares of a forest classifier's Brier skill score: every class's games
-        summed (:meth:`_local_interactions`), each class's row totals checked on its own."""
+        """Per-row interaction shares of a model of several outputs: every output's games combined
+        (:meth:`_squared_error_games`), each output's row totals checked on its own."""
         results = self._class_decompositions(rows.array, Y, weights, players, local=True)
         indices, _, _ = self._indices(rows.array, Y, weights, players, local=True)
         indices /= sst
-        values = shares_matrix(indices, sum(times * result.values for result, _, times in results) / sst)
+        values = shares_matrix(indices, sum(scale * result.values for result, _, scale in results) / sst)
         base = 0.0
-        for result, column, times in results:
+        for result, column, scale in results:
             mean = weighted_mean(column, weights)
             base_k = weights * ((column - mean) ** 2 - (column - result.mean_prediction) ** 2) / sst
             if check_additivity:
                 check_row_totals(result.values / sst, base_k, column, result.prediction, weights, mean, sst)
-            base = base + times * base_k
+            base = base + scale * base_k
         return values, base, rows, player_index(rows.labels, players)
 
 
