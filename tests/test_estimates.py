@@ -243,6 +243,15 @@ def test_a_classifier_warns_once_of_the_time_of_all_its_classes(local):
         explainer(X, labels) if local else explainer.rsq(X, labels)
     (warning,) = _long_call_warnings(record)
     one_class = estimated_seconds(explainer._unit_caches[0].units(local), len(X), ALWAYS, local=local)
-    assert "these 3 trees for each of 3 outputs" in str(warning.message)
+    assert "Brier skill score shares of these 3 trees for each of 3 outputs" in str(warning.message)
     one = long_call_message(explainer._unit_caches[0].units(local), explainer.forest.nodes, len(X), local, ALWAYS)
     assert one_class > 0 and "for each of" not in one
+
+
+def test_a_boosters_warning_names_its_score():
+    xgboost = pytest.importorskip("xgboost")
+    X, y = _data(150, 5)
+    model = xgboost.XGBClassifier(n_estimators=4, max_depth=3).fit(X, (y > np.median(y)).astype(int))
+    explainer = RSquaredExplainer(model)._set_engine(tuning=ALWAYS)
+    with pytest.warns(LongCallWarning, match=r"The exact D² \(log-loss\) shares of these 4 trees"):
+        explainer.rsq(X, (y > np.median(y)).astype(int))

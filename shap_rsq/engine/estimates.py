@@ -201,6 +201,7 @@ class Progress:
     name: str | None = None
     part: int = 0
     parts: int = 1
+    score: str = "R²"  # what the shares are of, for the warning: R², Brier skill score, D² (...)
 
 
 def as_progress(progress: bool | str | Progress) -> Progress:
@@ -277,7 +278,8 @@ def announce(
     if warn_long and progress.show is not True and progress.part == 0:
         # every output plays trees like this one's: the warning is of the whole call
         bar = progress.show == "auto"
-        _warn(_long_call_text(seconds * progress.parts, nodes, X.shape[0], local, bar, tuning, progress.parts))
+        parts, score = progress.parts, progress.score
+        _warn(_long_call_text(seconds * parts, nodes, X.shape[0], local, bar, tuning, parts, score))
     if progress.show is False:
         return False
     wall, jobs = wall_seconds(seconds, units, X.shape[0], n_jobs, tuning)
@@ -310,10 +312,18 @@ def long_call_message(
 
 
 def _long_call_text(
-    seconds: float, nodes: NodeArrays, n_rows: int, local: bool, bar: bool, tuning: Tuning, parts: int = 1
+    seconds: float,
+    nodes: NodeArrays,
+    n_rows: int,
+    local: bool,
+    bar: bool,
+    tuning: Tuning,
+    parts: int = 1,
+    score: str = "R²",
 ) -> str | None:
     """:func:`long_call_message` of ``seconds``; ``bar``: a progress bar follows (``progress="auto"``);
-    ``parts``: the outputs, each of trees like ``nodes``, that ``seconds`` adds up."""
+    ``parts``: the outputs, each of trees like ``nodes``, that ``seconds`` adds up; ``score``: what
+    the shares are of."""
     if seconds < tuning.long_call_seconds:
         return None
     shown = (
@@ -323,7 +333,7 @@ def _long_call_text(
         else "RSquaredExplainer(progress=True), or --progress on the command line, shows a progress bar."
     )
     leaves = nodes.tree_leaves
-    what = "per-row R² shares" if local else "R² shares"
+    what = f"per-row {score} shares" if local else f"{score} shares"
     return (
         f"The exact {what} of {trees_named(len(leaves))}{f' for each of {parts} outputs' if parts > 1 else ''} "
         f"(up to {int(leaves.max()):,} leaves and depth "

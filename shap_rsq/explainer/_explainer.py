@@ -12,6 +12,7 @@ from shap.explainers._tree import DEPRECATED_APPROX, TreeEnsemble
 
 from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array, rsq_over_blocks
+from ..engine.estimates import as_progress
 from ..engine.outputs import checked_multioutput, combine, complementary_classes, labelled, local_output_shares
 from ..engine.routing import Kernel
 from ..engine.run import Decomposition, UnitCache, check_row_totals, decompose
@@ -524,7 +525,12 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
 
     def _run_options(self, local: bool) -> dict:
         tuning = self._unit_caches[0].tuning
-        return {"local": local, "n_jobs": self.n_jobs, "progress": self.progress, "tuning": tuning}
+        info = self.model_info
+        progress = self.progress
+        if info.second_order or info.classes is not None:  # a long call's warning names the score
+            score = self._second_order_loss().score if info.second_order else "Brier skill score"
+            progress = replace(as_progress(progress), score=score)
+        return {"local": local, "n_jobs": self.n_jobs, "progress": progress, "tuning": tuning}
 
     def _decompose(
         self, rows: np.ndarray, target, weights, *, local: bool, players=None, warn_long=True

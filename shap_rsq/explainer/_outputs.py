@@ -91,4 +91,5 @@ def _named_part(explainer, info, k: int, mirrored: bool):
     """Output ``k``'s progress, one bar per output, each saying whose it is (a class or a target);
     the outputs played (``mirrored``: class 1's only) count for the warning."""
     name = f"class {info.outputs[k]}" if info.classes is not None else str(info.outputs[k])
-    return named(explainer.progress, name, k - mirrored, len(info.outputs) - mirrored)
+    progress = explainer._run_options(False)["progress"]  # with the score a warning names
+    return named(progress, name, k - mirrored, len(info.outputs) - mirrored)

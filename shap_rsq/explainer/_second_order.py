@@ -234,12 +234,13 @@ class SecondOrderShares:
         info = self.model_info
         loss = self._second_order_loss()
         options = self._run_options(local)
+        progress = options["progress"]
         games = self._class_games(rows, players)
         results = []
         for k, (forest, units, losses) in enumerate(games):
             column = target if target.ndim == 1 else target[:, k]
             if len(games) > 1:
-                options["progress"] = named(self.progress, f"class {info.outputs[k]}", k, len(games))
+                options["progress"] = named(progress, f"class {info.outputs[k]}", k, len(games))
             results.append(decompose(forest, units.units(local), rows, column, weights, loss=losses, **options))
             if len(games) > 1:
                 units.release()
