@@ -15,7 +15,7 @@ from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import MemoryBudgetError, RSquaredExplainer, estimate_rsq
 from shap_rsq.explainer._additive_part import additive_part
-from shap_rsq.explainer._estimate import _estimate_inputs, _sample_total
+from shap_rsq.explainer._estimate import _sample_total
 
 _data = partial(deep_data, noise=0.5)
 
@@ -56,7 +56,7 @@ def test_the_samples_of_all_rows_but_one_average_to_the_exact_shares(control_var
     rows, target, weights, sst = explainer._inputs.for_rsq(X, y, w)
     exact = explainer.rsq(X, y, sample_weight=w)
     draws = [np.flatnonzero(np.arange(12) != i) for i in range(12)]
-    totals = [_sample_total(explainer, rows.array, [target], weights, pick, 12, control_variate)[0] for pick in draws]
+    totals = [_sample_total(explainer, rows.array, target, weights, pick, 12, control_variate)[0] for pick in draws]
     np.testing.assert_allclose(np.mean(totals, axis=0) / sst, exact, rtol=0, atol=1e-12)
     assert np.std(totals, axis=0).max() > 1e-6  # the draws differ: the test is not of a constant
 
@@ -72,7 +72,7 @@ def test_every_family_is_estimated_without_bias(fitted, family, nan):
     explainer = RSquaredExplainer(model)
     rows, target, weights, sst = explainer._inputs.for_rsq(X, y, w)
     draws = [np.flatnonzero(np.arange(14) != i) for i in range(14)]
-    totals = [_sample_total(explainer, rows.array, [target], weights, pick, 14, True)[0] for pick in draws]
+    totals = [_sample_total(explainer, rows.array, target, weights, pick, 14, True)[0] for pick in draws]
     np.testing.assert_allclose(np.mean(totals, axis=0) / sst, explainer.rsq(X, y, sample_weight=w), rtol=0, atol=1e-12)
 
 
@@ -154,7 +154,7 @@ def test_every_draw_of_a_small_population_is_within_rounding_of_exact_for_stumps
     rows, target, weights, sst = explainer._inputs.for_rsq(X, y, w)
     exact = explainer.rsq(X, y, sample_weight=w)
     for pick in itertools.combinations(range(8), 3):
-        total, spread = _sample_total(explainer, rows.array, [target], weights, np.array(pick), 8, True)
+        total, spread = _sample_total(explainer, rows.array, target, weights, np.array(pick), 8, True)
         np.testing.assert_allclose(total / sst, exact, rtol=0, atol=1e-12)
         assert np.all(spread / sst < 1e-12)
 
@@ -279,8 +279,8 @@ def test_a_forest_classifiers_leave_one_out_estimates_average_to_its_brier_skill
     labels = _labels(y, n_classes)
     model = RandomForestClassifier(3, max_depth=4, random_state=0).fit(X, labels)
     explainer = RSquaredExplainer(model)
-    rows, targets, weights, sst = _estimate_inputs(explainer, X, labels, w)
-    assert len(targets) == n_classes
+    rows, targets, weights, sst = explainer._squared_error_inputs(X, labels, w)
+    assert targets.shape[1] == n_classes
     exact = explainer.rsq(X, labels, sample_weight=w)
     draws = [np.flatnonzero(np.arange(12) != i) for i in range(12)]
     totals = [_sample_total(explainer, rows.array, targets, weights, pick, 12, control_variate)[0] for pick in draws]

@@ -19,7 +19,6 @@ import pandas as pd
 
 from ..engine.budget import MemoryBudgetError, fit_jobs
 from ..engine.estimates import warn_if_long_sample
-from ..engine.outputs import checked_multioutput, output_sst, target_columns
 from ..engine.run import decompose
 from ._additive_part import AdditivePart, additive_part
 from ._groups import player_index
@@ -134,7 +133,7 @@ def estimate_rsq(
     if not isinstance(control_variate, (bool, np.bool_)):
         raise ValueError(f"control_variate must be True or False; got {control_variate!r}.")
     rng = _generator(random_state)
-    rows, targets, weights, sst = _estimate_inputs(explainer, X, y, sample_weight)
+    rows, target, weights, sst = explainer._squared_error_inputs(X, y, sample_weight)
     # rows of weight 0 contribute exactly 0: the population is the rows with positive weight (a draw
     # of zero-weight rows only returned 0 with a standard error of 0 for a share of 0.83)
     population = np.flatnonzero(weights > 0)
@@ -142,9 +141,10 @@ def estimate_rsq(
     m = min(int(n_sample), n)
     _check_sample_budget(explainer, m)
     if explainer.progress is not True:  # the bars asked for carry the estimate instead
-        warn_if_long_sample(explainer._units.units(True), m, explainer._units.tuning, len(targets))
+        played = len(explainer._squared_error_games(target, weights, None))
+        warn_if_long_sample(explainer._units.units(True), m, explainer._units.tuning, played)
     pick = np.sort(rng.choice(population, size=m, replace=False))
-    values, spread = _sample_total(explainer, rows.array, targets, weights, pick, n, control_variate)
+    values, spread = _sample_total(explainer, rows.array, target, weights, pick, n, control_variate)
     values, spread = values / sst, spread / sst
     names = player_index(rows.labels, None)
     if names is not None:  # labelled as rsq labels a DataFrame's shares (its columns in the model's order)
@@ -155,40 +155,30 @@ def estimate_rsq(
     return RsqEstimate(values, spread, m, len(weights))
 
 
-def _estimate_inputs(explainer, X: Any, y: Any, sample_weight: Any) -> tuple[Any, list[np.ndarray], np.ndarray, float]:
-    """The checked rows, each game's target (a classifier's: each class's 0/1 column), the weights,
-    and the denominator: R²'s total sum of squares, or the Brier skill score's, summed over classes."""
-    info = explainer.model_info
-    if info.classes is None:
-        rows, target, weights, sst = explainer._inputs.for_rsq(X, y, sample_weight)
-        return rows, [target], weights, sst
-    rows, weights = explainer._inputs.rows_weights(X, sample_weight, require_variance=True)
-    Y = target_columns(y, info, rows.array.shape[0])
-    sst = float(output_sst(Y, weights, checked_multioutput(None, info), info.outputs).sum())
-    return rows, list(Y.T), weights, sst
-
-
 def _sample_total(
-    explainer, X: np.ndarray, targets: list[np.ndarray], w: np.ndarray, pick: np.ndarray, n: int, control_variate: bool
+    explainer, X: np.ndarray, target: np.ndarray, w: np.ndarray, pick: np.ndarray, n: int, control_variate: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """The estimated total of the contributions of ``n`` rows (loss units, summed over a classifier's
     classes) from the rows ``pick``, and its standard error: unbiased whatever is subtracted, as long
-    as its total over the rows is added back.  A classifier's classes are summed row by row before
-    the spread is taken: they are sums over the same sampled rows."""
-    forests, caches = explainer._game_sets.get(None)
+    as its total over the rows is added back.  A classifier's classes (``target`` one-hot, the games
+    of :meth:`~shap_rsq.RSquaredExplainer._squared_error_games`) are summed row by row before the
+    spread is taken: they are sums over the same sampled rows."""
+    games = explainer._squared_error_games(target, w, None)
     options = {**explainer._run_options(True), "warn_long": False}
     every_row = not control_variate or len(pick) == n  # every row drawn: the sample is the total
     known, rest, predictions = 0.0, 0.0, []
-    for forest, cache, y in zip(forests, caches, targets, strict=True):
-        result = decompose(forest, cache.units(True), X[pick], y[pick], w[pick], **options)
+    for cache, y, scale, mirrored in games:
+        result = decompose(cache.forest, cache.units(True), X[pick], y[pick], w[pick], **options)
+        if mirrored:  # class 1 of a binary forest classifier: class 0's games are its own
+            predictions.append(1.0 - result.prediction)
         predictions.append(result.prediction)
-        rest = rest + result.values
+        rest = rest + scale * result.values
         if not every_row:
-            part = _additive_part(explainer, forest, cache, X, y, w, pick)
-            known, rest = known + part.total, rest - part.sampled
-        if len(forests) > 1:  # one class's plans at a time, as rsq holds them
+            part = _additive_part(explainer, cache, X, y, w, pick)
+            known, rest = known + scale * part.total, rest - scale * part.sampled
+        if target.ndim > 1:  # one class's plans at a time, as rsq holds them
             cache.release()
-    explainer._prediction_check(X[pick], np.column_stack(predictions) if len(forests) > 1 else predictions[0])
+    explainer._prediction_check(X[pick], np.column_stack(predictions) if target.ndim > 1 else predictions[0])
     return scaled_sample(known + np.zeros(rest.shape[1]), rest, n)
 
 
@@ -200,14 +190,12 @@ def scaled_sample(known: np.ndarray, sampled: np.ndarray, n: int) -> tuple[np.nd
     return known + sampled.mean(axis=0) * n, spread
 
 
-def _additive_part(
-    explainer, forest, cache, X: np.ndarray, y: np.ndarray, w: np.ndarray, pick: np.ndarray
-) -> AdditivePart:
+def _additive_part(explainer, cache, X: np.ndarray, y: np.ndarray, w: np.ndarray, pick: np.ndarray) -> AdditivePart:
     """The additive part of every row's contributions to one forest's games, trees in the order the
     game plays them."""
     order = np.concatenate([unit.trees for unit in cache.units(True)] or [np.zeros(0, dtype=int)])
     progress = "additive part (TreeSHAP)" if explainer.progress is True else False
-    return additive_part(forest, order, X, y, w, pick, explainer._tuning.memory_budget, progress)
+    return additive_part(cache.forest, order, X, y, w, pick, explainer._tuning.memory_budget, progress)
 
 
 def _generator(random_state: Any) -> np.random.Generator:

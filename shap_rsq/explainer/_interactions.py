@@ -20,8 +20,7 @@ from ..engine.budget import check_matrix_budget
 from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array
 from ..engine.interactions import check_interactions_fit, interaction_indices
-from ..engine.outputs import checked_multioutput, complementary_targets, output_sst, target_columns
-from ..engine.run import Decomposition, check_row_totals, decompose
+from ..engine.run import Decomposition, check_row_totals
 from ..engine.validation import weighted_mean
 from ._checks import refuse_without_target
 from ._groups import player_index, position_labels
@@ -171,7 +170,7 @@ class InteractionShares:
                 check_second_order_rows(values.sum(axis=2), played.game_totals / sst)
             return values, base, rows, player_index(rows.labels, players)
         if target.ndim > 1:  # a forest classifier's classes, a multi-output regressor's targets
-            return self._class_local_interactions(rows, target, weights, sst, players, check_additivity)
+            return self._output_local_interactions(rows, target, weights, sst, players, check_additivity)
         result = None
         if not caches[0].interaction_plans().all_subsets(local=True):
             result = self._decompose(rows.array, target, weights, local=True, players=players)
@@ -195,47 +194,16 @@ class InteractionShares:
             raise NotImplementedError("Interaction shares of R² take in-memory rows; pass a NumPy array or DataFrame.")
         if info.second_order:
             rows, target, weights, sst = self._second_order_inputs(X, y, sample_weight)
-        elif info.by_output:  # every output's squared error, combined as rsq combines them by default
-            rows, weights = self._inputs.rows_weights(X, sample_weight, require_variance=True)
-            target = target_columns(y, info, rows.array.shape[0])
-            sst = float(output_sst(target, weights, checked_multioutput(None, info), info.outputs).sum())
         else:
-            rows, target, weights, sst = self._inputs.for_rsq(X, y, sample_weight)
+            rows, target, weights, sst = self._squared_error_inputs(X, y, sample_weight)
         return rows, target, weights, sst, self._inputs.players(groups, rows)
-
-    def _squared_error_games(self, target: np.ndarray, weights: np.ndarray, players) -> list[tuple]:
-        """``(unit cache, target column, scale, mirrored)`` of each squared-error game played, its
-        values counted ``scale`` times over the summed ``SST`` of :meth:`_interaction_inputs`: a
-        regressor's one game; a forest classifier's classes (the Brier skill score), class 1 twice
-        for a binary forest's complementary classes, whose class 0 it ``mirrored``
-        (:func:`~shap_rsq.engine.outputs.complementary_classes`); a multi-output regressor's
-        targets, each over its own ``SST`` (the mean R²)."""
-        caches = self._game_sets.get(players)[1]
-        if target.ndim == 1:
-            return [(caches[0], target, 1.0, False)]
-        info = self.model_info
-        if info.classes is not None and self._complementary_classes and complementary_targets(target):
-            return [(caches[1], target[:, 1], 2.0, True)]
-        if info.classes is not None:
-            return [(cache, target[:, k], 1.0, False) for k, cache in enumerate(caches)]
-        sst = output_sst(target, weights, checked_multioutput(None, info), info.outputs)
-        return [(cache, target[:, k], sst.sum() / (len(sst) * sst[k]), False) for k, cache in enumerate(caches)]
-
-    def _class_decompositions(self, rows: np.ndarray, target, weights, players, *, local: bool) -> list:
-        """Each squared-error game's decomposition, with the ``scale`` it counts."""
-        options = {**self._run_options(local), "warn_long": True}
-        results = []
-        for cache, column, scale, _ in self._squared_error_games(target, weights, players):
-            result = decompose(cache.forest, cache.units(local), rows, column, weights, **options)
-            results.append((result, column, scale))
-        return results
 
     def _shares(self, rows: np.ndarray, target, weights, players) -> np.ndarray:
         """The players' shares of the game, before division by its total (``SST`` or the null deviance)."""
         if self.model_info.second_order:
             return self._played(rows, target, weights, players, local=False).values
         if target.ndim > 1:
-            results = self._class_decompositions(rows, target, weights, players, local=False)
+            results = self._output_decompositions(rows, target, weights, players, local=False)
             return sum(scale * result.values for result, _, scale in results)
         return self._decompose(rows, target, weights, local=False, players=players).values
 
@@ -280,10 +248,10 @@ class InteractionShares:
             return total, None, margins
         return total, sum(all_shares), margins
 
-    def _class_local_interactions(self, rows, Y: np.ndarray, weights, sst: float, players, check_additivity: bool):
+    def _output_local_interactions(self, rows, Y: np.ndarray, weights, sst: float, players, check_additivity: bool):
         """Per-row interaction shares of a model of several outputs: every output's games combined
         (:meth:`_squared_error_games`), each output's row totals checked on its own."""
-        results = self._class_decompositions(rows.array, Y, weights, players, local=True)
+        results = self._output_decompositions(rows.array, Y, weights, players, local=True)
         indices, _, _ = self._indices(rows.array, Y, weights, players, local=True)
         indices /= sst
         values = shares_matrix(indices, sum(scale * result.values for result, _, scale in results) / sst)

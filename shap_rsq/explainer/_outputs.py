@@ -6,6 +6,7 @@ of :class:`~shap_rsq.RSquaredExplainer`, whose validation, players and runs it r
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -13,8 +14,15 @@ import numpy as np
 from ..engine.budget import check_output_rows
 from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array
-from ..engine.estimates import named
-from ..engine.outputs import OutputGames, checked_multioutput, complement, complementary_targets, target_columns
+from ..engine.estimates import as_progress, named
+from ..engine.outputs import (
+    OutputGames,
+    checked_multioutput,
+    complement,
+    complementary_targets,
+    output_sst,
+    target_columns,
+)
 from ..engine.run import decompose
 from ._groups import player_index
 
@@ -60,8 +68,7 @@ class SeveralOutputs:
             n_players = info.n_features if players is None else len(players.names)
             check_output_rows(rows.array.shape[0], n_players, len(info.outputs), self._tuning.memory_budget)
         forests, caches = self._game_sets.get(players)
-        # a binary forest classifier's class 0 plays class 1's games (engine.outputs.complementary_classes)
-        mirrored = self._complementary_classes and complementary_targets(Y)
+        mirrored = self._mirrored(Y)
         results = [
             self._output_game(game, units, rows, Y[:, k], weights, local, _named_part(self, info, k, mirrored))
             for k, (game, units) in enumerate(zip(forests, caches, strict=True))
@@ -76,6 +83,54 @@ class SeveralOutputs:
         names = player_index(rows.labels, players)
         brier = info.classes is not None
         return OutputGames(rows, Y, weights, how, values, predictions, means, info.outputs, names, brier)
+
+    def _squared_error_inputs(self, X, y, sample_weight):
+        """Rows, target (a model of several outputs: ``(n, K)``), weights and the score's
+        denominator: ``SST``, or the outputs' summed (rsq's default combination of them)."""
+        info = self.model_info
+        if not info.by_output:
+            return self._inputs.for_rsq(X, y, sample_weight)
+        rows, weights = self._inputs.rows_weights(X, sample_weight, require_variance=True)
+        target = target_columns(y, info, rows.array.shape[0])
+        sst = float(output_sst(target, weights, checked_multioutput(None, info), info.outputs).sum())
+        return rows, target, weights, sst
+
+    def _mirrored(self, Y: np.ndarray) -> bool:
+        """Whether a binary forest classifier's class 0 plays class 1's games on target ``Y``
+        (:func:`~shap_rsq.engine.outputs.complementary_classes` forests, complementary columns)."""
+        return self._complementary_classes and complementary_targets(Y)
+
+    def _squared_error_games(self, target: np.ndarray, weights: np.ndarray, players) -> list[tuple]:
+        """``(unit cache, target column, scale, mirrored)`` of each squared-error game played, its
+        values counted ``scale`` times over the denominator of :meth:`_squared_error_inputs`: a
+        regressor's one game; a forest classifier's classes (the Brier skill score), class 1 twice
+        where it ``mirrored`` class 0 (:meth:`_mirrored`); a multi-output regressor's targets, each
+        over its own ``SST`` (the mean R²)."""
+        caches = self._game_sets.get(players)[1]
+        if target.ndim == 1:
+            return [(caches[0], target, 1.0, False)]
+        info = self.model_info
+        if info.classes is not None and self._mirrored(target):
+            return [(caches[1], target[:, 1], 2.0, True)]
+        if info.classes is not None:
+            return [(cache, target[:, k], 1.0, False) for k, cache in enumerate(caches)]
+        sst = output_sst(target, weights, checked_multioutput(None, info), info.outputs)
+        return [(cache, target[:, k], sst.sum() / (len(sst) * sst[k]), False) for k, cache in enumerate(caches)]
+
+    def _output_decompositions(self, rows: np.ndarray, target, weights, players, *, local: bool) -> list:
+        """Each squared-error game's decomposition (:meth:`_squared_error_games`), with its target
+        column and the ``scale`` it counts."""
+        options = self._run_options(local)
+        games = self._squared_error_games(target, weights, players)
+        results = []
+        for part, (cache, column, scale, _) in enumerate(games):
+            # one warning, before the first game, of the time of all of them
+            progress = replace(as_progress(options["progress"]), part=part, parts=len(games))
+            result = decompose(
+                cache.forest, cache.units(local), rows, column, weights, **{**options, "progress": progress}
+            )
+            results.append((result, column, scale))
+        return results
 
     def _output_game(self, game, units, rows, y: np.ndarray, weights: np.ndarray, local: bool, progress):
         """One output's decomposition; its compiled plans are dropped after it, so that a model of K
