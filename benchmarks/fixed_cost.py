@@ -15,9 +15,8 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
 import shap
-from local import WORKLOADS, _data
+from local import WORKLOADS, _data, _median_time
 
 from shap_rsq import RSquaredExplainer
 
@@ -25,12 +24,7 @@ NAMES = ["xgb-p100-d6", "xgb-p100-d8", "rf-p100-d6", "rf-p100-d8"]
 
 
 def _cpu(call, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        call()
-        times.append(time.process_time() - start)
-    return float(np.median(times))
+    return _median_time(call, repeat, time.process_time)[0]
 
 
 def measure(name: str, repeat: int) -> str:
