@@ -138,9 +138,7 @@ class PredictionShap:
         values, rows = self._routed_shap_values(X)
         explanation = shap.Explanation(
             values=values,
-            base_values=np.tile(self.expected_value, (len(values), 1)).reshape(
-                len(values), *np.shape(self.expected_value)
-            ),
+            base_values=np.broadcast_to(self.expected_value, (len(values), *np.shape(self.expected_value))).copy(),
             data=rows.array,
             feature_names=rows.columns or self.feature_names or self.model_info.feature_names,
         )

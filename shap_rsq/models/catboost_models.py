@@ -100,7 +100,7 @@ def _softmax_info(model: Any, params: dict, names: list[str], predict: Any, extr
     after the other, each a game of one margin with the exact gradient and Hessian where it starts.
     """
     document = _catboost_json(model)
-    scale, bias = document.get("scale_and_bias", [1.0, [0.0]])
+    scale = document.get("scale_and_bias", [1.0, [0.0]])[0]
     classes = extra["classes"]
     k = len(classes)
     nan_right = _nan_right_features(document)
@@ -115,7 +115,7 @@ def _softmax_info(model: Any, params: dict, names: list[str], predict: Any, extr
         "tree_output": "raw_value",
         "objective": "squared_error",
     }
-    bases = tuple(float(b) for b in np.broadcast_to(np.ravel(bias) if np.size(bias) else 0.0, k))
+    bases = _class_bases(document, k)
     outputs = tuple(str(c) for c in classes)
     # CatBoost's own SHAP values (those shap returns) refuse a scale; shap then gets the read trees
     return ModelInfo(
@@ -131,6 +131,12 @@ def _softmax_info(model: Any, params: dict, names: list[str], predict: Any, extr
         shap_explains_wrong=scale != 1.0,
         **extra,
     )
+
+
+def _class_bases(document: dict, k: int) -> tuple[float, ...]:
+    """Each of a ``MultiClass`` model's ``k`` classes' bias (one for all where the export has one)."""
+    bias = document.get("scale_and_bias", [1.0, [0.0]])[1]
+    return tuple(float(b) for b in np.broadcast_to(np.ravel(bias) if np.size(bias) else 0.0, k))
 
 
 def _symmetric_tree_classes(tree: dict, scale: float, nan_right: set[int], k: int) -> list[dict]:
@@ -189,8 +195,7 @@ def _categorical_info(model: Any, params: dict, names: list[str], scale: float, 
     # CatBoost's own SHAP values (shap's) are of the model, categories included: shap keeps the model
     if k == 1:
         return ModelInfo(model, trees, len(names), names, None, predict, "catboost", categorical=categorical, **extra)
-    bias = document.get("scale_and_bias", [1.0, [0.0]])[1]
-    bases = tuple(float(b) for b in np.broadcast_to(np.ravel(bias) if np.size(bias) else 0.0, k))
+    bases = _class_bases(document, k)
     outputs = tuple(str(c) for c in extra["classes"])
     return ModelInfo(
         model,
