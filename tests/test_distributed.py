@@ -153,3 +153,90 @@ def test_a_model_rounded_more_coarsely_than_y_varies_is_refused_on_dask_too():
     for rows, target in ((X, y), (da.from_array(X, chunks=(100, 4)), da.from_array(y, chunks=100))):
         with pytest.raises(UnsupportedModelError, match="rounded in float32 more coarsely than they vary"):
             RSquaredExplainer(model).rsq(rows, target)
+
+
+@pytest.fixture(scope="module")
+def classes():
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(900, 8, n_informative=4, n_classes=3, random_state=3)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, len(y))
+    return X, np.array(["setosa", "versicolor", "virginica"])[y], w
+
+
+def _boosted(kind: str, X, labels):
+    import lightgbm
+    import xgboost
+
+    if kind == "xgboost binary":
+        return xgboost.XGBClassifier(n_estimators=30, max_depth=3).fit(X, labels == "setosa"), labels == "setosa"
+    if kind == "lightgbm softmax":
+        return lightgbm.LGBMClassifier(n_estimators=20, num_leaves=8, verbose=-1).fit(X, labels), labels
+    counts = np.searchsorted(["setosa", "versicolor", "virginica"], labels).astype(float)
+    return xgboost.XGBRegressor(objective="count:poisson", n_estimators=30, max_depth=3).fit(X, counts), counts
+
+
+@pytest.mark.parametrize("kind", ["xgboost binary", "lightgbm softmax", "xgboost poisson"])
+def test_boosters_of_other_losses_take_dask_rows_block_by_block(cluster_client, classes, kind):
+    # their second-order games need the mean of y over all rows (D²'s denominator) before any block
+    # plays: the shares, the exact D² beside them and the gap must not depend on the blocks
+    X, labels, w = classes
+    model, target = _boosted(kind, X, labels)
+    explainer = RSquaredExplainer(model)
+    expected = explainer.rsq(pd.DataFrame(X), target, sample_weight=w)
+    lazy = da.from_array(X, chunks=(200, 3))
+    lazy_target = da.from_array(np.asarray(target), chunks=150)
+    shares = explainer.rsq(lazy, lazy_target, sample_weight=da.from_array(w, chunks=300))
+    np.testing.assert_allclose(shares, expected.to_numpy(), atol=1e-12, rtol=0)
+    _, _, summary = explainer._second_order_shares(lazy, lazy_target, w)
+    for name, value in summary.attrs().items():
+        if name != "score":
+            assert value == pytest.approx(expected.attrs[name], abs=1e-12), name
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("multioutput", [None, "raw_values"])
+def test_forest_classifiers_take_dask_rows_block_by_block(cluster_client, classes, n_classes, multioutput):
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, labels, w = classes
+    y = labels if n_classes == 3 else np.where(labels == "setosa", "setosa", "other")
+    model = RandomForestClassifier(20, max_depth=5, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)
+    expected = explainer.rsq(X, y, sample_weight=w, multioutput=multioutput)
+    shares = explainer.rsq(da.from_array(X, chunks=(250, 8)), da.from_array(y, chunks=250), w, multioutput=multioutput)
+    np.testing.assert_allclose(shares, expected, atol=1e-12, rtol=0)
+
+
+def test_dask_rows_of_classifiers_are_refused_with_the_in_memory_message(classes):
+    from sklearn.ensemble import RandomForestClassifier
+
+    # the bad rows sit in the first block: a block names its rows from its own start, as the
+    # regressors' blocks do
+    X, labels, _ = classes
+    lazy = da.from_array(X, chunks=(300, 8))
+    first = np.arange(len(labels)) < 5
+    unknown = np.where(first, "rose", labels)
+    for model, bad in [
+        (_boosted("lightgbm softmax", X, labels)[0], unknown),
+        (_boosted("xgboost poisson", X, labels)[0], np.where(first, -1.0, 1.0)),
+        (RandomForestClassifier(5, random_state=0).fit(X, labels), unknown),
+    ]:
+        explainer = RSquaredExplainer(model)
+        with pytest.raises(ValueError) as in_memory:
+            explainer.rsq(X, bad)
+        with pytest.raises(ValueError) as lazy_error:
+            explainer.rsq(lazy, da.from_array(bad, chunks=300))
+        assert str(lazy_error.value) == str(in_memory.value)
+    constant = _boosted("xgboost binary", X, labels)[0]
+    with pytest.raises(ValueError, match="y is constant"):
+        RSquaredExplainer(constant).rsq(lazy, np.ones(len(labels), dtype=bool))
+
+
+def test_multi_output_regressors_say_how_to_pass_their_rows():
+    from sklearn.ensemble import RandomForestRegressor
+
+    X, y, _ = make_data(seed=5, n=200)
+    model = RandomForestRegressor(5, max_depth=3, random_state=0).fit(X, np.column_stack([y, -y]))
+    with pytest.raises(NotImplementedError, match="multi-output regressor's rows as a NumPy array"):
+        RSquaredExplainer(model).rsq(da.from_array(X, chunks=(50, 3)), np.column_stack([y, -y]))

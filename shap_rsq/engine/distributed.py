@@ -27,7 +27,7 @@ from .validation import (
     target_values,
 )
 
-__all__ = ["is_dask_array", "rsq_over_blocks"]
+__all__ = ["is_dask_array", "row_blocks", "rsq_over_blocks"]
 
 
 def is_dask_array(value: Any) -> bool:
@@ -72,20 +72,9 @@ def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_s
     """
     import dask
 
-    _check_dask_rows(X, n_features)
-    if forest.routing is not None and forest.routing.matched:
-        # a block's numbers would be read as the model's codes, which need not be its categories
-        raise ValueError(
-            f"The model's categorical feature(s) {list(forest.routing.matched)} are matched to its categories by "
-            "value, which a dask array of numbers does not hold: pass the rows as a pandas DataFrame (in blocks "
-            "of rows, adding up loss_reduction), or fit the model on integer codes."
-        )
-    X = X.rechunk({1: -1})
+    X, blocks = row_blocks(forest, X, y, sample_weight, n_features)
     rows = X.chunks[0]
-    y = _column_in_blocks("y", y, X.shape[0], rows)
-    w = None if sample_weight is None else _column_in_blocks("sample_weight", sample_weight, X.shape[0], rows)
-    blocks = list(zip(y.to_delayed().ravel(), _weight_blocks(w, rows), strict=True))
-    checked = [dask.delayed(_checked_block)(yb, wb, n) for (yb, wb), n in zip(blocks, rows, strict=True)]
+    checked = [dask.delayed(_checked_block)(yb, wb, n) for (_, yb, wb), n in zip(blocks, rows, strict=True)]
     sums = dask.compute(*[dask.delayed(_weighted_sums)(block) for block in checked])
     total_w = sum(s[0] for s in sums)
     check_weight_total(total_w)
@@ -100,12 +89,35 @@ def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_s
     shared = dask.delayed(units, pure=True, traverse=False)
     parts = [
         dask.delayed(_block_values)(forest, shared, xb, block)
-        for xb, block in zip(X.to_delayed().ravel(), checked, strict=True)
+        for (xb, _, _), block in zip(blocks, checked, strict=True)
     ]
     total, first_prediction = dask.compute(sum(p[0] for p in parts), parts[0][1])
     first_rows = X.blocks[0][:32].compute()  # separately: one compute mixing arrays and delayed misorders results
     check_sample(first_rows, first_prediction[: len(first_rows)], np.array([low, high]))  # y's range
     return total / sst
+
+
+def row_blocks(forest, X, y, sample_weight, n_features: int, numeric_y: bool = True):
+    """A dask array of rows checked and cut into blocks of whole rows, with ``y`` and the weights
+    cut alike: ``(X, [(rows, y, weights), ...])``, each block a ``dask.delayed`` (weights ``None``
+    when not given).  ``numeric_y=False`` takes class labels of any type.
+
+    The refusals are those of arrays in memory; a model that matches categories by value is refused,
+    since a dask array of numbers does not hold them."""
+    _check_dask_rows(X, n_features)
+    if forest.routing is not None and forest.routing.matched:
+        # a block's numbers would be read as the model's codes, which need not be its categories
+        raise ValueError(
+            f"The model's categorical feature(s) {list(forest.routing.matched)} are matched to its categories by "
+            "value, which a dask array of numbers does not hold: pass the rows as a pandas DataFrame (in blocks "
+            "of rows, adding up loss_reduction), or fit the model on integer codes."
+        )
+    X = X.rechunk({1: -1})
+    rows = X.chunks[0]
+    y = _column_in_blocks("y", y, X.shape[0], rows, numeric=numeric_y)
+    w = None if sample_weight is None else _column_in_blocks("sample_weight", sample_weight, X.shape[0], rows)
+    blocks = zip(X.to_delayed().ravel(), y.to_delayed().ravel(), _weight_blocks(w, rows), strict=True)
+    return X, list(blocks)
 
 
 def _check_dask_rows(X, n_features: int) -> None:
@@ -129,9 +141,9 @@ def _check_dask_rows(X, n_features: int) -> None:
     check_width(X.shape[1], n_features)
 
 
-def _column_in_blocks(name: str, values, n_rows: int, rows: tuple[int, ...]):
+def _column_in_blocks(name: str, values, n_rows: int, rows: tuple[int, ...], numeric: bool = True):
     """``y`` or weights as a 1-D dask array chunked like the rows of ``X`` (shape and dtype checked now,
-    values block by block)."""
+    values block by block; class labels, not ``numeric``, of any type)."""
     import dask.array as da
 
     if is_dask_array(values) and not hasattr(values, "chunks"):  # a dask Series or DataFrame
@@ -142,7 +154,8 @@ def _column_in_blocks(name: str, values, n_rows: int, rows: tuple[int, ...]):
         if name == "sample_weight" and np.ndim(values) == 0:  # one weight for every row, checked as in memory
             values = check_weights(values, np.empty((n_rows, 0)))
         values = np.asarray(values)
-    numeric_dtype(name, values.dtype)
+    if numeric:
+        numeric_dtype(name, values.dtype)
     check_column_shape(name, values.shape, n_rows)
     if name == "sample_weight":
         check_weights_are_a_vector(values.shape)

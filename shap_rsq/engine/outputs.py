@@ -34,6 +34,7 @@ __all__ = [
     "MULTIOUTPUT",
     "OutputGames",
     "checked_multioutput",
+    "checked_sst",
     "combine",
     "complement",
     "complementary_classes",
@@ -196,7 +197,12 @@ def output_sst(Y: np.ndarray, weights: np.ndarray, multioutput: str, outputs: tu
         Each output's weighted total sum of squares.
     """
     mean = weighted_mean(Y, weights)
-    sst = np.sum(weights[:, None] * (Y - mean) ** 2, axis=0)
+    return checked_sst(np.sum(weights[:, None] * (Y - mean) ** 2, axis=0), multioutput, outputs)
+
+
+def checked_sst(sst: np.ndarray, multioutput: str, outputs: tuple[str, ...]) -> np.ndarray:
+    """Each output's total sum of squares ``(K,)``, refused where the chosen score divides by zero
+    (see :func:`output_sst`; a dask array's are summed over its blocks)."""
     if not sst.sum() > 0:  # every output constant: no combination is defined
         raise ValueError("y is constant (over the rows with positive weight): the score is undefined.")
     if multioutput != "variance_weighted" and np.any(sst <= 0):

@@ -13,11 +13,13 @@ import numpy as np
 
 from ..engine.budget import check_output_rows
 from ..engine.columns import in_input_order
-from ..engine.distributed import is_dask_array
+from ..engine.distributed import row_blocks
 from ..engine.estimates import as_progress, named
 from ..engine.outputs import (
     OutputGames,
     checked_multioutput,
+    checked_sst,
+    combine,
     complement,
     complementary_targets,
     output_sst,
@@ -56,11 +58,10 @@ class SeveralOutputs:
         require_variance: bool = True,
         groups: Any = None,
         one_hot: bool = False,
+        options: dict | None = None,
     ):
         info = self.model_info
         how = checked_multioutput(multioutput, info)
-        if is_dask_array(X):
-            raise NotImplementedError("dask arrays of rows are supported for single-output regressors only.")
         rows, weights = self._inputs.rows_weights(X, sample_weight, require_variance=require_variance)
         Y = np.asarray(y, dtype=np.float64) if one_hot else target_columns(y, info, rows.array.shape[0])
         players = self._inputs.players(groups, rows)
@@ -70,7 +71,7 @@ class SeveralOutputs:
         forests, caches = self._game_sets.get(players)
         mirrored = self._mirrored(Y)
         results = [
-            self._output_game(game, units, rows, Y[:, k], weights, local, _named_part(self, info, k, mirrored))
+            self._output_game(game, units, rows, Y[:, k], weights, local, _named_part(self, info, k, mirrored), options)
             for k, (game, units) in enumerate(zip(forests, caches, strict=True))
             if not (mirrored and k == 0)
         ]
@@ -83,6 +84,29 @@ class SeveralOutputs:
         names = player_index(rows.labels, players)
         brier = info.classes is not None
         return OutputGames(rows, Y, weights, how, values, predictions, means, info.outputs, names, brier)
+
+    def _class_shares_over_blocks(self, X, y, sample_weight, multioutput, groups) -> np.ndarray:
+        """A forest classifier's shares of its score on a dask array of rows, block by block on
+        dask's scheduler: each class's weighted mean of its one-hot column first, then each block's
+        games and its sums of squares about those means, all added up over blocks."""
+        import dask
+
+        info = self.model_info
+        if info.classes is None:  # y of several columns does not travel in dask's blocks of one column
+            raise NotImplementedError(
+                "dask arrays of rows are supported for regressors of one output and for classifiers; "
+                "pass a multi-output regressor's rows as a NumPy array or DataFrame."
+            )
+        how = checked_multioutput(multioutput, info)
+        forests, _ = self._game_sets.get(None)
+        _, blocks = row_blocks(forests[0], X, y, sample_weight, info.n_features, numeric_y=False)
+        shared = dask.delayed(self, pure=True, traverse=False)
+        sums = dask.compute(*[dask.delayed(_block_class_sums)(shared, *block) for block in blocks])
+        total = sum(s[0] for s in sums)
+        mean = sum(s[1] for s in sums) / total if total > 0 else np.zeros(len(info.outputs))
+        parts = dask.compute(*[dask.delayed(_block_class_games)(shared, *block, how, groups, mean) for block in blocks])
+        sst = checked_sst(sum(part[1] for part in parts), how, info.outputs)
+        return combine(sum(part[0] for part in parts), sst, how, brier=True)
 
     def _squared_error_inputs(self, X, y, sample_weight):
         """Rows, target (a model of several outputs: ``(n, K)``), weights and the score's
@@ -132,14 +156,32 @@ class SeveralOutputs:
             results.append((result, column, scale))
         return results
 
-    def _output_game(self, game, units, rows, y: np.ndarray, weights: np.ndarray, local: bool, progress):
+    def _output_game(self, game, units, rows, y: np.ndarray, weights: np.ndarray, local: bool, progress, options=None):
         """One output's decomposition; its compiled plans are dropped after it, so that a model of K
         outputs holds one output's plans at a time (K sets of them grew past the memory budget: 530 MiB
-        held after a 40-class forest's rsq under a 102 MiB budget)."""
-        options = {**self._run_options(local), "progress": progress}
+        held after a 40-class forest's rsq under a 102 MiB budget).  ``options`` replace the
+        explainer's run options (a dask block's)."""
+        options = {**self._run_options(local), "progress": progress} if options is None else options
         result = decompose(game, units.units(local), rows.array, y, weights, **options)
         units.release()
         return result
+
+
+def _block_class_sums(explainer, X, y, sample_weight) -> tuple[float, np.ndarray]:
+    """A block's total weight and weighted count of each class."""
+    rows, weights = explainer._inputs.rows_weights(X, sample_weight, require_variance=False)
+    return float(weights.sum()), weights @ target_columns(y, explainer.model_info, rows.array.shape[0])
+
+
+def _block_class_games(explainer, X, y, sample_weight, how: str, groups, mean: np.ndarray) -> tuple:
+    """A block's loss reductions ``(P, K)`` and each class's sum of squares about ``mean``."""
+    # one process a block: dask runs the blocks side by side, and shows its own progress
+    options = {**explainer._run_options(False), "n_jobs": 1, "progress": False, "warn_long": False}
+    games = explainer._output_games(
+        X, y, sample_weight, how, local=False, require_variance=False, groups=groups, options=options
+    )
+    squares = games.weights @ (games.Y - mean) ** 2
+    return games.values, squares
 
 
 def _named_part(explainer, info, k: int, mirrored: bool):

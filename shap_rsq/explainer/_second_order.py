@@ -19,7 +19,7 @@ import pandas as pd
 from scipy.special import logsumexp
 
 from ..engine.columns import in_input_order
-from ..engine.distributed import is_dask_array
+from ..engine.distributed import is_dask_array, row_blocks
 from ..engine.estimates import named
 from ..engine.labels import one_hot
 from ..engine.losses import Loss, TreeLosses, softmax_offsets
@@ -143,6 +143,8 @@ class SecondOrderShares:
         """Shares of D² ``(P,)``, the players' names (``None`` for arrays) and the summary beside them
         (the command line's, which reads arrays too)."""
         _refuse_multioutput(multioutput)
+        if is_dask_array(X):
+            return self._second_order_over_blocks(X, y, sample_weight, groups)
         games = self._second_order_games(X, y, sample_weight, local=False, groups=groups)
         summary = _warn_on_gap(games.summary())
         return games.values / float(games.null.sum()), games.names, summary
@@ -166,6 +168,40 @@ class SecondOrderShares:
         if check_additivity:
             check_second_order_rows(values, games.totals / null)
         return values, base, games.rows, games.names, summary
+
+    def _second_order_over_blocks(self, X, y, sample_weight, groups):
+        """:meth:`_second_order_shares` of a dask array of rows, block by block on dask's scheduler.
+
+        D²'s denominator is the deviance of the weighted mean of ``y`` over all rows: the blocks'
+        weighted sums of the target come first, then each block plays every tree's game on its rows
+        and sums its deviances at ``E f``, at the model's margin and at that mean.  All of them add up
+        over blocks; the explainer travels to the workers once, without its compiled plans.
+        """
+        import dask
+
+        forests, _ = self._game_sets.get(None)
+        classifier = self.model_info.classes is not None
+        _, blocks = row_blocks(forests[0], X, y, sample_weight, self.model_info.n_features, numeric_y=not classifier)
+        players = self._inputs.players(groups, None)
+        shared = dask.delayed(self, pure=True, traverse=False)
+        sums = dask.compute(*[dask.delayed(_block_target_sums)(shared, *block) for block in blocks])
+        total_weight = sum(s[0] for s in sums)
+        mean = sum(s[1] for s in sums) / total_weight if total_weight > 0 else None
+        margin = _margin_of_mean(self._second_order_loss(), mean, sums[0][1])
+        parts = dask.compute(*[dask.delayed(_block_games)(shared, *block, players, margin) for block in blocks])
+        values = sum(part[0] for part in parts)
+        totals, start, end, null = (float(sum(part[i] for part in parts)) for i in range(1, 5))
+        if not null > 0:
+            raise ValueError(CONSTANT_TARGET)
+        score = self._second_order_loss().score
+        summary = SecondOrderSummary(score, 1.0 - end / null, 1.0 - start / null, (start - end) / null, totals / null)
+        return values / null, None, _warn_on_gap(summary)
+
+    def _block_target(self, X, y, sample_weight) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A block's checked rows, target and weights (the weights as given: D² is a ratio over all blocks)."""
+        rows, weights = self._inputs.rows_weights(X, sample_weight, require_variance=False)
+        loss = self._second_order_loss()
+        return rows.array, self._second_order_target(y, len(weights), weights, loss, False), weights
 
     def _second_order_inputs(self, X, y, sample_weight):
         """Rows, target, weights and the deviance of the weighted mean of ``y`` (D²'s denominator)."""
@@ -199,8 +235,6 @@ class SecondOrderShares:
         self, X, y, sample_weight, *, local: bool, groups: Any = None, require_variance: bool = True
     ) -> SecondOrderGames:
         loss = self._second_order_loss()
-        if is_dask_array(X):
-            raise NotImplementedError("dask arrays of rows are supported for squared-error regressors only.")
         rows, weights = self._inputs.rows_weights(X, sample_weight, require_variance=require_variance)
         n = rows.array.shape[0]
         target = self._second_order_target(y, n, weights, loss, require_variance)
@@ -229,11 +263,14 @@ class SecondOrderShares:
         offsets = _softmax_offsets(forests, rows) if len(forests) > 1 else [None]
         return [(f, c, TreeLosses(loss, o)) for f, c, o in zip(forests, caches, offsets, strict=True)]
 
-    def _played(self, rows: np.ndarray, target: np.ndarray, weights: np.ndarray, players, *, local: bool) -> Played:
-        """The second-order games of every tree on checked rows, summed over a softmax's classes."""
+    def _played(
+        self, rows: np.ndarray, target: np.ndarray, weights: np.ndarray, players, *, local: bool, options=None
+    ) -> Played:
+        """The second-order games of every tree on checked rows, summed over a softmax's classes
+        (``options`` for :func:`~shap_rsq.engine.run.decompose`: the explainer's by default)."""
         info = self.model_info
         loss = self._second_order_loss()
-        options = self._run_options(local)
+        options = self._run_options(local) if options is None else options
         progress = options["progress"]
         games = self._class_games(rows, players)
         results = []
@@ -283,6 +320,25 @@ def _softmax_offsets(forests, X: np.ndarray) -> list[np.ndarray]:
     return [softmax_offsets(trajectories, steps, k) for k in range(len(forests))]
 
 
+def _block_target_sums(explainer, X, y, sample_weight) -> tuple[float, np.ndarray]:
+    """A block's total weight and weighted sum of the target (a softmax's: per class)."""
+    _, target, weights = explainer._block_target(X, y, sample_weight)
+    return float(weights.sum()), weights @ target
+
+
+def _block_games(explainer, X, y, sample_weight, players, margin) -> tuple:
+    """A block's summed games ``(P,)``, and its sums of the second-order totals and of the
+    deviances at ``E f``, at the model's margin and at ``margin`` (the mean of all blocks' ``y``)."""
+    rows, target, weights = explainer._block_target(X, y, sample_weight)
+    # one process a block: dask runs the blocks side by side, and shows its own progress
+    options = {**explainer._run_options(False), "n_jobs": 1, "progress": False, "warn_long": False}
+    played = explainer._played(rows, target, weights, players, local=False, options=options)
+    loss = explainer._second_order_loss()
+    with np.errstate(invalid="ignore"):  # a constant 0/1 target: its null margin is infinite, refused after
+        null = weights * _deviance(loss, target)(np.broadcast_to(margin, target.shape))
+    return played.values, played.game_totals.sum(), played.start.sum(), played.end.sum(), null.sum()
+
+
 def _deviance(loss: Loss, target: np.ndarray):
     """Each row's deviance as a function of its margin (a softmax's: its classes' margins)."""
     if target.ndim == 1:
@@ -292,11 +348,17 @@ def _deviance(loss: Loss, target: np.ndarray):
 
 def _null_margin(loss: Loss, target: np.ndarray, weights: np.ndarray) -> np.ndarray | float:
     """The margin of the weighted mean of ``y`` (a softmax's: the log of each class's frequency)."""
-    if not np.sum(weights) > 0:
-        return np.zeros(target.shape[1:])
-    mean = weighted_mean(target, weights)
+    mean = weighted_mean(target, weights) if np.sum(weights) > 0 else None
+    return _margin_of_mean(loss, mean, target[0] if len(target) else np.zeros(target.shape[1:]))
+
+
+def _margin_of_mean(loss: Loss, mean, like: np.ndarray) -> np.ndarray | float:
+    """The margin whose prediction is ``mean`` (zeros shaped as one row of the target, ``like``,
+    when no row weighs anything)."""
+    if mean is None:
+        return np.zeros(np.shape(like))
     with np.errstate(divide="ignore"):
-        if target.ndim > 1:
+        if np.ndim(mean) > 0:
             return np.log(mean)
         if loss.name == "log_loss":
             return np.log(mean) - np.log1p(-mean)
