@@ -252,9 +252,9 @@ def index_weights(n_players: int) -> tuple[np.ndarray, np.ndarray]:
     j_of, k_of = np.triu_indices(n_players, 1)
     interaction = np.zeros((size, len(j_of)))
     if n_players >= 2:
-        weight = np.array(
-            [factorial(c) * factorial(n_players - c - 2) for c in range(n_players - 1)]
-        ) / factorial(n_players - 1)
+        weight = np.array([factorial(c) * factorial(n_players - c - 2) for c in range(n_players - 1)]) / factorial(
+            n_players - 1
+        )
         for p, (j, k) in enumerate(zip(j_of, k_of, strict=True)):
             off = subsets[((subsets >> j) & 1 == 0) & ((subsets >> k) & 1 == 0)]
             w = weight[count[off]]
