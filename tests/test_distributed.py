@@ -208,15 +208,14 @@ def test_forest_classifiers_take_dask_rows_block_by_block(cluster_client, classe
     np.testing.assert_allclose(shares, expected, atol=1e-12, rtol=0)
 
 
-def test_dask_rows_of_classifiers_are_refused_with_the_in_memory_message(classes):
+def test_dask_rows_of_classifiers_are_refused_with_the_in_memory_message(cluster_client, classes):
     from sklearn.ensemble import RandomForestClassifier
 
-    # the bad rows sit in the first block: a block names its rows from its own start, as the
-    # regressors' blocks do
+    # the unknown labels sit in the second block only: its rows are named from the array's first
     X, labels, _ = classes
     lazy = da.from_array(X, chunks=(300, 8))
     first = np.arange(len(labels)) < 5
-    unknown = np.where(first, "rose", labels)
+    unknown = np.where((np.arange(len(labels)) >= 400) & (labels == "setosa"), "rose", labels)
     for model, bad in [
         (_boosted("lightgbm softmax", X, labels)[0], unknown),
         (_boosted("xgboost poisson", X, labels)[0], np.where(first, -1.0, 1.0)),

@@ -9,11 +9,13 @@ values go through the same checks as in-memory inputs, so the messages match.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from ..tuning import DEFAULT_TUNING
+from .labels import UnknownLabelsError
 from .run import decompose
 from .validation import (
     INFINITE_ROWS,
@@ -27,7 +29,7 @@ from .validation import (
     target_values,
 )
 
-__all__ = ["is_dask_array", "row_blocks", "rsq_over_blocks"]
+__all__ = ["block_starts", "first_refusal", "is_dask_array", "row_blocks", "rows_from", "rsq_over_blocks"]
 
 
 def is_dask_array(value: Any) -> bool:
@@ -118,6 +120,29 @@ def row_blocks(forest, X, y, sample_weight, n_features: int, numeric_y: bool = T
     w = None if sample_weight is None else _column_in_blocks("sample_weight", sample_weight, X.shape[0], rows)
     blocks = zip(X.to_delayed().ravel(), y.to_delayed().ravel(), _weight_blocks(w, rows), strict=True)
     return X, list(blocks)
+
+
+def block_starts(X) -> list[int]:
+    """The first row of each block of rows of a dask array (checked by :func:`row_blocks`)."""
+    return np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(int).tolist()
+
+
+@contextmanager
+def rows_from(start: int):
+    """Errors raised for a block's rows name them from the whole array's first row, not the block's."""
+    try:
+        yield
+    except UnknownLabelsError as error:
+        raise error.shifted(start) from None
+
+
+def first_refusal(results: list) -> list:
+    """``results`` of the blocks, in order, where a block may have returned the ``ValueError`` its
+    rows raised: the first block's is raised (dask would raise whichever block failed first in time)."""
+    for result in results:
+        if isinstance(result, ValueError):
+            raise result
+    return results
 
 
 def _check_dask_rows(X, n_features: int) -> None:

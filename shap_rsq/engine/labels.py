@@ -18,7 +18,25 @@ import pandas as pd
 
 from .validation import check_column_shape, target_values
 
-__all__ = ["match_labels", "one_hot", "refuse_unknown_labels"]
+__all__ = ["UnknownLabelsError", "match_labels", "one_hot", "refuse_unknown_labels"]
+
+
+class UnknownLabelsError(ValueError):
+    """``y`` holds labels that are not among the model's classes, first at row ``row`` (a
+    ``ValueError`` to the caller; a dask block renumbers ``row`` from its own start)."""
+
+    def __init__(self, unknown: list, classes: list, row: int):
+        self.unknown, self.classes, self.row = unknown, classes, row
+        super().__init__(
+            f"y has labels {unknown[:10]} that are not among the model's classes {classes} (first at row {row})."
+        )
+
+    def __reduce__(self):  # raised in a dask worker, it travels back pickled
+        return type(self), (self.unknown, self.classes, self.row)
+
+    def shifted(self, start: int) -> UnknownLabelsError:
+        """The same error for rows that start at ``start``."""
+        return UnknownLabelsError(self.unknown, self.classes, self.row + start)
 
 
 def match_labels(labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
@@ -73,10 +91,7 @@ def refuse_unknown_labels(labels: np.ndarray, known: np.ndarray, classes: np.nda
     if known.all():
         return
     unknown = list(dict.fromkeys(np.asarray(labels)[~known].tolist()))
-    raise ValueError(
-        f"y has labels {unknown[:10]} that are not among the model's classes {np.asarray(classes).tolist()} "
-        f"(first at row {int(np.flatnonzero(~known)[0])})."
-    )
+    raise UnknownLabelsError(unknown, np.asarray(classes).tolist(), int(np.flatnonzero(~known)[0]))
 
 
 def one_hot(y: Any, classes: np.ndarray, n_rows: int) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..engine.budget import check_output_rows
 from ..engine.columns import in_input_order
-from ..engine.distributed import row_blocks
+from ..engine.distributed import block_starts, first_refusal, row_blocks, rows_from
 from ..engine.estimates import as_progress, named
 from ..engine.outputs import (
     OutputGames,
@@ -101,10 +101,16 @@ class SeveralOutputs:
         forests, _ = self._game_sets.get(None)
         _, blocks = row_blocks(forests[0], X, y, sample_weight, info.n_features, numeric_y=False)
         shared = dask.delayed(self, pure=True, traverse=False)
-        sums = dask.compute(*[dask.delayed(_block_class_sums)(shared, *block) for block in blocks])
+        starts = block_starts(X)
+        sums = [dask.delayed(_block_class_sums)(shared, s, *b) for s, b in zip(starts, blocks, strict=True)]
+        sums = first_refusal(dask.compute(*sums))  # the input checks run here, in every block
         total = sum(s[0] for s in sums)
         mean = sum(s[1] for s in sums) / total if total > 0 else np.zeros(len(info.outputs))
-        parts = dask.compute(*[dask.delayed(_block_class_games)(shared, *block, how, groups, mean) for block in blocks])
+        games = [
+            dask.delayed(_block_class_games)(shared, s, *b, how, groups, mean)
+            for s, b in zip(starts, blocks, strict=True)
+        ]
+        parts = dask.compute(*games)
         sst = checked_sst(sum(part[1] for part in parts), how, info.outputs)
         return combine(sum(part[0] for part in parts), sst, how, brier=True)
 
@@ -167,19 +173,25 @@ class SeveralOutputs:
         return result
 
 
-def _block_class_sums(explainer, X, y, sample_weight) -> tuple[float, np.ndarray]:
-    """A block's total weight and weighted count of each class."""
-    rows, weights = explainer._inputs.rows_weights(X, sample_weight, require_variance=False)
-    return float(weights.sum()), weights @ target_columns(y, explainer.model_info, rows.array.shape[0])
+def _block_class_sums(explainer, start: int, X, y, sample_weight) -> tuple[float, np.ndarray] | ValueError:
+    """The total weight and weighted count of each class of a block of rows that starts at row
+    ``start``, or the error its rows are refused with."""
+    try:
+        with rows_from(start):
+            rows, weights = explainer._inputs.rows_weights(X, sample_weight, require_variance=False)
+            return float(weights.sum()), weights @ target_columns(y, explainer.model_info, rows.array.shape[0])
+    except ValueError as error:
+        return error
 
 
-def _block_class_games(explainer, X, y, sample_weight, how: str, groups, mean: np.ndarray) -> tuple:
+def _block_class_games(explainer, start: int, X, y, sample_weight, how: str, groups, mean: np.ndarray) -> tuple:
     """A block's loss reductions ``(P, K)`` and each class's sum of squares about ``mean``."""
     # one process a block: dask runs the blocks side by side, and shows its own progress
     options = {**explainer._run_options(False), "n_jobs": 1, "progress": False, "warn_long": False}
-    games = explainer._output_games(
-        X, y, sample_weight, how, local=False, require_variance=False, groups=groups, options=options
-    )
+    with rows_from(start):
+        games = explainer._output_games(
+            X, y, sample_weight, how, local=False, require_variance=False, groups=groups, options=options
+        )
     squares = games.weights @ (games.Y - mean) ** 2
     return games.values, squares
 

@@ -19,7 +19,7 @@ import pandas as pd
 from scipy.special import logsumexp
 
 from ..engine.columns import in_input_order
-from ..engine.distributed import is_dask_array, row_blocks
+from ..engine.distributed import block_starts, first_refusal, is_dask_array, row_blocks, rows_from
 from ..engine.estimates import named
 from ..engine.labels import one_hot
 from ..engine.losses import Loss, TreeLosses, softmax_offsets
@@ -184,11 +184,16 @@ class SecondOrderShares:
         _, blocks = row_blocks(forests[0], X, y, sample_weight, self.model_info.n_features, numeric_y=not classifier)
         players = self._inputs.players(groups, None)
         shared = dask.delayed(self, pure=True, traverse=False)
-        sums = dask.compute(*[dask.delayed(_block_target_sums)(shared, *block) for block in blocks])
+        starts = block_starts(X)
+        sums = [dask.delayed(_block_target_sums)(shared, s, *b) for s, b in zip(starts, blocks, strict=True)]
+        sums = first_refusal(dask.compute(*sums))  # the input checks run here, in every block
         total_weight = sum(s[0] for s in sums)
         mean = sum(s[1] for s in sums) / total_weight if total_weight > 0 else None
         margin = _margin_of_mean(self._second_order_loss(), mean, sums[0][1])
-        parts = dask.compute(*[dask.delayed(_block_games)(shared, *block, players, margin) for block in blocks])
+        games = [
+            dask.delayed(_block_games)(shared, s, *b, players, margin) for s, b in zip(starts, blocks, strict=True)
+        ]
+        parts = dask.compute(*games)
         values = sum(part[0] for part in parts)
         totals, start, end, null = (float(sum(part[i] for part in parts)) for i in range(1, 5))
         if not null > 0:
@@ -320,16 +325,22 @@ def _softmax_offsets(forests, X: np.ndarray) -> list[np.ndarray]:
     return [softmax_offsets(trajectories, steps, k) for k in range(len(forests))]
 
 
-def _block_target_sums(explainer, X, y, sample_weight) -> tuple[float, np.ndarray]:
-    """A block's total weight and weighted sum of the target (a softmax's: per class)."""
-    _, target, weights = explainer._block_target(X, y, sample_weight)
+def _block_target_sums(explainer, start: int, X, y, sample_weight) -> tuple[float, np.ndarray] | ValueError:
+    """The total weight and weighted sum of the target (a softmax's: per class) of a block of rows
+    that starts at row ``start``, or the error its rows are refused with."""
+    try:
+        with rows_from(start):
+            _, target, weights = explainer._block_target(X, y, sample_weight)
+    except ValueError as error:
+        return error
     return float(weights.sum()), weights @ target
 
 
-def _block_games(explainer, X, y, sample_weight, players, margin) -> tuple:
+def _block_games(explainer, start: int, X, y, sample_weight, players, margin) -> tuple:
     """A block's summed games ``(P,)``, and its sums of the second-order totals and of the
     deviances at ``E f``, at the model's margin and at ``margin`` (the mean of all blocks' ``y``)."""
-    rows, target, weights = explainer._block_target(X, y, sample_weight)
+    with rows_from(start):
+        rows, target, weights = explainer._block_target(X, y, sample_weight)
     # one process a block: dask runs the blocks side by side, and shows its own progress
     options = {**explainer._run_options(False), "n_jobs": 1, "progress": False, "warn_long": False}
     played = explainer._played(rows, target, weights, players, local=False, options=options)
