@@ -239,3 +239,20 @@ def test_multi_output_regressors_say_how_to_pass_their_rows():
     model = RandomForestRegressor(5, max_depth=3, random_state=0).fit(X, np.column_stack([y, -y]))
     with pytest.raises(NotImplementedError, match="multi-output regressor's rows as a NumPy array"):
         RSquaredExplainer(model).rsq(da.from_array(X, chunks=(50, 3)), np.column_stack([y, -y]))
+
+
+def test_groups_of_columns_play_as_one_on_dask_rows_too(cluster_client, classes):
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, labels, w = classes
+    groups = {"first two": [0, 1], "third": [2]}
+    for model, target in [
+        (_boosted("lightgbm softmax", X, labels)[0], labels),
+        (RandomForestClassifier(10, max_depth=4, random_state=0).fit(X, labels), labels),
+    ]:
+        explainer = RSquaredExplainer(model)
+        expected = np.asarray(explainer.rsq(X, target, sample_weight=w, groups=groups))
+        lazy = da.from_array(X, chunks=(300, 8))
+        shares = explainer.rsq(lazy, da.from_array(target, chunks=300), sample_weight=w, groups=groups)
+        assert shares.shape == (len(groups) + X.shape[1] - 3,)
+        np.testing.assert_allclose(shares, expected, atol=1e-12, rtol=0)
