@@ -29,7 +29,7 @@ from .validation import (
     target_values,
 )
 
-__all__ = ["block_starts", "first_refusal", "is_dask_array", "row_blocks", "rows_from", "rsq_over_blocks"]
+__all__ = ["is_dask_array", "on_blocks", "row_blocks", "rows_from", "rsq_over_blocks"]
 
 
 def is_dask_array(value: Any) -> bool:
@@ -122,9 +122,20 @@ def row_blocks(forest, X, y, sample_weight, n_features: int, numeric_y: bool = T
     return X, list(blocks)
 
 
-def block_starts(X) -> list[int]:
-    """The first row of each block of rows of a dask array (checked by :func:`row_blocks`)."""
-    return np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(int).tolist()
+def on_blocks(X, blocks: list, task, shared, *args) -> list:
+    """``task(shared, start, rows, y, weights, *args)`` on every block of :func:`row_blocks`, on dask's
+    scheduler, with ``start`` the block's first row; the results in the blocks' order, where a
+    block that returned a ``ValueError`` (its rows refused) has it raised, the first block's first
+    (dask would raise whichever block failed first in time)."""
+    import dask
+
+    starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(int).tolist()
+    tasks = [dask.delayed(task)(shared, start, *block, *args) for start, block in zip(starts, blocks, strict=True)]
+    results = dask.compute(*tasks)
+    for result in results:
+        if isinstance(result, ValueError):
+            raise result
+    return list(results)
 
 
 @contextmanager
@@ -134,15 +145,6 @@ def rows_from(start: int):
         yield
     except UnknownLabelsError as error:
         raise error.shifted(start) from None
-
-
-def first_refusal(results: list) -> list:
-    """``results`` of the blocks, in order, where a block may have returned the ``ValueError`` its
-    rows raised: the first block's is raised (dask would raise whichever block failed first in time)."""
-    for result in results:
-        if isinstance(result, ValueError):
-            raise result
-    return results
 
 
 def _check_dask_rows(X, n_features: int) -> None:

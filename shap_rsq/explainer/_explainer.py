@@ -534,6 +534,11 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
             progress = replace(as_progress(progress), score=score)
         return {"local": local, "n_jobs": self.n_jobs, "progress": progress, "tuning": tuning}
 
+    def _block_options(self) -> dict:
+        """:meth:`_run_options` of global values on one dask block: one process a block, since dask
+        runs the blocks side by side and shows its own progress."""
+        return {**self._run_options(False), "n_jobs": 1, "progress": False, "warn_long": False}
+
     def _decompose(
         self, rows: np.ndarray, target, weights, *, local: bool, players=None, warn_long=True
     ) -> Decomposition:

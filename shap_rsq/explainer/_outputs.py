@@ -13,7 +13,7 @@ import numpy as np
 
 from ..engine.budget import check_output_rows
 from ..engine.columns import in_input_order
-from ..engine.distributed import block_starts, first_refusal, row_blocks, rows_from
+from ..engine.distributed import on_blocks, row_blocks, rows_from
 from ..engine.estimates import as_progress, named
 from ..engine.outputs import (
     OutputGames,
@@ -99,18 +99,12 @@ class SeveralOutputs:
             )
         how = checked_multioutput(multioutput, info)
         forests, _ = self._game_sets.get(None)
-        _, blocks = row_blocks(forests[0], X, y, sample_weight, info.n_features, numeric_y=False)
+        X, blocks = row_blocks(forests[0], X, y, sample_weight, info.n_features, numeric_y=False)
         shared = dask.delayed(self, pure=True, traverse=False)
-        starts = block_starts(X)
-        sums = [dask.delayed(_block_class_sums)(shared, s, *b) for s, b in zip(starts, blocks, strict=True)]
-        sums = first_refusal(dask.compute(*sums))  # the input checks run here, in every block
+        sums = on_blocks(X, blocks, _block_class_sums, shared)  # the input checks run here, in every block
         total = sum(s[0] for s in sums)
         mean = sum(s[1] for s in sums) / total if total > 0 else np.zeros(len(info.outputs))
-        games = [
-            dask.delayed(_block_class_games)(shared, s, *b, how, groups, mean)
-            for s, b in zip(starts, blocks, strict=True)
-        ]
-        parts = dask.compute(*games)
+        parts = on_blocks(X, blocks, _block_class_games, shared, how, groups, mean)
         sst = checked_sst(sum(part[1] for part in parts), how, info.outputs)
         return combine(sum(part[0] for part in parts), sst, how, brier=True)
 
@@ -186,8 +180,7 @@ def _block_class_sums(explainer, start: int, X, y, sample_weight) -> tuple[float
 
 def _block_class_games(explainer, start: int, X, y, sample_weight, how: str, groups, mean: np.ndarray) -> tuple:
     """A block's loss reductions ``(P, K)`` and each class's sum of squares about ``mean``."""
-    # one process a block: dask runs the blocks side by side, and shows its own progress
-    options = {**explainer._run_options(False), "n_jobs": 1, "progress": False, "warn_long": False}
+    options = explainer._block_options()
     with rows_from(start):
         games = explainer._output_games(
             X, y, sample_weight, how, local=False, require_variance=False, groups=groups, options=options

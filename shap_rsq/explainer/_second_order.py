@@ -19,7 +19,7 @@ import pandas as pd
 from scipy.special import logsumexp
 
 from ..engine.columns import in_input_order
-from ..engine.distributed import block_starts, first_refusal, is_dask_array, row_blocks, rows_from
+from ..engine.distributed import is_dask_array, on_blocks, row_blocks, rows_from
 from ..engine.estimates import named
 from ..engine.labels import one_hot
 from ..engine.losses import Loss, TreeLosses, softmax_offsets
@@ -181,19 +181,14 @@ class SecondOrderShares:
 
         forests, _ = self._game_sets.get(None)
         classifier = self.model_info.classes is not None
-        _, blocks = row_blocks(forests[0], X, y, sample_weight, self.model_info.n_features, numeric_y=not classifier)
+        X, blocks = row_blocks(forests[0], X, y, sample_weight, self.model_info.n_features, numeric_y=not classifier)
         players = self._inputs.players(groups, None)
         shared = dask.delayed(self, pure=True, traverse=False)
-        starts = block_starts(X)
-        sums = [dask.delayed(_block_target_sums)(shared, s, *b) for s, b in zip(starts, blocks, strict=True)]
-        sums = first_refusal(dask.compute(*sums))  # the input checks run here, in every block
+        sums = on_blocks(X, blocks, _block_target_sums, shared)  # the input checks run here, in every block
         total_weight = sum(s[0] for s in sums)
         mean = sum(s[1] for s in sums) / total_weight if total_weight > 0 else None
         margin = _margin_of_mean(self._second_order_loss(), mean, sums[0][1])
-        games = [
-            dask.delayed(_block_games)(shared, s, *b, players, margin) for s, b in zip(starts, blocks, strict=True)
-        ]
-        parts = dask.compute(*games)
+        parts = on_blocks(X, blocks, _block_games, shared, players, margin)
         values = sum(part[0] for part in parts)
         totals, start, end, null = (float(sum(part[i] for part in parts)) for i in range(1, 5))
         if not null > 0:
@@ -341,9 +336,7 @@ def _block_games(explainer, start: int, X, y, sample_weight, players, margin) ->
     deviances at ``E f``, at the model's margin and at ``margin`` (the mean of all blocks' ``y``)."""
     with rows_from(start):
         rows, target, weights = explainer._block_target(X, y, sample_weight)
-    # one process a block: dask runs the blocks side by side, and shows its own progress
-    options = {**explainer._run_options(False), "n_jobs": 1, "progress": False, "warn_long": False}
-    played = explainer._played(rows, target, weights, players, local=False, options=options)
+    played = explainer._played(rows, target, weights, players, local=False, options=explainer._block_options())
     loss = explainer._second_order_loss()
     with np.errstate(invalid="ignore"):  # a constant 0/1 target: its null margin is infinite, refused after
         null = weights * _deviance(loss, target)(np.broadcast_to(margin, target.shape))
