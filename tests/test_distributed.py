@@ -232,13 +232,27 @@ def test_dask_rows_of_classifiers_are_refused_with_the_in_memory_message(cluster
         RSquaredExplainer(constant).rsq(lazy, np.ones(len(labels), dtype=bool))
 
 
-def test_multi_output_regressors_say_how_to_pass_their_rows():
-    from sklearn.ensemble import RandomForestRegressor
+@pytest.mark.parametrize("multioutput", [None, "raw_values", "variance_weighted"])
+def test_multi_output_regressors_and_indicators_take_dask_rows_block_by_block(cluster_client, classes, multioutput):
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+    from sklearn.preprocessing import label_binarize
 
-    X, y, _ = make_data(seed=5, n=200)
-    model = RandomForestRegressor(5, max_depth=3, random_state=0).fit(X, np.column_stack([y, -y]))
-    with pytest.raises(NotImplementedError, match="multi-output regressor's rows as a NumPy array"):
-        RSquaredExplainer(model).rsq(da.from_array(X, chunks=(50, 3)), np.column_stack([y, -y]))
+    X, labels, w = classes
+    lazy = da.from_array(X, chunks=(300, 8))
+    Y = np.column_stack([X[:, 0] + X[:, 1], X[:, 2] * X[:, 3]])
+    regressor = RandomForestRegressor(10, max_depth=5, random_state=0).fit(X, Y)
+    forest = RandomForestClassifier(10, max_depth=5, random_state=0).fit(X, labels)
+    indicator = label_binarize(labels, classes=forest.classes_)
+    booster = _boosted("lightgbm softmax", X, labels)[0]
+    cases = [(regressor, Y), (forest, indicator)] + ([(booster, indicator)] if multioutput is None else [])
+    for model, target in cases:
+        explainer = RSquaredExplainer(model)
+        expected = np.asarray(explainer.rsq(X, target, sample_weight=w, multioutput=multioutput))
+        lazy_target = da.from_array(target, chunks=(250, 1))  # columns in chunks too: every block gets all
+        shares = explainer.rsq(lazy, lazy_target, sample_weight=w, multioutput=multioutput)
+        np.testing.assert_allclose(shares, expected, atol=1e-12, rtol=0)
+    with pytest.raises(ValueError, match="y has 899 rows but X has 900 rows"):
+        RSquaredExplainer(regressor).rsq(lazy, Y[:-1])
 
 
 def test_groups_of_columns_play_as_one_on_dask_rows_too(cluster_client, classes):

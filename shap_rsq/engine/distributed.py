@@ -99,10 +99,11 @@ def rsq_over_blocks(forest, units, X, y, sample_weight, n_features: int, check_s
     return total / sst
 
 
-def row_blocks(forest, X, y, sample_weight, n_features: int, numeric_y: bool = True):
+def row_blocks(forest, X, y, sample_weight, n_features: int, numeric_y: bool = True, y_columns: bool = False):
     """A dask array of rows checked and cut into blocks of whole rows, with ``y`` and the weights
     cut alike: ``(X, [(rows, y, weights), ...])``, each block a ``dask.delayed`` (weights ``None``
-    when not given).  ``numeric_y=False`` takes class labels of any type.
+    when not given).  ``numeric_y=False`` takes class labels of any type, ``y_columns`` a 2-D ``y``
+    (several targets, or a classifier's 0/1 indicator) whole in every block.
 
     The refusals are those of arrays in memory; a model that matches categories by value is refused,
     since a dask array of numbers does not hold them."""
@@ -116,7 +117,7 @@ def row_blocks(forest, X, y, sample_weight, n_features: int, numeric_y: bool = T
         )
     X = X.rechunk({1: -1})
     rows = X.chunks[0]
-    y = _column_in_blocks("y", y, X.shape[0], rows, numeric=numeric_y)
+    y = _column_in_blocks("y", y, X.shape[0], rows, numeric=numeric_y, columns=y_columns)
     w = None if sample_weight is None else _column_in_blocks("sample_weight", sample_weight, X.shape[0], rows)
     blocks = zip(X.to_delayed().ravel(), y.to_delayed().ravel(), _weight_blocks(w, rows), strict=True)
     return X, list(blocks)
@@ -168,9 +169,10 @@ def _check_dask_rows(X, n_features: int) -> None:
     check_width(X.shape[1], n_features)
 
 
-def _column_in_blocks(name: str, values, n_rows: int, rows: tuple[int, ...], numeric: bool = True):
+def _column_in_blocks(name: str, values, n_rows: int, rows: tuple[int, ...], numeric: bool = True, columns=False):
     """``y`` or weights as a 1-D dask array chunked like the rows of ``X`` (shape and dtype checked now,
-    values block by block; class labels, not ``numeric``, of any type)."""
+    values block by block; class labels, not ``numeric``, of any type; with ``columns``, a 2-D ``y``
+    keeps its columns, every block all of them)."""
     import dask.array as da
 
     if is_dask_array(values) and not hasattr(values, "chunks"):  # a dask Series or DataFrame
@@ -183,6 +185,10 @@ def _column_in_blocks(name: str, values, n_rows: int, rows: tuple[int, ...], num
         values = np.asarray(values)
     if numeric:
         numeric_dtype(name, values.dtype)
+    if columns and values.ndim == 2:  # several targets, or a classifier's 0/1 indicator: checked per block
+        if values.shape[0] != n_rows:
+            raise ValueError(f"{name} has {values.shape[0]} rows but X has {n_rows} rows.")
+        return da.asarray(values).rechunk((rows, -1))
     check_column_shape(name, values.shape, n_rows)
     if name == "sample_weight":
         check_weights_are_a_vector(values.shape)

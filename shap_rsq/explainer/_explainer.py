@@ -265,8 +265,8 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         X : array-like or DataFrame of shape (n_samples, n_features)
             Rows to evaluate on; NaN follows each split's default direction.  A DataFrame
             (pandas, polars, pyarrow) is matched to the model's features by column name when
-            the model recorded names; a dask array (regressors of one output and classifiers) is
-            evaluated block by block on dask's scheduler (``n_jobs`` and ``progress`` do not apply; each
+            the model recorded names; a dask array is evaluated block by block on dask's
+            scheduler (``n_jobs`` and ``progress`` do not apply; each
             block works within ``memory_budget``).
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Observed target.  For a classifier, class labels (any of ``classes_``, matched by value), or
@@ -300,7 +300,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         if self.model_info.second_order:
             return self._second_order_rsq(X, y, sample_weight, multioutput, groups)
         if self.model_info.by_output and is_dask_array(X):
-            return self._class_shares_over_blocks(X, y, sample_weight, multioutput, groups)
+            return self._outputs_over_blocks(X, y, sample_weight, multioutput, groups)
         if self.model_info.by_output:
             games = self._output_games(X, y, sample_weight, multioutput, local=False, groups=groups)
             shares = combine(games.values, games.sst(), games.multioutput, brier=games.brier)

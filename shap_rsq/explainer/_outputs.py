@@ -85,28 +85,24 @@ class SeveralOutputs:
         brier = info.classes is not None
         return OutputGames(rows, Y, weights, how, values, predictions, means, info.outputs, names, brier)
 
-    def _class_shares_over_blocks(self, X, y, sample_weight, multioutput, groups) -> np.ndarray:
-        """A forest classifier's shares of its score on a dask array of rows, block by block on
-        dask's scheduler: each class's weighted mean of its one-hot column first, then each block's
-        games and its sums of squares about those means, all added up over blocks."""
+    def _outputs_over_blocks(self, X, y, sample_weight, multioutput, groups) -> np.ndarray:
+        """The shares of a forest classifier's or a multi-output regressor's score on a dask array of
+        rows, block by block on dask's scheduler: each output's weighted mean of its target column
+        first, then each block's games and its sums of squares about those means, all added up."""
         import dask
 
         info = self.model_info
-        if info.classes is None:  # y of several columns does not travel in dask's blocks of one column
-            raise NotImplementedError(
-                "dask arrays of rows are supported for regressors of one output and for classifiers; "
-                "pass a multi-output regressor's rows as a NumPy array or DataFrame."
-            )
         how = checked_multioutput(multioutput, info)
         forests, _ = self._game_sets.get(None)
-        X, blocks = row_blocks(forests[0], X, y, sample_weight, info.n_features, numeric_y=False)
+        classifier = info.classes is not None
+        X, blocks = row_blocks(forests[0], X, y, sample_weight, info.n_features, not classifier, y_columns=True)
         shared = dask.delayed(self, pure=True, traverse=False)
-        sums = on_blocks(X, blocks, _block_class_sums, shared)  # the input checks run here, in every block
+        sums = on_blocks(X, blocks, _block_output_sums, shared)  # the input checks run here, in every block
         total = sum(s[0] for s in sums)
         mean = sum(s[1] for s in sums) / total if total > 0 else np.zeros(len(info.outputs))
-        parts = on_blocks(X, blocks, _block_class_games, shared, how, groups, mean)
+        parts = on_blocks(X, blocks, _block_output_games, shared, how, groups, mean)
         sst = checked_sst(sum(part[1] for part in parts), how, info.outputs)
-        return combine(sum(part[0] for part in parts), sst, how, brier=True)
+        return combine(sum(part[0] for part in parts), sst, how, brier=classifier)
 
     def _squared_error_inputs(self, X, y, sample_weight):
         """Rows, target (a model of several outputs: ``(n, K)``), weights and the score's
@@ -167,9 +163,9 @@ class SeveralOutputs:
         return result
 
 
-def _block_class_sums(explainer, start: int, X, y, sample_weight) -> tuple[float, np.ndarray] | ValueError:
-    """The total weight and weighted count of each class of a block of rows that starts at row
-    ``start``, or the error its rows are refused with."""
+def _block_output_sums(explainer, start: int, X, y, sample_weight) -> tuple[float, np.ndarray] | ValueError:
+    """The total weight and weighted sum of each output's target (a class's: its count) of a block
+    of rows that starts at row ``start``, or the error its rows are refused with."""
     try:
         with rows_from(start):
             rows, weights = explainer._inputs.rows_weights(X, sample_weight, require_variance=False)
@@ -178,8 +174,8 @@ def _block_class_sums(explainer, start: int, X, y, sample_weight) -> tuple[float
         return error
 
 
-def _block_class_games(explainer, start: int, X, y, sample_weight, how: str, groups, mean: np.ndarray) -> tuple:
-    """A block's loss reductions ``(P, K)`` and each class's sum of squares about ``mean``."""
+def _block_output_games(explainer, start: int, X, y, sample_weight, how: str, groups, mean: np.ndarray) -> tuple:
+    """A block's loss reductions ``(P, K)`` and each output's sum of squares about ``mean``."""
     options = explainer._block_options()
     with rows_from(start):
         games = explainer._output_games(

@@ -181,7 +181,8 @@ class SecondOrderShares:
 
         forests, _ = self._game_sets.get(None)
         classifier = self.model_info.classes is not None
-        X, blocks = row_blocks(forests[0], X, y, sample_weight, self.model_info.n_features, numeric_y=not classifier)
+        n_features = self.model_info.n_features
+        X, blocks = row_blocks(forests[0], X, y, sample_weight, n_features, not classifier, y_columns=classifier)
         players = self._inputs.players(groups, None)
         shared = dask.delayed(self, pure=True, traverse=False)
         sums = on_blocks(X, blocks, _block_target_sums, shared)  # the input checks run here, in every block
