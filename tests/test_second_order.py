@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import shap
-from conftest import NO_NAN_OBJECTIVES, OBJECTIVES, make_data
+from conftest import NO_NAN_OBJECTIVES, OBJECTIVES, make_data, objective_target
 from oracle import rsq_oracle, second_order_oracle
 from sklearn.metrics import d2_log_loss_score, d2_tweedie_score, log_loss, mean_tweedie_deviance
 
@@ -286,6 +286,59 @@ def test_invalid_targets_are_refused(fitted_objective):
     model, X, y, _ = fitted_objective("XGB:binary:logistic", False)
     with pytest.raises(ValueError, match="constant"):
         RSquaredExplainer(model).rsq(X, np.ones_like(y))
+
+
+def _forest_classifier(kind: str):
+    if kind == "lightgbm rf":
+        lightgbm = pytest.importorskip("lightgbm")
+        return lightgbm.LGBMClassifier(
+            boosting_type="rf",
+            n_estimators=6,
+            num_leaves=6,
+            bagging_fraction=0.6,
+            bagging_freq=1,
+            feature_fraction_bynode=0.6,
+            min_child_samples=5,
+            verbose=-1,
+            n_jobs=1,
+            random_state=0,
+        )
+    xgboost = pytest.importorskip("xgboost")
+    if kind == "XGBRFClassifier":
+        return xgboost.XGBRFClassifier(n_estimators=6, max_depth=3, random_state=0, n_jobs=1)
+    return xgboost.XGBClassifier(  # boosted forests: four trees a round
+        n_estimators=3,
+        num_parallel_tree=4,
+        max_depth=3,
+        learning_rate=0.5,
+        subsample=0.7,
+        colsample_bynode=0.6,
+        random_state=0,
+        n_jobs=1,
+    )
+
+
+@pytest.mark.parametrize("nan", [False, True])
+@pytest.mark.parametrize("kind", ["lightgbm rf", "XGBRFClassifier", "XGBClassifier num_parallel_tree"])
+def test_forests_of_log_loss_match_subset_enumeration(kind, nan):
+    # LightGBM's raw score of a random forest is its trees' sum, while it predicts the link of
+    # their mean: read as the margin, the sum made every such classifier look misread and refused
+    X, y, w = make_data(seed=3, nan=nan)
+    target = objective_target("binary", y, X, seed=1)
+    model = _forest_classifier(kind).fit(X, target)
+    explainer = RSquaredExplainer(model)
+    expected, expected_local, _ = _oracle(explainer, X, target, w)
+    null = _null_deviance(explainer, target, w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SecondOrderGapWarning)
+        shares = explainer.rsq(X, target, sample_weight=w)
+        explanation = explainer(X, target, sample_weight=w)
+    np.testing.assert_allclose(shares, expected / null, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(explanation.values, expected_local / null, rtol=0, atol=1e-9)
+    assert shares[0] > 0.2  # the strong feature's share, far from a trivial zero
+    # the margin read as the model's is the one its probabilities link
+    margin = explainer.model_info.predict(X)
+    np.testing.assert_allclose(model.predict_proba(X)[:, 1], 1 / (1 + np.exp(-margin)), rtol=1e-6)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

@@ -67,15 +67,19 @@ def lightgbm_info(model: Any) -> ModelInfo:
         classes = getattr(model, "classes_", None) if not isinstance(model, lightgbm.Booster) else None
         classes = np.arange(max(n_classes, 2)) if classes is None else np.asarray(classes)
     outputs = tuple(str(c) for c in classes) if n_classes > 1 else ()
+    # LightGBM's raw score of a random forest is its trees' sum, where its predictions link their mean
+    iterations = (best if best and best > 0 else booster.current_iteration()) if average else 1
     # the games are of the margin; the model predicts its link of it
-    predict = model.predict if loss == "squared_error" else partial(_raw_predict, model)
+    predict = model.predict if loss == "squared_error" else partial(_raw_predict, model, iterations=iterations)
     return ModelInfo(
         model,
         None,
         booster.num_feature(),
         as_names(booster.feature_name()),
         tree_limit,
-        predict if categorical is None else partial(_predict_codes, model, categorical, raw=loss != "squared_error"),
+        predict
+        if categorical is None
+        else partial(_predict_codes, model, categorical, raw=loss != "squared_error", iterations=iterations),
         "lightgbm",
         partial(_fix_lightgbm_forest, nan_as_zero=nan_as_zero, average=average),
         # shap explains through LightGBM's pred_contrib, which sums a random forest's trees; its
@@ -90,9 +94,10 @@ def lightgbm_info(model: Any) -> ModelInfo:
     )
 
 
-def _raw_predict(model: Any, X: Any) -> np.ndarray:
-    """The margin (the sum of the trees) a LightGBM model predicts."""
-    return model.predict(X, raw_score=True)
+def _raw_predict(model: Any, X: Any, iterations: int = 1) -> np.ndarray:
+    """The margin a LightGBM model predicts: the sum of its trees, or in random-forest mode their
+    mean (its raw score is their sum over its ``iterations``)."""
+    return model.predict(X, raw_score=True) / iterations
 
 
 def _categorical_model(dump: dict, splits: list[list[dict]]) -> CategoricalModel | None:
@@ -158,20 +163,23 @@ def _codes(threshold: Any) -> frozenset:
     return frozenset(int(code) for code in str(threshold).split("||"))
 
 
-def _predict_codes(model: Any, categorical: CategoricalModel, X: Any, raw: bool = False) -> np.ndarray:
+def _predict_codes(
+    model: Any, categorical: CategoricalModel, X: Any, raw: bool = False, iterations: int = 1
+) -> np.ndarray:
     """The model's ``predict`` of rows in its order, categories as values or as the codes this
     package reads (:func:`~.category_codes.coded_rows`): its pandas features go back to categories
-    over the model's own lists, as LightGBM's predict wants them (``raw``: the margin, the trees' sum)."""
+    over the model's own lists, as LightGBM's predict wants them (``raw``: the margin, the trees' sum,
+    or in random-forest mode its raw score over its ``iterations``, their mean)."""
     X = coded_rows(categorical.features, X)
     if all(c.categories is None for c in categorical.columns):
-        return model.predict(X, raw_score=raw)
+        return model.predict(X, raw_score=raw) / (iterations if raw else 1)
     frame = pd.DataFrame(X)
     for c in categorical.columns:
         if c.categories is not None:
             codes = np.where(np.isnan(X[:, c.feature]), -1, X[:, c.feature]).astype(np.int64)
             frame[c.feature] = pd.Categorical.from_codes(codes, categories=pd.Index(c.categories))
     frame.columns = list(model.booster_.feature_name() if hasattr(model, "booster_") else model.feature_name())
-    return model.predict(frame, raw_score=raw)
+    return model.predict(frame, raw_score=raw) / (iterations if raw else 1)
 
 
 # the objectives' losses of the margin (not LightGBM's own Hessians: multiclass's K / (K - 1) factor
