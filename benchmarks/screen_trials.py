@@ -22,10 +22,14 @@ from shap_rsq import RSquaredSelector
 
 def classifier(family: str, settings: dict, p: int = 5000):
     """The boosted classifier of ``family`` with ``settings``, on one core (LightGBM's
-    ``cegb_coupled``: one cost-effective penalty for every feature's first use)."""
+    ``cegb_coupled``: one cost-effective penalty for every feature's first use; ``univariate``:
+    each tree on one feature, an interaction constraint of each feature alone)."""
+    settings = dict(settings)
     if "cegb_coupled" in settings:
-        settings = {**settings, "cegb_penalty_feature_coupled": [settings["cegb_coupled"]] * p}
-        del settings["cegb_coupled"]
+        settings["cegb_penalty_feature_coupled"] = [settings.pop("cegb_coupled")] * p
+    if settings.pop("univariate", False):
+        singletons = [[j] for j in range(p)]  # XGBoost reads a list as feature names, a string as indices
+        settings["interaction_constraints"] = json.dumps(singletons) if family == "xgboost" else singletons
     if family == "forest":  # the reference: screen_recall.py's forest, settings on top
         from sklearn.ensemble import RandomForestClassifier
 
