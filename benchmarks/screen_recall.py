@@ -135,6 +135,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
+    parser.add_argument(
+        "--forest-trees", type=int, default=500, help="trees of the forest classifier (100: scikit-learn's default)"
+    )
     parser.add_argument("--family", choices=sorted(BOOSTERS), default="xgboost", help="the boosted classifier")
     parser.add_argument(
         "--booster",
@@ -149,10 +152,10 @@ def main() -> None:
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         X, y, truth = case_control(seed)
         boosted = boosted_classifier(args.family, booster)
-        forest = RandomForestClassifier(500, max_features="sqrt", n_jobs=1, random_state=0)
+        forest = RandomForestClassifier(args.forest_trees, max_features="sqrt", n_jobs=1, random_state=0)
         rows.append((seed, *recall(boosted, X, y, truth, seed), *recall(forest, X, y, truth, seed)))
     name = type(boosted).__name__
-    print(f"| seed | {name} recall | CPU (s) | RandomForestClassifier recall | CPU (s) |")
+    print(f"| seed | {name} recall | CPU (s) | RandomForestClassifier({args.forest_trees}) recall | CPU (s) |")
     print("|---:|---:|---:|---:|---:|")
     for seed, rb, tb, rf, tf in rows:
         print(f"| {seed} | {rb:.2f} | {tb:.1f} | {rf:.2f} | {tf:.1f} |")
