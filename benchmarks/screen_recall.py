@@ -90,18 +90,6 @@ BOOSTERS = {
             "min_child_weight": 0.2,
             "reg_lambda": 0.01,
         },
-        "boosted-forests": {
-            "n_estimators": 5,
-            "num_parallel_tree": 100,
-            "learning_rate": 0.2,
-            "max_depth": 12,
-            "colsample_bytree": 0.2,
-            "colsample_bynode": 0.07,
-            "subsample": 0.632,
-            "max_bin": 16,
-            "min_child_weight": 0.2,
-            "reg_lambda": 0.01,
-        },
     },
     "lightgbm": {
         "screening": {
@@ -116,6 +104,13 @@ BOOSTERS = {
             "max_bin": 16,
         },
     },
+}
+# the forest's trees in 5 boosting rounds of 100
+BOOSTERS["xgboost"]["boosted-forests"] = {
+    **BOOSTERS["xgboost"]["forest"],
+    "n_estimators": 5,
+    "num_parallel_tree": 100,
+    "learning_rate": 0.2,
 }
 
 
