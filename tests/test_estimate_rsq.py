@@ -201,11 +201,12 @@ def test_estimate_from_a_sample_is_within_its_standard_error():
     assert 0.4 < np.sqrt(np.mean(z**2)) < 2.0  # the standard errors are of the right size
 
 
-def test_estimate_refuses_multioutput_and_tiny_samples():
+def test_estimate_refuses_boosters_of_other_losses_and_tiny_samples():
+    xgboost = pytest.importorskip("xgboost")
     X, y, _ = deep_data(n=60, p=6)
-    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, np.column_stack([y, -y])))
-    with pytest.raises(NotImplementedError, match="not multi-output regressors"):
-        estimate_rsq(explainer, X, np.column_stack([y, -y]))
+    poisson = xgboost.XGBRegressor(n_estimators=5, max_depth=2, objective="count:poisson").fit(X, np.exp(y / 4))
+    with pytest.raises(NotImplementedError, match="not boosters of other losses: compute their shares exactly"):
+        estimate_rsq(RSquaredExplainer(poisson), X, np.exp(y / 4))
     single = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, y))
     with pytest.raises(ValueError, match="n_sample must be at least 2"):
         estimate_rsq(single, X, y, n_sample=1)
@@ -304,3 +305,40 @@ def test_a_forest_classifier_is_estimated_within_its_standard_errors_and_named_f
     assert np.all(every.standard_error == 0)
     with pytest.raises(ValueError, match="not among the model's classes"):
         estimate_rsq(explainer, frame, np.where(labels == "low", "lo", labels), n_sample=50)
+
+
+def _two_targets(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Two targets of different scales, so that the mean R² weighs them unlike their summed squares."""
+    return np.column_stack([y, 10.0 * X[:, 1] * X[:, 2] + np.sin(X[:, 0])])
+
+
+@pytest.mark.parametrize("control_variate", [True, False])
+def test_a_multi_output_regressors_leave_one_out_estimates_average_to_its_mean_r2_shares(control_variate):
+    # each target's games over its own SST, summed row by row as rsq sums them (the mean R²)
+    X, y, w = _data(12)
+    Y = _two_targets(X, y)
+    explainer = RSquaredExplainer(RandomForestRegressor(3, max_depth=4, random_state=0).fit(X, Y))
+    rows, targets, weights, sst = explainer._squared_error_inputs(X, Y, w)
+    exact = explainer.rsq(X, Y, sample_weight=w)
+    draws = [np.flatnonzero(np.arange(12) != i) for i in range(12)]
+    totals = [_sample_total(explainer, rows.array, targets, weights, pick, 12, control_variate)[0] for pick in draws]
+    np.testing.assert_allclose(np.mean(totals, axis=0) / sst, exact, rtol=0, atol=1e-12)
+    assert np.std(totals, axis=0).max() > 1e-6
+
+
+def test_a_multi_output_regressor_is_estimated_within_its_standard_errors():
+    # a fully grown multi-output forest, the model whose exact shares take hours at scale
+    X, y, _ = _data(500)
+    Y = _two_targets(X, y)
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(6)])
+    explainer = RSquaredExplainer(RandomForestRegressor(8, random_state=0).fit(frame, Y))
+    exact = explainer.rsq(frame, Y)
+    estimate = estimate_rsq(explainer, frame, Y, n_sample=120, random_state=0)
+    assert exact.name == estimate.values.name == "R²"
+    assert np.all(estimate.standard_error > 0)
+    assert np.all(np.abs(estimate.values - exact) <= 4 * estimate.standard_error + 1e-12)
+    every = estimate_rsq(explainer, frame, Y, n_sample=500)
+    np.testing.assert_allclose(every.values, exact, rtol=0, atol=1e-12)
+    assert np.all(every.standard_error == 0)
+    with pytest.raises(ValueError, match="2 outputs"):
+        estimate_rsq(explainer, frame, y, n_sample=50)

@@ -66,8 +66,9 @@ def estimate_rsq(
     Parameters
     ----------
     explainer : RSquaredExplainer
-        An explainer of a squared-error regressor of one output, or of a forest classifier (its
-        shares of the Brier skill score, each class's games summed as :meth:`rsq` sums them).
+        An explainer of a squared-error regressor (of several outputs: shares of their mean R²,
+        each output's games over its own ``SST``) or of a forest classifier (its shares of the Brier
+        skill score), each output's games summed row by row as :meth:`rsq` sums them.
     X, y, sample_weight
         As in :meth:`RSquaredExplainer.rsq`; ``SST`` is computed on all rows.
     n_sample : int, default=500
@@ -113,11 +114,11 @@ def estimate_rsq(
         )
     explainer._check_rsq_game()  # a model or shap options without an R² game: the reason
     info = explainer.model_info
-    if info.second_order or (info.by_output and info.classes is None):
+    if info.second_order:
         raise NotImplementedError(
-            "estimate_rsq supports squared-error regressors of one output and forest classifiers (shares of "
-            "their Brier skill score), not multi-output regressors or boosters of other losses: compute their "
-            "shares exactly with rsq."
+            "estimate_rsq supports squared-error regressors (shares of R², of the mean R² for several outputs) "
+            "and forest classifiers (shares of their Brier skill score), not boosters of other losses: compute "
+            "their shares exactly with rsq."
         )
     if isinstance(n_sample, bool) or not isinstance(n_sample, numbers.Integral):
         raise ValueError(f"n_sample must be an integer number of rows; got {n_sample!r}.")
