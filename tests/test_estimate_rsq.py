@@ -201,12 +201,8 @@ def test_estimate_from_a_sample_is_within_its_standard_error():
     assert 0.4 < np.sqrt(np.mean(z**2)) < 2.0  # the standard errors are of the right size
 
 
-def test_estimate_refuses_boosters_of_other_losses_and_tiny_samples():
-    xgboost = pytest.importorskip("xgboost")
+def test_estimate_refuses_tiny_samples():
     X, y, _ = deep_data(n=60, p=6)
-    poisson = xgboost.XGBRegressor(n_estimators=5, max_depth=2, objective="count:poisson").fit(X, np.exp(y / 4))
-    with pytest.raises(NotImplementedError, match="not boosters of other losses: compute their shares exactly"):
-        estimate_rsq(RSquaredExplainer(poisson), X, np.exp(y / 4))
     single = RSquaredExplainer(DecisionTreeRegressor(max_depth=4).fit(X, y))
     with pytest.raises(ValueError, match="n_sample must be at least 2"):
         estimate_rsq(single, X, y, n_sample=1)
@@ -342,3 +338,91 @@ def test_a_multi_output_regressor_is_estimated_within_its_standard_errors():
     assert np.all(every.standard_error == 0)
     with pytest.raises(ValueError, match="2 outputs"):
         estimate_rsq(explainer, frame, y, n_sample=50)
+
+
+def _boosters():
+    """Boosters of other losses: ``(name, model, target of y, frame)``; categorical ones fit a frame."""
+    xgboost, lightgbm = pytest.importorskip("xgboost"), pytest.importorskip("lightgbm")
+    small = {"n_estimators": 5, "num_leaves": 4, "min_child_samples": 2, "verbose": -1}
+    return [
+        (
+            "xgboost-binary",
+            xgboost.XGBClassifier(n_estimators=5, max_depth=3),
+            lambda y: (y > np.median(y)).astype(int),
+        ),
+        (
+            "xgboost-softmax",
+            xgboost.XGBClassifier(n_estimators=4, max_depth=3),
+            lambda y: np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])),
+        ),
+        (
+            "xgboost-poisson",
+            xgboost.XGBRegressor(n_estimators=5, max_depth=3, objective="count:poisson"),
+            lambda y: np.round(np.exp(y / 3)),
+        ),
+        ("lightgbm-gamma", lightgbm.LGBMRegressor(objective="gamma", **small), lambda y: np.exp(y / 3)),
+        (
+            "lightgbm-categorical-binary",
+            lightgbm.LGBMClassifier(min_data_per_group=1, cat_smooth=0, **small),
+            lambda y: (y > np.median(y)).astype(int),
+        ),
+    ]
+
+
+def _booster_rows(name: str, X: np.ndarray):
+    """The rows a booster fits: a frame with a categorical column for the categorical one."""
+    if "categorical" not in name:
+        return X
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(X.shape[1])])
+    return frame.assign(c1=pd.Categorical(np.digitize(X[:, 1], [-0.5, 0.0, 0.5])))
+
+
+@pytest.mark.parametrize("control_variate", [True, False])
+def test_a_boosters_leave_one_out_estimates_average_to_its_d2_shares(control_variate):
+    # the second-order games of another loss: each row's contributions, with a softmax's offsets,
+    # are its own, so the n draws of n - 1 rows average to the exact shares, and the additive part
+    # (w_lin + w_quad (m + c_t) times each tree's TreeSHAP values) leaves them unbiased
+    X, y, w = _data(14)
+    for name, model, target_of in _boosters():
+        rows = _booster_rows(name, X)
+        target = target_of(y)
+        explainer = RSquaredExplainer(model.fit(rows, target))
+        checked, targets, weights, null = explainer._second_order_inputs(rows, target, w)
+        exact = np.asarray(explainer.rsq(rows, target, sample_weight=w))
+        draws = [np.flatnonzero(np.arange(14) != i) for i in range(14)]
+        totals = [
+            _sample_total(explainer, checked.array, targets, weights, pick, 14, control_variate)[0] for pick in draws
+        ]
+        np.testing.assert_allclose(np.mean(totals, axis=0) / null, exact, rtol=0, atol=1e-12, err_msg=name)
+        assert np.std(totals, axis=0).max() > 1e-6, name
+
+
+def test_boosted_stumps_of_log_loss_are_estimated_exactly_from_three_rows():
+    # a stump's margin is additive in the features: its second-order game is all additive part
+    xgboost = pytest.importorskip("xgboost")
+    X, y, w = _data(300)
+    labels = (y > np.median(y)).astype(int)
+    explainer = RSquaredExplainer(xgboost.XGBClassifier(n_estimators=30, max_depth=1).fit(X, labels))
+    exact = explainer.rsq(X, labels, sample_weight=w)
+    estimate = estimate_rsq(explainer, X, labels, sample_weight=w, n_sample=3, random_state=0)
+    np.testing.assert_allclose(estimate.values, exact, rtol=0, atol=1e-12)
+    assert np.all(estimate.standard_error < 1e-12)
+
+
+def test_a_booster_is_estimated_within_its_standard_errors_and_named_for_its_score():
+    lightgbm = pytest.importorskip("lightgbm")
+    X, y, _ = _data(600)
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(6)])
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    model = lightgbm.LGBMClassifier(n_estimators=30, num_leaves=15, verbose=-1, random_state=0).fit(frame, labels)
+    explainer = RSquaredExplainer(model)
+    exact = explainer.rsq(frame, labels)
+    estimate = estimate_rsq(explainer, frame, labels, n_sample=150, random_state=0)
+    assert exact.name == estimate.values.name == "D² (log-loss)"
+    assert estimate.standard_error.name == "standard error of D² (log-loss)"
+    assert np.all(estimate.standard_error > 0)
+    assert np.all(np.abs(estimate.values - exact) <= 4 * estimate.standard_error + 1e-12)
+    every = estimate_rsq(explainer, frame, labels, n_sample=600)
+    np.testing.assert_allclose(every.values, exact, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="not among the model's classes"):
+        estimate_rsq(explainer, frame, np.where(labels == 0, 7, labels), n_sample=50)

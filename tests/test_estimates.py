@@ -244,18 +244,14 @@ def test_a_classifier_warns_once_of_the_time_of_all_its_classes(local):
     (warning,) = _long_call_warnings(record)
     one_class = estimated_seconds(explainer._unit_caches[0].units(local), len(X), ALWAYS, local=local)
     assert "Brier skill score shares of these 3 trees for each of 3 outputs" in str(warning.message)
-    assert "shap_rsq.estimate_rsq estimates the shares" in str(warning.message)  # which it does for classifiers
     one = long_call_message(explainer._unit_caches[0].units(local), explainer.forest.nodes, len(X), local, ALWAYS)
     assert one_class > 0 and "for each of" not in one
 
 
-def test_a_boosters_warning_names_its_score_and_no_estimate_that_refuses_it():
-    # estimate_rsq refuses boosters of other losses: the warning pointed their users to it
+def test_a_boosters_warning_names_its_score():
     xgboost = pytest.importorskip("xgboost")
     X, y = _data(150, 5)
     model = xgboost.XGBClassifier(n_estimators=4, max_depth=3).fit(X, (y > np.median(y)).astype(int))
     explainer = RSquaredExplainer(model)._set_engine(tuning=ALWAYS)
-    with pytest.warns(LongCallWarning, match=r"The exact D² \(log-loss\) shares of these 4 trees") as record:
+    with pytest.warns(LongCallWarning, match=r"The exact D² \(log-loss\) shares of these 4 trees"):
         explainer.rsq(X, (y > np.median(y)).astype(int))
-    (warning,) = _long_call_warnings(record)
-    assert "estimate_rsq" not in str(warning.message) and str(warning.message).endswith("cost far less.")

@@ -202,7 +202,6 @@ class Progress:
     part: int = 0
     parts: int = 1
     score: str = "R²"  # what the shares are of, for the warning: R², Brier skill score, D² (...)
-    estimable: bool = True  # whether the warning may point to estimate_rsq (not for boosters of other losses)
 
 
 def as_progress(progress: bool | str | Progress) -> Progress:
@@ -280,7 +279,7 @@ def announce(
         # every output plays trees like this one's: the warning is of the whole call
         bar = progress.show == "auto"
         parts, score = progress.parts, progress.score
-        _warn(_long_call_text(seconds * parts, nodes, X.shape[0], local, bar, tuning, parts, score, progress.estimable))
+        _warn(_long_call_text(seconds * parts, nodes, X.shape[0], local, bar, tuning, parts, score))
     if progress.show is False:
         return False
     wall, jobs = wall_seconds(seconds, units, X.shape[0], n_jobs, tuning)
@@ -321,11 +320,10 @@ def _long_call_text(
     tuning: Tuning,
     parts: int = 1,
     score: str = "R²",
-    estimable: bool = True,
 ) -> str | None:
     """:func:`long_call_message` of ``seconds``; ``bar``: a progress bar follows (``progress="auto"``);
     ``parts``: the outputs, each of trees like ``nodes``, that ``seconds`` adds up; ``score``: what
-    the shares are of; ``estimable``: ``estimate_rsq`` takes the model."""
+    the shares are of."""
     if seconds < tuning.long_call_seconds:
         return None
     shown = (
@@ -342,13 +340,8 @@ def _long_call_text(
         f"{int(nodes.tree_depth.max())}) on {n_rows:,} rows are estimated to take about {_duration(seconds)} on "
         "one core (within about 2x): their cost grows with leaves, depth and the features a path uses more than "
         f"once.  {shown}  To take less time: n_jobs=-1 uses every core; smaller trees (max_depth, "
-        "min_samples_leaf, max_leaf_nodes) cost far less"
-        + (
-            "; shap_rsq.estimate_rsq estimates the shares, with standard errors, from a sample of rows (n_sample: "
-            "fewer rows, less time)."
-            if estimable
-            else "."
-        )
+        "min_samples_leaf, max_leaf_nodes) cost far less; shap_rsq.estimate_rsq estimates the shares, with "
+        "standard errors, from a sample of rows (n_sample: fewer rows, less time)."
     )
 
 

@@ -5,7 +5,10 @@ prediction knowing the features in ``S`` (path-dependent), ``a = 2 w (r + c_t)``
 ``r = y - f`` the residual before the tree and ``c_t = m_∅`` the tree's mean
 (:func:`~shap_rsq.engine.run.decompose`).  Were ``m_S = c_t + sum_{j in S} phi_j`` additive, with
 ``phi`` the tree's TreeSHAP values, the Shapley values of ``m_S²`` would be ``phi_j (m + c_t)``, so
-the game's would be ``phi_j w (2 r - (m - c_t))``: this is the additive part.  It is exact for
+the game's would be ``phi_j w (2 r - (m - c_t))``: this is the additive part.  A booster's
+second-order game of another loss has other row weights, ``v(S) = w_lin m_S + w_quad m_S²``
+(:class:`~shap_rsq.engine.losses.TreeLosses`), and its additive part is ``phi_j (w_lin + w_quad (m + c_t))``
+alike.  It is exact for
 stumps and close for trees whose predictions vary little (each tree of a large forest), and it
 costs one TreeSHAP pass a tree, for every row: subtracted from the sampled rows' exact
 contributions and added back summed over all rows, it leaves only the non-additive rest to be
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine.estimates import progress_bar
+from ..engine.losses import TreeLosses
 from ..engine.run import tree_shap_function
 from ..models.forest import Forest
 from ..models.shap_trees import forest_model
@@ -57,6 +61,7 @@ def additive_part(
     pick: np.ndarray,
     memory_budget: int,
     progress: bool | str = False,
+    loss: TreeLosses | None = None,
 ) -> AdditivePart:
     """The additive part of the contributions of every row of ``X``, and of the rows ``pick``.
 
@@ -76,6 +81,9 @@ def additive_part(
         eighth of it.
     progress : bool or str
         Draw a bar over the trees.
+    loss : TreeLosses, optional
+        The second-order games of a booster's loss (``y`` its target: a class's 0/1 column, with the
+        softmax offsets of every row of ``X``); squared error when ``None``.
 
     Returns
     -------
@@ -98,7 +106,7 @@ def additive_part(
                 rows = slice(start, min(n, start + step))
                 phi = tree_values(X[rows])
                 shift = phi.sum(axis=1)  # TreeSHAP's values add up to the tree's prediction minus its mean
-                weight = w[rows] * (2.0 * (y[rows] - f[rows]) - shift)  # the factor of the tree's values
+                weight = _factor(loss, forest, t, f, y, w, rows, shift)
                 total += weight @ phi
                 inside = pick[(pick >= rows.start) & (pick < rows.stop)]
                 sampled[np.searchsorted(pick, inside)] += weight[inside - rows.start, None] * phi[inside - rows.start]
@@ -106,6 +114,16 @@ def additive_part(
             if bar is not None:
                 bar.update(1)
     return AdditivePart(total, sampled)
+
+
+def _factor(loss: TreeLosses | None, forest: Forest, t: int, f, y, w, rows: slice, shift: np.ndarray) -> np.ndarray:
+    """What multiplies tree ``t``'s TreeSHAP values in the additive part of its game on ``rows``,
+    ``f`` being the margin before it (itself at its mean ``c_t``, as the games play it)."""
+    if loss is None:
+        return w[rows] * (2.0 * (y[rows] - f[rows]) - shift)
+    mean = forest.nodes.tree_mean[t : t + 1]
+    w_quad, w_lin = loss.row_weights(f[rows, None], mean, y[rows], w[rows], rows, np.array([t]))
+    return w_lin[:, 0] + w_quad[:, 0] * (2.0 * mean[0] + shift)
 
 
 def _tree_values(forest: Forest, tree, routed: bool):

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..engine.budget import MemoryBudgetError, fit_jobs
 from ..engine.estimates import warn_if_long_sample
+from ..engine.losses import TreeLosses
 from ..engine.run import decompose
 from ._additive_part import AdditivePart, additive_part
 from ._groups import player_index
@@ -66,11 +67,14 @@ def estimate_rsq(
     Parameters
     ----------
     explainer : RSquaredExplainer
-        An explainer of a squared-error regressor (of several outputs: shares of their mean R²,
-        each output's games over its own ``SST``) or of a forest classifier (its shares of the Brier
-        skill score), each output's games summed row by row as :meth:`rsq` sums them.
+        An explainer of any model :meth:`rsq` decomposes: a squared-error regressor (of several
+        outputs: shares of their mean R², each output's games over its own ``SST``), a forest
+        classifier (shares of its Brier skill score) or a booster of another loss (shares of its D²
+        through each tree's second-order game, a softmax's classes with the margins the other classes
+        reach), each output's or class's games summed row by row as :meth:`rsq` sums them.
     X, y, sample_weight
-        As in :meth:`RSquaredExplainer.rsq`; ``SST`` is computed on all rows.
+        As in :meth:`RSquaredExplainer.rsq`; the score's denominator (``SST``, or the deviance of
+        the mean of ``y``) is computed on all rows.
     n_sample : int, default=500
         Rows drawn without replacement and evaluated exactly; the time is that of
         ``explainer(X_sample, y_sample)``.  They are drawn from the rows with positive weight (a
@@ -114,12 +118,6 @@ def estimate_rsq(
         )
     explainer._check_rsq_game()  # a model or shap options without an R² game: the reason
     info = explainer.model_info
-    if info.second_order:
-        raise NotImplementedError(
-            "estimate_rsq supports squared-error regressors (shares of R², of the mean R² for several outputs) "
-            "and forest classifiers (shares of their Brier skill score), not boosters of other losses: compute "
-            "their shares exactly with rsq."
-        )
     if isinstance(n_sample, bool) or not isinstance(n_sample, numbers.Integral):
         raise ValueError(f"n_sample must be an integer number of rows; got {n_sample!r}.")
     if sample_weight is not None and np.ndim(sample_weight) == 0:
@@ -134,7 +132,8 @@ def estimate_rsq(
     if not isinstance(control_variate, (bool, np.bool_)):
         raise ValueError(f"control_variate must be True or False; got {control_variate!r}.")
     rng = _generator(random_state)
-    rows, target, weights, sst = explainer._squared_error_inputs(X, y, sample_weight)
+    inputs = explainer._second_order_inputs if info.second_order else explainer._squared_error_inputs
+    rows, target, weights, denominator = inputs(X, y, sample_weight)
     # rows of weight 0 contribute exactly 0: the population is the rows with positive weight (a draw
     # of zero-weight rows only returned 0 with a standard error of 0 for a share of 0.83)
     population = np.flatnonzero(weights > 0)
@@ -142,21 +141,65 @@ def estimate_rsq(
     m = min(int(n_sample), n)
     _check_sample_budget(explainer, m)
     if explainer.progress is not True:  # the bars asked for carry the estimate instead
-        played = len(explainer._squared_error_games(target, weights, None))
+        played = (
+            len(explainer._game_sets.get(None)[0])
+            if info.second_order
+            else len(explainer._squared_error_games(target, weights, None))
+        )
         warn_if_long_sample(explainer._units.units(True), m, explainer._units.tuning, played)
     pick = np.sort(rng.choice(population, size=m, replace=False))
     values, spread = _sample_total(explainer, rows.array, target, weights, pick, n, control_variate)
-    values, spread = values / sst, spread / sst
+    values, spread = values / denominator, spread / denominator
     names = player_index(rows.labels, None)
     if names is not None:  # labelled as rsq labels a DataFrame's shares (its columns in the model's order)
         # named for the score, as rsq's shares are
-        name = "Brier skill score" if info.classes is not None else "R²"
+        name = _score(explainer)
         values = pd.Series(values, index=names, name=name)
         spread = pd.Series(spread, index=names, name=f"standard error of {name}")
     return RsqEstimate(values, spread, m, len(weights))
 
 
+def _score(explainer) -> str:
+    """What the shares are of, as ``rsq`` names its Series."""
+    info = explainer.model_info
+    if info.second_order:
+        return explainer._second_order_loss().score
+    return "Brier skill score" if info.classes is not None else "R²"
+
+
 def _sample_total(
+    explainer, X: np.ndarray, target: np.ndarray, w: np.ndarray, pick: np.ndarray, n: int, control_variate: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_squared_error_total` or, for a booster of another loss, :func:`_second_order_total`."""
+    total = _second_order_total if explainer.model_info.second_order else _squared_error_total
+    return total(explainer, X, target, w, pick, n, control_variate)
+
+
+def _second_order_total(
+    explainer, X: np.ndarray, target: np.ndarray, w: np.ndarray, pick: np.ndarray, n: int, control_variate: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_squared_error_total` of a booster's second-order games (deviance units): a softmax's
+    classes, each with the margin its other classes reach at each of its trees (on every row, for
+    the additive part), summed row by row."""
+    options = {**explainer._run_options(True), "warn_long": False}
+    every_row = not control_variate or len(pick) == n
+    known, rest, margins = 0.0, 0.0, []
+    for k, (forest, cache, losses) in enumerate(explainer._class_games(X, None)):
+        y = target if target.ndim == 1 else target[:, k]
+        sampled = TreeLosses(losses.loss, None if losses.offsets is None else losses.offsets[pick])
+        result = decompose(forest, cache.units(True), X[pick], y[pick], w[pick], loss=sampled, **options)
+        margins.append(result.prediction)
+        rest = rest + result.values
+        if not every_row:
+            part = _additive_part(explainer, cache, X, y, w, pick, losses)
+            known, rest = known + part.total, rest - part.sampled
+        if target.ndim > 1:  # one class's plans at a time, as rsq holds them
+            cache.release()
+    explainer._prediction_check(X[pick], np.column_stack(margins) if len(margins) > 1 else margins[0])
+    return scaled_sample(known + np.zeros(rest.shape[1]), rest, n)
+
+
+def _squared_error_total(
     explainer, X: np.ndarray, target: np.ndarray, w: np.ndarray, pick: np.ndarray, n: int, control_variate: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """The estimated total of the contributions of ``n`` rows (loss units, summed over a classifier's
@@ -191,12 +234,14 @@ def scaled_sample(known: np.ndarray, sampled: np.ndarray, n: int) -> tuple[np.nd
     return known + sampled.mean(axis=0) * n, spread
 
 
-def _additive_part(explainer, cache, X: np.ndarray, y: np.ndarray, w: np.ndarray, pick: np.ndarray) -> AdditivePart:
+def _additive_part(
+    explainer, cache, X: np.ndarray, y: np.ndarray, w: np.ndarray, pick: np.ndarray, loss: TreeLosses | None = None
+) -> AdditivePart:
     """The additive part of every row's contributions to one forest's games, trees in the order the
-    game plays them."""
+    game plays them (``loss``: a booster's second-order games)."""
     order = np.concatenate([unit.trees for unit in cache.units(True)] or [np.zeros(0, dtype=int)])
     progress = "additive part (TreeSHAP)" if explainer.progress is True else False
-    return additive_part(cache.forest, order, X, y, w, pick, explainer._tuning.memory_budget, progress)
+    return additive_part(cache.forest, order, X, y, w, pick, explainer._tuning.memory_budget, progress, loss)
 
 
 def _generator(random_state: Any) -> np.random.Generator:

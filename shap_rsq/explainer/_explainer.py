@@ -531,7 +531,7 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         progress = self.progress
         if info.second_order or info.classes is not None:  # a long call's warning names the score
             score = self._second_order_loss().score if info.second_order else "Brier skill score"
-            progress = replace(as_progress(progress), score=score, estimable=not info.second_order)
+            progress = replace(as_progress(progress), score=score)
         return {"local": local, "n_jobs": self.n_jobs, "progress": progress, "tuning": tuning}
 
     def _block_options(self) -> dict:
