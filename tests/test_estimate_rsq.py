@@ -27,6 +27,18 @@ def _inputs(explainer, X, y, w):
     return forests[0], order, rows.array, target, weights, sst
 
 
+def _leave_one_out(explainer, X, y, w, control_variate: bool) -> np.ndarray:
+    """``(n, p)`` the estimates of every draw of ``n - 1`` of the ``n`` rows, over the score's
+    denominator: equally likely draws, so an unbiased estimate averages to the exact shares."""
+    second_order = explainer.model_info.second_order
+    inputs = explainer._second_order_inputs if second_order else explainer._squared_error_inputs
+    rows, targets, weights, denominator = inputs(X, y, w)
+    n = len(weights)
+    draws = [np.flatnonzero(np.arange(n) != i) for i in range(n)]
+    totals = [_sample_total(explainer, rows.array, targets, weights, pick, n, control_variate)[0] for pick in draws]
+    return np.array(totals) / denominator
+
+
 def test_boosted_stumps_are_estimated_exactly_from_three_rows():
     # a stump's expected prediction is additive in the features, so nothing is left to sample
     xgboost = pytest.importorskip("xgboost")
@@ -53,12 +65,9 @@ def test_the_samples_of_all_rows_but_one_average_to_the_exact_shares(control_var
     # likely draws, and the estimates of all of them average to the total
     X, y, w = _data(12)
     explainer = RSquaredExplainer(RandomForestRegressor(3, max_depth=4, random_state=0).fit(X, y))
-    rows, target, weights, sst = explainer._inputs.for_rsq(X, y, w)
-    exact = explainer.rsq(X, y, sample_weight=w)
-    draws = [np.flatnonzero(np.arange(12) != i) for i in range(12)]
-    totals = [_sample_total(explainer, rows.array, target, weights, pick, 12, control_variate)[0] for pick in draws]
-    np.testing.assert_allclose(np.mean(totals, axis=0) / sst, exact, rtol=0, atol=1e-12)
-    assert np.std(totals, axis=0).max() > 1e-6  # the draws differ: the test is not of a constant
+    estimates = _leave_one_out(explainer, X, y, w, control_variate)
+    np.testing.assert_allclose(estimates.mean(axis=0), explainer.rsq(X, y, sample_weight=w), rtol=0, atol=1e-12)
+    assert estimates.std(axis=0).max() > 1e-8  # the draws differ: the test is not of a constant
 
 
 @pytest.mark.parametrize(
@@ -276,24 +285,27 @@ def test_a_forest_classifiers_leave_one_out_estimates_average_to_its_brier_skill
     labels = _labels(y, n_classes)
     model = RandomForestClassifier(3, max_depth=4, random_state=0).fit(X, labels)
     explainer = RSquaredExplainer(model)
-    rows, targets, weights, sst = explainer._squared_error_inputs(X, labels, w)
-    assert targets.shape[1] == n_classes
-    exact = explainer.rsq(X, labels, sample_weight=w)
-    draws = [np.flatnonzero(np.arange(12) != i) for i in range(12)]
-    totals = [_sample_total(explainer, rows.array, targets, weights, pick, 12, control_variate)[0] for pick in draws]
-    np.testing.assert_allclose(np.mean(totals, axis=0) / sst, exact, rtol=0, atol=1e-12)
-    assert np.std(totals, axis=0).max() > 1e-6
+    assert explainer._squared_error_inputs(X, labels, w)[1].shape[1] == n_classes
+    estimates = _leave_one_out(explainer, X, labels, w, control_variate)
+    np.testing.assert_allclose(estimates.mean(axis=0), explainer.rsq(X, labels, sample_weight=w), rtol=0, atol=1e-12)
+    assert estimates.std(axis=0).max() > 1e-8
 
 
-def test_a_forest_classifier_is_estimated_within_its_standard_errors_and_named_for_its_score():
+@pytest.mark.parametrize("family", ["forest", "booster"])
+def test_a_classifier_is_estimated_within_its_standard_errors_and_named_for_its_score(family):
     X, y, _ = _data(600)
     frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(6)])
     labels = _labels(y, 3)
-    explainer = RSquaredExplainer(RandomForestClassifier(10, max_depth=6, random_state=0).fit(frame, labels))
+    if family == "forest":
+        model, score = RandomForestClassifier(10, max_depth=6, random_state=0), "Brier skill score"
+    else:  # a softmax booster: shares of D² through its trees' second-order games
+        lightgbm = pytest.importorskip("lightgbm")
+        model, score = lightgbm.LGBMClassifier(n_estimators=30, num_leaves=15, verbose=-1), "D² (log-loss)"
+    explainer = RSquaredExplainer(model.fit(frame, labels))
     exact = explainer.rsq(frame, labels)
     estimate = estimate_rsq(explainer, frame, labels, n_sample=150, random_state=0)
-    assert exact.name == estimate.values.name == "Brier skill score"
-    assert estimate.standard_error.name == "standard error of Brier skill score"
+    assert exact.name == estimate.values.name == score
+    assert estimate.standard_error.name == f"standard error of {score}"
     assert np.all(estimate.standard_error > 0)
     assert np.all(np.abs(estimate.values - exact) <= 4 * estimate.standard_error + 1e-12)
     every = estimate_rsq(explainer, frame, labels, n_sample=600, random_state=0)
@@ -314,12 +326,9 @@ def test_a_multi_output_regressors_leave_one_out_estimates_average_to_its_mean_r
     X, y, w = _data(12)
     Y = _two_targets(X, y)
     explainer = RSquaredExplainer(RandomForestRegressor(3, max_depth=4, random_state=0).fit(X, Y))
-    rows, targets, weights, sst = explainer._squared_error_inputs(X, Y, w)
-    exact = explainer.rsq(X, Y, sample_weight=w)
-    draws = [np.flatnonzero(np.arange(12) != i) for i in range(12)]
-    totals = [_sample_total(explainer, rows.array, targets, weights, pick, 12, control_variate)[0] for pick in draws]
-    np.testing.assert_allclose(np.mean(totals, axis=0) / sst, exact, rtol=0, atol=1e-12)
-    assert np.std(totals, axis=0).max() > 1e-6
+    estimates = _leave_one_out(explainer, X, Y, w, control_variate)
+    np.testing.assert_allclose(estimates.mean(axis=0), explainer.rsq(X, Y, sample_weight=w), rtol=0, atol=1e-12)
+    assert estimates.std(axis=0).max() > 1e-8
 
 
 def test_a_multi_output_regressor_is_estimated_within_its_standard_errors():
@@ -387,14 +396,10 @@ def test_a_boosters_leave_one_out_estimates_average_to_its_d2_shares(control_var
         rows = _booster_rows(name, X)
         target = target_of(y)
         explainer = RSquaredExplainer(model.fit(rows, target))
-        checked, targets, weights, null = explainer._second_order_inputs(rows, target, w)
+        estimates = _leave_one_out(explainer, rows, target, w, control_variate)
         exact = np.asarray(explainer.rsq(rows, target, sample_weight=w))
-        draws = [np.flatnonzero(np.arange(14) != i) for i in range(14)]
-        totals = [
-            _sample_total(explainer, checked.array, targets, weights, pick, 14, control_variate)[0] for pick in draws
-        ]
-        np.testing.assert_allclose(np.mean(totals, axis=0) / null, exact, rtol=0, atol=1e-12, err_msg=name)
-        assert np.std(totals, axis=0).max() > 1e-6, name
+        np.testing.assert_allclose(estimates.mean(axis=0), exact, rtol=0, atol=1e-12, err_msg=name)
+        assert estimates.std(axis=0).max() > 1e-8, name
 
 
 def test_boosted_stumps_of_log_loss_are_estimated_exactly_from_three_rows():
@@ -407,22 +412,3 @@ def test_boosted_stumps_of_log_loss_are_estimated_exactly_from_three_rows():
     estimate = estimate_rsq(explainer, X, labels, sample_weight=w, n_sample=3, random_state=0)
     np.testing.assert_allclose(estimate.values, exact, rtol=0, atol=1e-12)
     assert np.all(estimate.standard_error < 1e-12)
-
-
-def test_a_booster_is_estimated_within_its_standard_errors_and_named_for_its_score():
-    lightgbm = pytest.importorskip("lightgbm")
-    X, y, _ = _data(600)
-    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(6)])
-    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
-    model = lightgbm.LGBMClassifier(n_estimators=30, num_leaves=15, verbose=-1, random_state=0).fit(frame, labels)
-    explainer = RSquaredExplainer(model)
-    exact = explainer.rsq(frame, labels)
-    estimate = estimate_rsq(explainer, frame, labels, n_sample=150, random_state=0)
-    assert exact.name == estimate.values.name == "D² (log-loss)"
-    assert estimate.standard_error.name == "standard error of D² (log-loss)"
-    assert np.all(estimate.standard_error > 0)
-    assert np.all(np.abs(estimate.values - exact) <= 4 * estimate.standard_error + 1e-12)
-    every = estimate_rsq(explainer, frame, labels, n_sample=600)
-    np.testing.assert_allclose(every.values, exact, rtol=0, atol=1e-12)
-    with pytest.raises(ValueError, match="not among the model's classes"):
-        estimate_rsq(explainer, frame, np.where(labels == 0, 7, labels), n_sample=50)
