@@ -16,8 +16,8 @@ kernels at each split, which is what routing does today.  The counts are exact; 
 gather of variable length would cost to index is not counted.
 
     python benchmarks/coupled_expansion.py xgb 6        # 300 trees of depth 6, 1,000 rows, 100 features
-    python benchmarks/coupled_expansion.py xgb 12       # depth 12 on 10,000 rows, 20 features (trees 3-5)
-    python benchmarks/coupled_expansion.py full 20      # one fully grown tree, 2,000 rows, 20 features
+    python benchmarks/coupled_expansion.py xgb 12       # deep.py's xgb-12-10k: depth 12, 10,000 rows (trees 3-5)
+    python benchmarks/coupled_expansion.py full 20      # deep.py's tree-full: fully grown, 2,000 rows, 20 features
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from deep import _data as _deep_data
 from local import _data
 
 from shap_rsq import RSquaredExplainer
@@ -83,16 +84,16 @@ def main() -> None:
     if args.family == "full":
         from sklearn.tree import DecisionTreeRegressor
 
-        X, y = _data(2000, args.size)
+        X, y = _deep_data(2000)
+        X = X[:, : args.size]
         model, trees, X = DecisionTreeRegressor(random_state=0).fit(X, y), [0], X[:200]
     else:
         import xgboost
 
         deep = args.size > 8
-        X, y = _data(10000, 20) if deep else _data(1000, 100)
-        model = xgboost.XGBRegressor(
-            n_estimators=6 if deep else 300, max_depth=args.size, learning_rate=0.3 if deep else 0.05, random_state=0
-        ).fit(X, y)
+        X, y = _deep_data(10000) if deep else _data(1000, 100)
+        settings = {"n_estimators": 6, "random_state": 0} if deep else {"n_estimators": 300, "learning_rate": 0.05}
+        model = xgboost.XGBRegressor(max_depth=args.size, **settings).fit(X, y)
         trees, X = ([3, 4, 5], X[rng.choice(len(X), 2000, replace=False)]) if deep else ([0, 50, 150, 299], X)
     forest = RSquaredExplainer(model).forest
     X = X.astype(forest.input_dtype).astype(float)
