@@ -177,6 +177,11 @@ class Tuning:
         10,000 rows the product took 0.19-0.20 s of the per-row call against 0.24-0.25 s with
         the gathers (at a bound of 3, some batches took the gathers).
         Benchmark: ``benchmarks/local.py`` (``xgb-d4``, 10,000 rows).
+    offset_block_elements : int
+        Rows x trees of a softmax booster's other classes predicted at once while its offsets move
+        on to a unit's first tree (``engine.losses.SoftmaxOffsets``, 8 MB): the memory of the
+        offsets stays ``K x n`` floats plus this, where the ``(n, T)`` tables of every class took
+        1 GiB on 50,000 rows of a three-class booster of 100 rounds.
     route_elements : int
         Rows x trees routed at once when predicting (int64 node indices: 0.5 MB, in cache):
         0.12 s for 225 depth-4 trees on 10,000 rows, 0.24 s at 1M; 75 trees of depth 8 took
@@ -466,6 +471,7 @@ class Tuning:
     root_elements: int = 1 << 21
     local_columns_per_player: int = 8
     route_elements: int = 1 << 16
+    offset_block_elements: int = 1 << 20
     parallel_work: float = 1e8
     blocks_per_job: int = 2
     block_seconds: float = 1.0

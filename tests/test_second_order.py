@@ -380,3 +380,97 @@ def test_values_do_not_depend_on_the_jobs_and_survive_pickling(fitted_objective)
     np.testing.assert_allclose(one(X, y, sample_weight=w).values, two(X, y, sample_weight=w).values, atol=1e-16)
     copy = pickle.loads(pickle.dumps(one))
     np.testing.assert_array_equal(copy.rsq(X, y, sample_weight=w), one.rsq(X, y, sample_weight=w))
+
+
+def _whole_offset_tables(forests, X: np.ndarray) -> list[np.ndarray]:
+    """Each class's ``(n, T_k)`` offsets formed whole, from every class's margin trajectory (``np.cumsum``
+    of its trees' shifts, then its start): the definition the streamed offsets must equal to the bit."""
+    from scipy.special import logsumexp
+
+    trajectories = []
+    for forest in forests:
+        rows = forest.routing_rows(X)
+        shift = forest.nodes.leaf_values(rows, np.arange(forest.n_trees), forest.input_dtype) - forest.nodes.tree_mean
+        start = forest.base_offset + float(forest.nodes.tree_mean.sum())
+        trajectory = np.empty((X.shape[0], forest.n_trees + 1))
+        trajectory[:, 0] = start
+        np.cumsum(shift, axis=1, out=trajectory[:, 1:])
+        trajectory[:, 1:] += start
+        trajectories.append(trajectory)
+    tables = []
+    for k, forest in enumerate(forests):
+        others = [
+            trajectory[:, np.searchsorted(other.steps, forest.steps)]
+            for j, (trajectory, other) in enumerate(zip(trajectories, forests, strict=True))
+            if j != k
+        ]
+        tables.append(logsumexp(np.stack(others), axis=0))
+    return tables
+
+
+@pytest.mark.parametrize("name", ["XGB:multi:softprob", "LGBM:multiclass", "CatBoost:MultiClass"])
+@pytest.mark.parametrize("predicted", [False, True])
+def test_streamed_softmax_offsets_equal_the_whole_tables(fitted_objective, name, predicted):
+    # asked as the games ask: unit by unit, a block of rows at a time, by slices and by index arrays,
+    # and once out of order (the margins start again); predicted as reached, or read from shifts
+    from shap_rsq.engine.losses import SoftmaxOffsets
+
+    model, X, _, _ = fitted_objective(name, False)
+    explainer = RSquaredExplainer(model)
+    forests = explainer._game_sets.get(None)[0]
+    rows = [forest.routing_rows(X) for forest in forests]
+    shifts = None
+    if predicted:
+        shifts = [
+            f.nodes.leaf_values(r, np.arange(f.n_trees), f.input_dtype) - f.nodes.tree_mean
+            for f, r in zip(forests, rows, strict=True)
+        ]
+    whole = _whole_offset_tables(forests, X)
+    n = X.shape[0]
+    for k, forest in enumerate(forests):
+        offsets = SoftmaxOffsets(forests, rows, k, block_elements=37, shifts=shifts)
+        units = np.array_split(np.arange(forest.n_trees), 4)
+        for trees in [*units, units[1]]:  # the last one is earlier than the one before it
+            for block in (slice(0, n // 3), slice(n // 3, n), np.arange(1, n, 5)):
+                np.testing.assert_array_equal(offsets.columns(block, trees), whole[k][block][:, trees])
+        sample = np.arange(0, n, 7)
+        np.testing.assert_array_equal(offsets.of_rows(sample).columns(slice(None), None), whole[k][sample])
+
+
+def test_a_softmax_boosters_offsets_stay_within_a_small_memory_budget():
+    # the whole offset tables of 30,000 rows of a three-class booster of 60 rounds took 30,000 x 180
+    # floats several times over (260 MiB) under a budget of 16 MiB
+    import tracemalloc
+
+    xgboost = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30_000, 6))
+    labels = np.digitize(X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(size=30_000), [-1.0, 1.0])
+    model = xgboost.XGBClassifier(n_estimators=60, max_depth=3, n_jobs=1).fit(X, labels)
+    budget = RSquaredExplainer(model, memory_budget=1 / 64)
+    generous = RSquaredExplainer(model)  # the shifts fit its budget: read, not predicted again
+    expected = generous.rsq(X, labels)
+    budget.rsq(X[:50], labels[:50])  # the trees read and compiled before the measurement
+    tracemalloc.start()
+    try:
+        shares = budget.rsq(X, labels)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20
+    np.testing.assert_allclose(shares, expected, rtol=1e-12, atol=1e-16)  # other blocks of rows: rounding
+
+
+def test_softmax_offsets_on_threads_equal_one_process(fitted_objective):
+    # each thread keeps its own running margins: blocks of trees on threads of one process
+    from dataclasses import replace
+
+    from joblib import parallel_config
+
+    from shap_rsq.tuning import DEFAULT_TUNING
+
+    model, X, y, w = fitted_objective("XGB:multi:softprob", False)
+    one = RSquaredExplainer(model).rsq(X, y, sample_weight=w)
+    threads = RSquaredExplainer(model, n_jobs=2)._set_engine(tuning=replace(DEFAULT_TUNING, parallel_work=0))
+    with parallel_config(backend="threading"):
+        np.testing.assert_array_equal(threads.rsq(X, y, sample_weight=w), one)

@@ -186,8 +186,7 @@ def _second_order_total(
     known, rest, margins = 0.0, 0.0, []
     for k, (forest, cache, losses) in enumerate(explainer._class_games(X, None)):
         y = target if target.ndim == 1 else target[:, k]
-        sampled = TreeLosses(losses.loss, None if losses.offsets is None else losses.offsets[pick])
-        result = decompose(forest, cache.units(True), X[pick], y[pick], w[pick], loss=sampled, **options)
+        result = decompose(forest, cache.units(True), X[pick], y[pick], w[pick], loss=losses.of_rows(pick), **options)
         margins.append(result.prediction)
         rest = rest + result.values
         if not every_row:

@@ -22,7 +22,7 @@ from ..engine.columns import in_input_order
 from ..engine.distributed import is_dask_array, on_blocks, row_blocks, rows_from
 from ..engine.estimates import named
 from ..engine.labels import one_hot
-from ..engine.losses import Loss, TreeLosses, softmax_offsets
+from ..engine.losses import Loss, SoftmaxOffsets, TreeLosses
 from ..engine.run import decompose
 from ..engine.validation import check_target, weighted_mean
 from ..exceptions import SecondOrderGapWarning
@@ -261,7 +261,8 @@ class SecondOrderShares:
         each with the margin the other classes' trees reached at each of its trees; one forest otherwise."""
         forests, caches = self._game_sets.get(players)
         loss = self._second_order_loss()
-        offsets = _softmax_offsets(forests, rows) if len(forests) > 1 else [None]
+        tuning = self._unit_caches[0].tuning
+        offsets = _softmax_offsets(forests, rows, tuning) if len(forests) > 1 else [None]
         return [(f, c, TreeLosses(loss, o)) for f, c, o in zip(forests, caches, offsets, strict=True)]
 
     def _played(
@@ -304,21 +305,21 @@ class SecondOrderShares:
         return target
 
 
-def _softmax_offsets(forests, X: np.ndarray) -> list[np.ndarray]:
-    """Each class's offsets: the other classes' log-sum-exp margin when each of its trees is added."""
-    trajectories = []
-    for forest in forests:
-        trees = np.arange(forest.n_trees)
-        routed = forest.routing_rows(X)  # categorical splits read routing columns, not the model's
-        shift = forest.nodes.leaf_values(routed, trees, forest.input_dtype) - forest.nodes.tree_mean
-        start = forest.base_offset + float(forest.nodes.tree_mean.sum())
-        trajectory = np.empty((X.shape[0], forest.n_trees + 1))
-        trajectory[:, 0] = start
-        np.cumsum(shift, axis=1, out=trajectory[:, 1:])
-        trajectory[:, 1:] += start
-        trajectories.append(trajectory)
-    steps = [forest.steps for forest in forests]
-    return [softmax_offsets(trajectories, steps, k) for k in range(len(forests))]
+def _softmax_offsets(forests, X: np.ndarray, tuning) -> list[SoftmaxOffsets]:
+    """Each class's offsets: the other classes' log-sum-exp margin when each of its trees is added,
+    computed as the games reach the trees.  Every tree's shifts on every row are predicted once up
+    front when they take at most an eighth of the memory budget (each class's game would otherwise
+    predict the other classes' trees again); never the ``(n, T)`` tables of the offsets themselves."""
+    routed = [forest.routing_rows(X) for forest in forests]  # categorical splits read routing columns
+    shifts = None
+    if 8 * X.shape[0] * sum(forest.n_trees for forest in forests) <= tuning.memory_budget // 8:
+        shifts = [
+            forest.nodes.leaf_values(rows, np.arange(forest.n_trees), forest.input_dtype) - forest.nodes.tree_mean
+            for forest, rows in zip(forests, routed, strict=True)
+        ]
+    # a block of predictions and its routing take a few times its floats: a thirty-second of the budget
+    block = max(1, min(tuning.offset_block_elements, tuning.memory_budget // 256))
+    return [SoftmaxOffsets(forests, routed, k, block, shifts) for k in range(len(forests))]
 
 
 def _block_target_sums(explainer, start: int, X, y, sample_weight) -> tuple[float, np.ndarray] | ValueError:
