@@ -169,8 +169,8 @@ class TreeLosses:
     loss: Loss
     offsets: SoftmaxOffsets | None = None
 
-    def of_rows(self, rows: np.ndarray) -> TreeLosses:
-        """The same games on the rows ``rows`` of the call (a sample of them)."""
+    def of_rows(self, rows: slice | np.ndarray) -> TreeLosses:
+        """The same games on the rows ``rows`` of the call (a sample or a block of them)."""
         return self if self.offsets is None else TreeLosses(self.loss, self.offsets.of_rows(rows))
 
     def row_weights(self, before, means, y, w, rows=slice(None), trees=None) -> tuple[np.ndarray, np.ndarray]:
@@ -261,7 +261,7 @@ class SoftmaxOffsets:
     def n_rows(self) -> int:
         return self.rows[0].shape[0]
 
-    def of_rows(self, rows: np.ndarray) -> SoftmaxOffsets:
+    def of_rows(self, rows: slice | np.ndarray) -> SoftmaxOffsets:
         """The offsets of the rows ``rows`` of the call alone."""
         shifts = None if self.shifts is None else [table[rows] for table in self.shifts]
         return SoftmaxOffsets(self.forests, [routed[rows] for routed in self.rows], self.k, self.block_elements, shifts)

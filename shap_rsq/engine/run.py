@@ -29,7 +29,7 @@ from ..kernels.lca.unit import adopt_plans, compiled_plans, plans_present
 from ..kernels.row_patterns import distinct_rows, split_decisions
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
-from .budget import MemoryBudgetError, fit_jobs, out_of_memory, routing_rows
+from .budget import MemoryBudgetError, fit_jobs, out_of_memory, routing_rows, rows_per_block
 from .estimates import Progress, announce, estimated_seconds, progress_bar
 from .interactions import InteractionPlans
 from .losses import TreeLosses
@@ -154,8 +154,15 @@ def decompose(
     exact (``y`` is then the target the residuals are taken from).
     """
     X = routing_rows(forest, X, tuning)
-    # refuses before any work when the rows' arrays cannot fit the memory budget
-    n_jobs, split = fit_jobs(units, X.shape[0], forest.n_features, forest.n_trees, local, n_jobs, tuning)
+    n = X.shape[0]
+    step = n  # rows a block: all of them unless the trees' kernels fit only on fewer at a time
+    try:
+        n_jobs, split = fit_jobs(units, n, forest.n_features, forest.n_trees, local, n_jobs, tuning)
+    except MemoryBudgetError:
+        step = rows_per_block(units, n, forest.n_features, local, tuning)
+        if step == 0:  # refused before any work: not even one row fits beside the rows' arrays
+            raise
+        n_jobs, split = fit_jobs(units, step, forest.n_features, forest.n_trees, local, n_jobs, tuning)
     label = announce(
         units,
         forest.nodes,
@@ -168,9 +175,32 @@ def decompose(
         tuning=tuning,
     )
     try:
-        return _decompose(forest, units, X, y, w, local, n_jobs, split, label, tuning, loss)
+        if step >= n:
+            return _decompose(forest, units, X, y, w, local, n_jobs, split, label, tuning, loss)
+        return _decompose_by_rows(forest, units, X, y, w, local, n_jobs, split, label, tuning, loss, step)
     except MemoryError as error:  # an estimate fell short: say so and what to change, never crash
         raise MemoryBudgetError(out_of_memory(X.shape[0], forest.n_features, local, tuning)) from error
+
+
+def _decompose_by_rows(forest, units, X, y, w, local, n_jobs, split, label, tuning, loss, step) -> Decomposition:
+    """:func:`_decompose` on blocks of ``step`` rows, one after another: every row's contributions
+    are its own, so the blocks' global values add up and their per-row values, predictions and
+    totals follow one another (summed in another order than on all rows at once: equal to rounding)."""
+    n = X.shape[0]
+    parts = []
+    with progress_bar(forest.n_trees * -(-n // step), label) as bar:
+        for start in range(0, n, step):
+            rows = slice(start, min(n, start + step))
+            block_loss = None if loss is None else loss.of_rows(rows)
+            parts.append(
+                _decompose(forest, units, X[rows], y[rows], w[rows], local, n_jobs, split, False, tuning, block_loss)
+            )
+            if bar is not None:
+                bar.update(forest.n_trees)
+    values = np.concatenate([p.values for p in parts]) if local else sum(p.values for p in parts)
+    totals = None if loss is None else np.concatenate([p.game_totals for p in parts])
+    prediction = np.concatenate([p.prediction for p in parts])
+    return Decomposition(values, prediction, parts[0].mean_prediction, totals)
 
 
 def _decompose(forest, units, X, y, w, local, n_jobs, split, label, tuning, loss) -> Decomposition:

@@ -116,10 +116,11 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         Working memory, in GiB, that one call that needs R² may use (besides ``X`` itself; shap's own
         calls are not bounded by it).  Deep trees are
         evaluated in blocks sized to it, worker processes share it (with smaller blocks, or
-        fewer of them when fewer fit; their imported libraries are not counted), and a call
+        fewer of them when fewer fit; their imported libraries are not counted), rows go through
+        in blocks when the trees' kernels fit only fewer of them at a time, and a call
         whose per-row arrays alone cannot fit is refused at once with
         :class:`~shap_rsq.MemoryBudgetError` (a ``ValueError``), which gives the
-        estimate and what to change.  Results do not depend on it.  At least 1/64 GiB.
+        estimate and what to change.  Results do not depend on it beyond rounding.  At least 1/64 GiB.
     approximate : bool, optional
         Deprecated in shap's constructor (it warns); pass ``approximate`` to the calls instead.
     link, linearize_link : optional
