@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..engine.budget import MemoryBudgetError, fit_jobs
+from ..engine.budget import MemoryBudgetError, fit_jobs, rows_per_block
 from ..engine.estimates import warn_if_long_sample
 from ..engine.losses import TreeLosses
 from ..engine.run import decompose
@@ -260,4 +260,6 @@ def _check_sample_budget(explainer, m: int) -> None:
     try:
         fit_jobs(units, m, forest.n_players, forest.n_trees, True, explainer.n_jobs, explainer._tuning)
     except MemoryBudgetError as error:
+        if rows_per_block(units, m, forest.n_players, True, explainer._tuning) > 0:
+            return  # the sample's rows go through in blocks (engine.run.decompose)
         raise MemoryBudgetError(f"estimate_rsq(n_sample={m}): {error}  Here, pass a smaller n_sample.") from None
