@@ -311,6 +311,10 @@ def test_a_classifier_is_estimated_within_its_standard_errors_and_named_for_its_
     every = estimate_rsq(explainer, frame, labels, n_sample=600, random_state=0)
     np.testing.assert_allclose(every.values, exact, rtol=0, atol=1e-12)
     assert np.all(every.standard_error == 0)
+    if family == "booster":  # what the shares stand for: exact, on every row, as rsq's attrs say it
+        for key in ("model_score", "mean_score", "exact_change"):
+            assert estimate.values.attrs[key] == pytest.approx(exact.attrs[key], abs=1e-12)
+        assert estimate.values.attrs["model_score"] > 0.3
     with pytest.raises(ValueError, match="not among the model's classes"):
         estimate_rsq(explainer, frame, np.where(labels == "low", "lo", labels), n_sample=50)
 

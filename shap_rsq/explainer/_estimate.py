@@ -35,8 +35,11 @@ class RsqEstimate:
     ----------
     values : ndarray or pandas Series of shape (n_features,)
         Unbiased estimates of :meth:`RSquaredExplainer.rsq`'s shares, labelled as ``rsq`` labels
-        them (a Series indexed by the columns and named for the score, ``"R²"`` or ``"Brier skill
-        score"``, for a DataFrame; an array in the model's feature order for an array).
+        them (a Series indexed by the columns and named for the score, ``"R²"``, ``"Brier skill
+        score"`` or ``"D² (log-loss)"``..., for a DataFrame; an array in the model's feature order
+        for an array).  A booster's Series holds in its ``attrs``, exactly, the model's D², that of
+        ``E f`` and the change between them (``model_score``, ``mean_score``, ``exact_change``), as
+        ``rsq``'s does; the shares estimate the second-order expansion of that change.
     standard_error : ndarray or pandas Series of shape (n_features,)
         Standard error of each estimate, labelled the same way (sampling without replacement:
         zero when every row with positive weight was sampled).
@@ -156,6 +159,8 @@ def estimate_rsq(
         name = _score(explainer)
         values = pd.Series(values, index=names, name=name)
         spread = pd.Series(spread, index=names, name=f"standard error of {name}")
+        if info.second_order:  # exact on every row, as rsq's attrs: what the shares stand for
+            values.attrs.update(explainer._second_order_scores(rows.array, target, weights, denominator))
     return RsqEstimate(values, spread, m, len(weights))
 
 

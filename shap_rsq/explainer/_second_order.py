@@ -213,6 +213,23 @@ class SecondOrderShares:
             raise ValueError(CONSTANT_TARGET)
         return rows, target, weights, null
 
+    def _second_order_scores(self, rows: np.ndarray, target: np.ndarray, weights: np.ndarray, null: float) -> dict:
+        """The model's exact D² on checked rows, that of ``E f`` and the change between them, from the
+        model's margins alone (no game played; ``null`` the deviance of the mean of ``y``): what
+        :func:`~shap_rsq.estimate_rsq`'s sampled shares stand for, as ``rsq``'s ``attrs`` say it."""
+        loss = self._second_order_loss()
+        deviance = _deviance(loss, target)
+        margins = np.asarray(self.model_info.predict(rows), dtype=float)
+        means = np.array([forest.expected_value for forest in self._game_sets.get(None)[0]])
+        at_mean = np.broadcast_to(means if len(means) > 1 else means[0], margins.shape)
+        end, start = float(np.sum(weights * deviance(margins))), float(np.sum(weights * deviance(at_mean)))
+        return {
+            "score": loss.score,
+            "model_score": 1.0 - end / null,
+            "mean_score": 1.0 - start / null,
+            "exact_change": (start - end) / null,
+        }
+
     def _null_deviances_of(self, y, weights: np.ndarray, pooled=None) -> np.ndarray:
         """Each row's weighted deviance at the weighted mean of ``y``, or of the pooled rows'
         ``(y, w)`` (the selector's held-out folds, pooled)."""
