@@ -176,6 +176,8 @@ def test_a_long_call_is_announced_in_the_commands_words(files, tmp_path, capsys,
     # by default a bar follows the warning; --progress shows it without
     assert "A progress bar follows; --progress shows it without this warning" in warning[0]
     assert "--n-jobs -1 uses every core" in warning[0]
+    assert "--sample N estimates the shares, with standard errors, from N rows drawn at random" in warning[0]
+    assert "estimate_rsq" not in warning[0]
     assert "RSquaredExplainer(" not in warning[0] and "n_jobs=" not in warning[0]
     assert "LongCallWarning" not in err  # not Python's format, with the console script's path
     code, _, err = run([*argv, "--no-progress"], capsys)
@@ -708,3 +710,75 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_others_are_writt
     assert code == 1
     assert err.startswith("shap-rsq: error: --plot /proc/shares.png: cannot create a file in /proc (")
     assert out.read_text() == "previous results\n"
+
+
+# ---------------------------------------------------------------- --sample
+
+
+def test_sample_estimates_the_shares_with_standard_errors(files, table, tmp_path, capsys):
+    from shap_rsq import estimate_rsq
+
+    path, model = files("sklearn.joblib")
+    data = files.folder / "data.csv"
+    base = ["explain", "--model", path, "--data", data, "--target", "y", "--trust-pickle", "--weight", "w"]
+    out = tmp_path / "shares.csv"
+    code, printed, err = run([*base, "--sample", 40, "--seed", 7, "--out", out], capsys)
+    assert code == 0, err
+    assert f"estimated from 40 of {len(table):,} rows drawn at random (seed 7)" in printed
+    assert "std. error" in printed
+    written = pd.read_csv(out).set_index("feature")
+    expected = estimate_rsq(
+        RSquaredExplainer(model), table[NAMES], table["y"], table["w"], n_sample=40, random_state=7
+    )  # the same draw as the library's
+    np.testing.assert_allclose(written["rsq"][NAMES], expected.values[NAMES], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(written["standard_error"][NAMES], expected.standard_error[NAMES], rtol=1e-12)
+    assert np.all(written["standard_error"] > 0)
+    # every row drawn: the exact shares, with standard errors of zero, and the draw in the JSON file
+    document = tmp_path / "shares.json"
+    code, _, err = run([*base, "--sample", len(table), "--out", document], capsys)
+    assert code == 0, err
+    saved = json.loads(document.read_text())
+    assert saved["n_sampled"] == saved["n_rows"] == len(table) and saved["seed"] == 0
+    exact = expected_shares(model, table, weight=True)
+    np.testing.assert_allclose(pd.Series(saved["rsq"])[NAMES], exact[NAMES], rtol=1e-9, atol=1e-12)
+    assert set(saved["standard_error"]) == set(NAMES) and max(saved["standard_error"].values()) == 0.0
+
+
+def test_a_sampled_booster_gives_its_d2_and_the_models_exact_score(tmp_path, capsys):
+    xgboost = pytest.importorskip("xgboost")
+    X, y, _ = make_data(seed=5)
+    frame = pd.DataFrame(X, columns=NAMES).assign(label=(y > np.median(y)).astype(int))
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    model = xgboost.XGBClassifier(n_estimators=20, max_depth=3).fit(frame[NAMES], frame["label"])
+    model.save_model(tmp_path / "model.json")
+    argv = ["explain", "--model", tmp_path / "model.json", "--data", tmp_path / "data.csv", "--target", "label"]
+    code, printed, err = run([*argv, "--sample", 60, "--out", tmp_path / "shares.json"], capsys)
+    assert code == 0, err
+    assert "Shares of D² (log-loss) estimated from 60 of" in printed
+    saved = json.loads((tmp_path / "shares.json").read_text())
+    from shap_rsq.cli.files import load_model
+
+    read = load_model(str(tmp_path / "model.json"), trust_pickle=False)  # as the command read it
+    exact = RSquaredExplainer(read).rsq(frame[NAMES], frame["label"])
+    assert saved["score"] == "D² (log-loss)"
+    assert saved["model_rsq"] == pytest.approx(exact.attrs["model_score"], abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (
+            ["--sample", "30", "--local", "rows.csv"],
+            "--sample estimates the shares from a sample of rows, while --local",
+        ),
+        (["--sample", "30", "--interactions", "pairs.csv"], "while --interactions need every row exactly"),
+        (["--seed", "3"], "--seed is the seed of --sample's draw: give --sample N too"),
+    ],
+)
+def test_sample_beside_exact_outputs_or_a_seed_alone_is_refused_before_any_work(files, tmp_path, capsys, extra, says):
+    path, _ = files("sklearn.joblib")
+    argv = ["explain", "--model", path, "--data", files.folder / "data.csv", "--target", "y", "--trust-pickle"]
+    code, printed, err = run([*argv, *[tmp_path / e if e.endswith(".csv") else e for e in extra]], capsys)
+    assert code == 1 and printed == ""
+    assert err.count("\n") == 1 and says in err
+    assert list(tmp_path.iterdir()) == []

@@ -29,10 +29,11 @@ from .report import (
     SHARE_SUFFIXES,
     check_suffix,
     format_table,
-    save_figure,
+    save_bar,
     write_local,
     write_shares,
 )
+from .sampled import check_sample_options, run_explain_sampled
 
 __all__ = ["run_demo", "run_explain"]
 
@@ -76,7 +77,7 @@ def run_demo(args: argparse.Namespace) -> int:
     )
     print(format_table(shares, model_rsq=model_rsq, seconds=seconds, max_display=len(shares), title=title))
     print(f"\n{DIABETES_LEGEND}")
-    _save_bar(args.plot, shares, model_rsq, len(shares), "Shares of R²: gradient boosting on diabetes data")
+    save_bar(args.plot, shares, model_rsq, len(shares), "Shares of R²: gradient boosting on diabetes data")
     print(f"\nbar chart written to {args.plot}")
     return 0
 
@@ -108,6 +109,8 @@ def run_explain(args: argparse.Namespace) -> int:
     # a model that records no names is given a bare array, so its predict does not compare column names
     X = inputs.X if inputs.by_name else inputs.X.to_numpy()
     groups, names = column_groups(args.groups, list(inputs.X.columns), args.target)
+    if args.sample is not None:
+        return run_explain_sampled(args, model, explainer, inputs, X, names)
     if classifier:
         from .classes import run_explain_classes
 
@@ -162,7 +165,7 @@ def run_explain(args: argparse.Namespace) -> int:
         plot_title = f"Shares of {score} on {Path(args.data).name}"
         if second is not None:
             plot_title += f"\nexact change {second['exact_change']:.3f}, gap {second['gap']:.3f} (second order)"
-        _save_bar(args.plot, shares.rename(score), model_rsq, args.max_display, plot_title)
+        save_bar(args.plot, shares.rename(score), model_rsq, args.max_display, plot_title)
         print(f"bar chart written to {args.plot}")
     return 0
 
@@ -239,6 +242,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
     if args.local and Path(args.local).suffix.lower() != ".csv" and importlib.util.find_spec("pyarrow") is None:
         raise missing_pyarrow(args.local)
     check_interaction_options(args)
+    check_sample_options(args)
     _check_plot_name(args.plot, "--plot")
     _check_plot_name(args.plot_interactions, "--plot-interactions")
     outputs = {"--out": args.out, "--local": args.local, "--plot": args.plot, "--interactions": args.interactions}
@@ -307,12 +311,6 @@ def _read_inputs(args: argparse.Namespace, explainer: RSquaredExplainer) -> Mode
             file=sys.stderr,
         )
     return inputs
-
-
-def _save_bar(path: str, shares: pd.Series, model_rsq: float, max_display: int, title: str) -> None:
-    from .. import plots
-
-    save_figure(path, plots.bar(shares, max_display, model_rsq=model_rsq, title=title, show=False))
 
 
 def _check_plot_name(path: str | None, option: str) -> None:

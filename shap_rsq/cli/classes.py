@@ -22,7 +22,7 @@ from .files import write_atomic
 from .interactions import run_interactions
 from .report import format_table, save_figure, write_local
 
-__all__ = ["class_parts", "format_class_table", "run_explain_classes"]
+__all__ = ["brier_skill_score", "class_parts", "format_class_table", "run_explain_classes"]
 
 
 def class_parts(
@@ -57,12 +57,39 @@ def class_parts(
     Y = target_columns(labels.to_numpy(), info, len(labels))  # the one-hot target the explainer plays
     sst = float(output_sst(Y, w, "variance_weighted", info.outputs).sum())
     reduction = np.asarray(explainer.loss_reduction(X, labels.to_numpy(), w, groups=groups), dtype=float)  # (p, K)
-    probabilities = np.asarray(info.predict(X), dtype=float)
-    score = 1.0 - float(np.sum(w[:, None] * (Y - probabilities) ** 2)) / sst
+    score = brier_skill_score(explainer, X, labels, weight)
     if names is None:
         names = list(X.columns) if hasattr(X, "columns") else [f"Feature {j}" for j in range(reduction.shape[0])]
     columns = pd.Index([str(c) for c in info.classes], name="class")
     return pd.DataFrame(reduction / sst, index=names, columns=columns), score
+
+
+def brier_skill_score(explainer: RSquaredExplainer, X, labels: pd.Series, weight: pd.Series | None) -> float:
+    """A forest classifier's Brier skill score on the rows: the R² of its probabilities for the one-hot
+    class, over the total sum of squares of every class.
+
+    Parameters
+    ----------
+    explainer : RSquaredExplainer
+        The explainer of a forest classifier.
+    X : DataFrame or ndarray
+        Rows in the model's feature order.
+    labels : pandas.Series
+        Class labels, one per row.
+    weight : pandas.Series or None
+        Row weights.
+
+    Returns
+    -------
+    float
+        The score.
+    """
+    info = explainer.model_info
+    w = np.ones(len(labels)) if weight is None else weight.to_numpy(dtype=float)
+    Y = target_columns(labels.to_numpy(), info, len(labels))
+    sst = float(output_sst(Y, w, "variance_weighted", info.outputs).sum())
+    probabilities = np.asarray(info.predict(X), dtype=float)
+    return 1.0 - float(np.sum(w[:, None] * (Y - probabilities) ** 2)) / sst
 
 
 def format_class_table(parts: pd.DataFrame, max_display: int) -> str:

@@ -40,6 +40,12 @@ _OPTION_WORDS = {
     "RSquaredExplainer(progress=True), or --progress on the command line, shows": "--progress shows",
     "RSquaredExplainer(progress=True) shows": "--progress shows",
     "n_jobs=-1 uses": "--n-jobs -1 uses",
+    "shap_rsq.estimate_rsq estimates the shares, with standard errors, from a sample of rows (n_sample: fewer "
+    "rows, less time)": "--sample N estimates the shares, with standard errors, from N rows drawn at random "
+    "(fewer rows, less time)",
+    "estimate_rsq(n_sample=": "--sample ",
+    "): the exact per-row": ": the exact per-row",
+    "Fewer rows (n_sample)": "Fewer rows (--sample)",
 }
 
 
@@ -221,6 +227,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="write a heatmap of the interaction shares among the --max-display features with the largest shares",
     )
     explain.add_argument(
+        "--sample",
+        type=_at_least_two,
+        metavar="N",
+        help="estimate the shares, with standard errors, from N rows drawn at random (for trees too deep to "
+        "decompose every row: fully grown forests)",
+    )
+    explain.add_argument("--seed", type=_whole_number, metavar="S", help="seed of --sample's draw (default 0)")
+    explain.add_argument(
         "--memory-budget",
         type=_gib,
         default=2.0,
@@ -258,6 +272,13 @@ def _gib(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a finite number of GiB, got {text}")
     if value < 1.0 / 64:
         raise argparse.ArgumentTypeError(f"must be at least 1/64 GiB (0.015625), got {text}")
+    return value
+
+
+def _at_least_two(text: str) -> int:
+    value = _whole_number(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2 rows (a standard error needs two), got {value}")
     return value
 
 

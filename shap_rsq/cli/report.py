@@ -13,14 +13,21 @@ import pandas as pd
 from ..plots._shares import sorted_shares, top_shares
 from .files import InputError, missing_pyarrow, write_atomic
 
-__all__ = ["format_table", "save_figure", "write_local", "write_shares"]
+__all__ = ["format_table", "save_bar", "save_figure", "write_local", "write_shares"]
 
 SHARE_SUFFIXES = (".csv", ".json")
 LOCAL_SUFFIXES = (".csv", ".parquet", ".pq")
 
 
 def format_table(
-    shares: pd.Series, *, model_rsq: float, seconds: float, max_display: int, title: str, score: str = "R²"
+    shares: pd.Series,
+    *,
+    model_rsq: float,
+    seconds: float,
+    max_display: int,
+    title: str,
+    score: str = "R²",
+    errors: pd.Series | None = None,
 ) -> str:
     """The shares as text: one line a feature (top-k and the rest), their sum, the model's R² and the run time.
 
@@ -38,6 +45,9 @@ def format_table(
         The first line.
     score : str, default="R²"
         What the shares split, in the column header and the model's line (a classifier's "BSS").
+    errors : pandas.Series, optional
+        Standard errors of estimated shares, by feature name: printed beside each share (not beside
+        the line adding up the rest, whose error the features' do not give).
 
     Returns
     -------
@@ -47,14 +57,20 @@ def format_table(
     shown = top_shares(shares, max_display)
     width = max(len("sum of shares"), len(f"model {score}"), *(len(str(name)) for name in shown.index))
     scale = max(float(shown.abs().max()), 1e-12)
-    lines = [title, "", f"  {'feature':<{width}}  {f'{score} share':>10}"]
+    column = max(10, len(f"{score} share"))  # "D² (log-loss) share" is wider than the numbers
+    head = f"  {'feature':<{width}}  {f'{score} share':>{column}}"
+    lines = [title, "", head if errors is None else f"{head}  {'std. error':>10}"]
     for name, value in shown.items():
         bar = "#" * round(30 * abs(value) / scale)
-        lines.append(f"  {name!s:<{width}}  {value:>10.4f}  {bar if value >= 0 else '-' * len(bar)}")
+        bar = bar if value >= 0 else "-" * len(bar)
+        if errors is not None:  # the line adding up the rest has none
+            error = f"{errors[name]:>10.4f}" if name in errors.index else " " * 10
+            bar = f"{error}  {bar}"
+        lines.append(f"  {name!s:<{width}}  {value:>{column}.4f}  {bar}")
     lines += [
         "",
-        f"  {'sum of shares':<{width}}  {shares.sum():>10.4f}",
-        f"  {f'model {score}':<{width}}  {model_rsq:>10.4f}",
+        f"  {'sum of shares':<{width}}  {shares.sum():>{column}.4f}",
+        f"  {f'model {score}':<{width}}  {model_rsq:>{column}.4f}",
         f"  computed in {seconds:.2f} s",
     ]
     return "\n".join(lines)
@@ -76,8 +92,11 @@ def check_suffix(path: str | os.PathLike | None, allowed: tuple[str, ...], optio
         raise InputError(f"{option} {path}: the file name must end with {' or '.join(allowed)}.")
 
 
-def write_shares(path: str | os.PathLike, shares: pd.Series, summary: dict[str, Any]) -> None:
-    """Write the shares, largest first, as CSV (``feature,rsq``) or JSON (``summary`` plus ``rsq``).
+def write_shares(
+    path: str | os.PathLike, shares: pd.Series, summary: dict[str, Any], errors: pd.Series | None = None
+) -> None:
+    """Write the shares, largest first, as CSV (``feature,rsq``) or JSON (``summary`` plus ``rsq``);
+    estimated shares with their standard errors (a column ``standard_error``, an object of them).
 
     Parameters
     ----------
@@ -87,18 +106,31 @@ def write_shares(path: str | os.PathLike, shares: pd.Series, summary: dict[str, 
         Shares indexed by feature name.
     summary : dict
         The run's description (model, data, target, ``model_rsq``, ...), written into a JSON file.
+    errors : pandas.Series, optional
+        Standard errors of estimated shares, by feature name.
     """
     ordered = sorted_shares(shares)
     if Path(path).suffix.lower() == ".json":
         shares_by_name = {str(k): float(v) for k, v in ordered.items()}
         document = {**summary, "rsq": shares_by_name}
+        if errors is not None:
+            document["standard_error"] = {str(k): float(errors[k]) for k in ordered.index}
         # the names of 0.1.0.dev0, kept for readers of older files; deprecated, removed in 0.3
         document.update(r2=shares_by_name, model_r2=summary.get("model_rsq"))
         text = json.dumps(document, indent=2, allow_nan=False) + "\n"
         write_atomic(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
     else:
         table = pd.DataFrame({"feature": ordered.index.astype(str), "rsq": ordered.to_numpy()})
+        if errors is not None:
+            table["standard_error"] = errors[ordered.index].to_numpy()
         write_atomic(path, lambda temporary: table.to_csv(temporary, index=False))
+
+
+def save_bar(path: str, shares: pd.Series, model_rsq: float, max_display: int, title: str) -> None:
+    """Write a bar chart of ``shares`` (:func:`shap_rsq.plots.bar`) to ``path``."""
+    from .. import plots
+
+    save_figure(path, plots.bar(shares, max_display, model_rsq=model_rsq, title=title, show=False))
 
 
 def save_figure(path: str | os.PathLike, ax: Any) -> None:

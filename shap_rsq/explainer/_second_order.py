@@ -219,8 +219,11 @@ class SecondOrderShares:
         :func:`~shap_rsq.estimate_rsq`'s sampled shares stand for, as ``rsq``'s ``attrs`` say it."""
         loss = self._second_order_loss()
         deviance = _deviance(loss, target)
-        margins = np.asarray(self.model_info.predict(rows), dtype=float)
-        means = np.array([forest.expected_value for forest in self._game_sets.get(None)[0]])
+        forests = self._game_sets.get(None)[0]
+        # the trees' own sums in float64, as the games' (a library's predict may round to float32)
+        margins = np.column_stack([forest.predict(rows) for forest in forests])
+        margins = margins if len(forests) > 1 else margins[:, 0]
+        means = np.array([forest.expected_value for forest in forests])
         at_mean = np.broadcast_to(means if len(means) > 1 else means[0], margins.shape)
         end, start = float(np.sum(weights * deviance(margins))), float(np.sum(weights * deviance(at_mean)))
         return {
