@@ -53,9 +53,7 @@ def class_parts(
         The model's Brier skill score on these rows.
     """
     info = explainer.model_info
-    w = np.ones(len(labels)) if weight is None else weight.to_numpy(dtype=float)
-    Y = target_columns(labels.to_numpy(), info, len(labels))  # the one-hot target the explainer plays
-    sst = float(output_sst(Y, w, "variance_weighted", info.outputs).sum())
+    _, w, sst = _one_hot_target(explainer, labels, weight)
     reduction = np.asarray(explainer.loss_reduction(X, labels.to_numpy(), w, groups=groups), dtype=float)  # (p, K)
     score = brier_skill_score(explainer, X, labels, weight)
     if names is None:
@@ -65,31 +63,19 @@ def class_parts(
 
 
 def brier_skill_score(explainer: RSquaredExplainer, X, labels: pd.Series, weight: pd.Series | None) -> float:
-    """A forest classifier's Brier skill score on the rows: the R² of its probabilities for the one-hot
-    class, over the total sum of squares of every class.
+    """A forest classifier's Brier skill score on the rows (the arguments of :func:`class_parts`): the R²
+    of its probabilities for the one-hot class, over the total sum of squares of every class."""
+    Y, w, sst = _one_hot_target(explainer, labels, weight)
+    probabilities = np.asarray(explainer.model_info.predict(X), dtype=float)
+    return 1.0 - float(np.sum(w[:, None] * (Y - probabilities) ** 2)) / sst
 
-    Parameters
-    ----------
-    explainer : RSquaredExplainer
-        The explainer of a forest classifier.
-    X : DataFrame or ndarray
-        Rows in the model's feature order.
-    labels : pandas.Series
-        Class labels, one per row.
-    weight : pandas.Series or None
-        Row weights.
 
-    Returns
-    -------
-    float
-        The score.
-    """
+def _one_hot_target(explainer: RSquaredExplainer, labels: pd.Series, weight: pd.Series | None):
+    """The one-hot target the explainer plays ``(n, K)``, the row weights and the score's denominator."""
     info = explainer.model_info
     w = np.ones(len(labels)) if weight is None else weight.to_numpy(dtype=float)
     Y = target_columns(labels.to_numpy(), info, len(labels))
-    sst = float(output_sst(Y, w, "variance_weighted", info.outputs).sum())
-    probabilities = np.asarray(info.predict(X), dtype=float)
-    return 1.0 - float(np.sum(w[:, None] * (Y - probabilities) ** 2)) / sst
+    return Y, w, float(output_sst(Y, w, "variance_weighted", info.outputs).sum())
 
 
 def format_class_table(parts: pd.DataFrame, max_display: int) -> str:
