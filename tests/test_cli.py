@@ -742,6 +742,23 @@ def test_sample_estimates_the_shares_with_standard_errors(files, table, tmp_path
     exact = expected_shares(model, table, weight=True)
     np.testing.assert_allclose(pd.Series(saved["rsq"])[NAMES], exact[NAMES], rtol=1e-9, atol=1e-12)
     assert set(saved["standard_error"]) == set(NAMES) and max(saved["standard_error"].values()) == 0.0
+    # grouped columns are sampled as one player, as the library samples them
+    groups = tmp_path / "groups.json"
+    groups.write_text(json.dumps({"serum": ["s1", "s2"]}))
+    code, printed, err = run([*base, "--sample", 40, "--groups", groups, "--out", tmp_path / "grouped.csv"], capsys)
+    assert code == 0, err
+    written = pd.read_csv(tmp_path / "grouped.csv").set_index("feature")
+    expected = estimate_rsq(
+        RSquaredExplainer(model),
+        table[NAMES],
+        table["y"],
+        table["w"],
+        n_sample=40,
+        random_state=0,
+        groups={"serum": ["s1", "s2"]},
+    )
+    assert set(written.index) == {"serum", "age", "bmi", "bp", "noise"}
+    np.testing.assert_allclose(written["rsq"][expected.values.index], expected.values, rtol=1e-12, atol=1e-15)
 
 
 def test_a_sampled_booster_gives_its_d2_and_the_models_exact_score(tmp_path, capsys):

@@ -27,15 +27,18 @@ def _inputs(explainer, X, y, w):
     return forests[0], order, rows.array, target, weights, sst
 
 
-def _leave_one_out(explainer, X, y, w, control_variate: bool) -> np.ndarray:
+def _leave_one_out(explainer, X, y, w, control_variate: bool, groups=None) -> np.ndarray:
     """``(n, p)`` the estimates of every draw of ``n - 1`` of the ``n`` rows, over the score's
     denominator: equally likely draws, so an unbiased estimate averages to the exact shares."""
     second_order = explainer.model_info.second_order
     inputs = explainer._second_order_inputs if second_order else explainer._squared_error_inputs
     rows, targets, weights, denominator = inputs(X, y, w)
+    players = explainer._inputs.players(groups, rows)
     n = len(weights)
     draws = [np.flatnonzero(np.arange(n) != i) for i in range(n)]
-    totals = [_sample_total(explainer, rows.array, targets, weights, pick, n, control_variate)[0] for pick in draws]
+    totals = [
+        _sample_total(explainer, rows.array, targets, weights, pick, n, control_variate, players)[0] for pick in draws
+    ]
     return np.array(totals) / denominator
 
 
@@ -146,13 +149,41 @@ def test_control_variate_must_be_a_bool(loose):
         estimate_rsq(explainer, X, y, n_sample=5, control_variate=loose)
 
 
-def test_the_additive_part_refuses_grouped_players():
+def test_the_additive_part_of_single_features_as_groups_is_shaps():
+    # groups take this package's TreeSHAP of the grouped players: on groups of one feature each it
+    # is shap's, to rounding
     X, y, w = _data(30)
     explainer = RSquaredExplainer(RandomForestRegressor(2, max_depth=3, random_state=0).fit(X, y))
     forest, order, rows, target, weights, _ = _inputs(explainer, X, y, w)
-    grouped = forest.grouped(np.array([0, 0, 1, 1, 2, 2]))
-    with pytest.raises(ValueError, match="of features, not of groups"):
-        additive_part(grouped, order, rows, target, weights, np.arange(3), 2 << 30)
+    grouped = forest.grouped(np.arange(6))
+    pick = np.arange(3)
+    ours = additive_part(grouped, order, rows, target, weights, pick, 2 << 30)
+    shaps = additive_part(forest, order, rows, target, weights, pick, 2 << 30)
+    np.testing.assert_allclose(ours.total, shaps.total, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ours.sampled, shaps.sampled, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("control_variate", [True, False])
+def test_grouped_players_are_estimated_without_bias_and_exactly_from_every_row(control_variate):
+    xgboost = pytest.importorskip("xgboost")
+    X, y, w = _data(12)
+    groups = {"first": [0, 1], "second": [2, 3, 4]}  # feature 5 stays a player of its own
+    labels = (y > np.median(y)).astype(int)
+    for model, target in [
+        (RandomForestRegressor(3, max_depth=4, random_state=0).fit(X, y), y),
+        (xgboost.XGBClassifier(n_estimators=4, max_depth=3).fit(X, labels), labels),
+    ]:
+        explainer = RSquaredExplainer(model)
+        exact = np.asarray(explainer.rsq(X, target, sample_weight=w, groups=groups))
+        assert exact.shape == (3,)
+        estimates = _leave_one_out(explainer, X, target, w, control_variate, groups)
+        np.testing.assert_allclose(estimates.mean(axis=0), exact, rtol=0, atol=1e-12)
+        every = estimate_rsq(explainer, X, target, w, n_sample=12, groups=groups, control_variate=control_variate)
+        np.testing.assert_allclose(every.values, exact, rtol=0, atol=1e-12)
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(6)])
+    explainer = RSquaredExplainer(RandomForestRegressor(3, max_depth=4, random_state=0).fit(frame, y))
+    named = estimate_rsq(explainer, frame, y, n_sample=8, random_state=0, groups={"pair": ["c0", "c1"]})
+    assert list(named.values.index) == list(explainer.rsq(frame, y, groups={"pair": ["c0", "c1"]}).index)
 
 
 def test_every_draw_of_a_small_population_is_within_rounding_of_exact_for_stumps():

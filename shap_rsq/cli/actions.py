@@ -110,7 +110,7 @@ def run_explain(args: argparse.Namespace) -> int:
     X = inputs.X if inputs.by_name else inputs.X.to_numpy()
     groups, names = column_groups(args.groups, list(inputs.X.columns), args.target)
     if args.sample is not None:
-        return run_explain_sampled(args, model, explainer, inputs, X, names)
+        return run_explain_sampled(args, model, explainer, inputs, X, groups, names)
     if classifier:
         from .classes import run_explain_classes
 

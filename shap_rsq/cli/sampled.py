@@ -2,8 +2,9 @@
 standard errors (:func:`shap_rsq.estimate_rsq`), for trees too deep to decompose every row.
 
 Every model the command explains is estimated so (regressors' R², forest classifiers' Brier skill
-score, boosters' D²); the model's own score is computed on every row, exactly.  Per-row shares,
-groups and interactions need every row exactly, and are refused beside ``--sample``.
+score, boosters' D²), of single features or ``--groups``; the model's own score is computed on every
+row, exactly.  Per-row shares and interactions need every row exactly, and are refused beside
+``--sample``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ def check_sample_options(args: argparse.Namespace) -> None:
         option
         for option, value in (
             ("--local", args.local),
-            ("--groups", args.groups),
             ("--interactions", args.interactions),
             ("--plot-interactions", args.plot_interactions),
         )
@@ -50,7 +50,7 @@ def check_sample_options(args: argparse.Namespace) -> None:
 
 
 def run_explain_sampled(
-    args: argparse.Namespace, model, explainer: RSquaredExplainer, inputs, X, names: list[str]
+    args: argparse.Namespace, model, explainer: RSquaredExplainer, inputs, X, groups, names: list[str]
 ) -> int:
     """``shap-rsq explain --sample N``: the table of estimated shares with their standard errors,
     ``--out`` (with a ``standard_error`` column or object) and ``--plot``.
@@ -67,8 +67,10 @@ def run_explain_sampled(
         The matched columns, with the target and weights as read.
     X : DataFrame or ndarray
         The rows as the model reads them.
+    groups : dict or None
+        Columns grouped into players (``--groups``).
     names : list of str
-        The features' names.
+        The players' names.
 
     Returns
     -------
@@ -78,7 +80,7 @@ def run_explain_sampled(
     seed = 0 if args.seed is None else args.seed
     y = inputs.y.to_numpy()
     start = time.perf_counter()
-    estimate = estimate_rsq(explainer, X, y, inputs.weight, n_sample=args.sample, random_state=seed)
+    estimate = estimate_rsq(explainer, X, y, inputs.weight, n_sample=args.sample, random_state=seed, groups=groups)
     seconds = time.perf_counter() - start
     shares = pd.Series(np.asarray(estimate.values, dtype=float), index=names, name="rsq")
     errors = pd.Series(np.asarray(estimate.standard_error, dtype=float), index=names, name="standard_error")

@@ -90,18 +90,15 @@ def additive_part(
     AdditivePart
         The sums over all rows and the sampled rows' own parts.
     """
-    routed = forest.routing is not None and np.array_equal(forest.players, forest.routing.column_feature)
-    if forest.players is not None and not routed:
-        raise ValueError("the additive part is of features, not of groups of them")
-    n, n_features = X.shape
+    n = X.shape[0]
     X = forest.routing_rows(X)
     step = max(1, memory_budget // (8 * 8 * (X.shape[1] + 1)))
     f = np.full(n, forest.expected_value)
-    total = np.zeros(n_features)
-    sampled = np.zeros((len(pick), n_features))
+    total = np.zeros(forest.n_players)
+    sampled = np.zeros((len(pick), forest.n_players))
     with progress_bar(len(order), progress) as bar:
         for t in order:
-            tree_values = _tree_values(forest, forest.trees[t], routed)
+            tree_values = _tree_values(forest, forest.trees[t])
             for start in range(0, n, step):
                 rows = slice(start, min(n, start + step))
                 phi = tree_values(X[rows])
@@ -126,11 +123,12 @@ def _factor(loss: TreeLosses | None, forest: Forest, t: int, f, y, w, rows: slic
     return w_lin[:, 0] + w_quad[:, 0] * (2.0 * mean[0] + shift)
 
 
-def _tree_values(forest: Forest, tree, routed: bool):
+def _tree_values(forest: Forest, tree):
     """The path-dependent SHAP values of one tree as read here, as a function of rows: shap's
-    TreeSHAP, or, for a tree whose categorical splits read routing columns, this package's (each
-    feature one player over its columns, where shap's would play each column apart)."""
-    if routed:
+    TreeSHAP, or, for a game whose players are not the columns the trees read (a categorical
+    feature's routing columns, or a group of features: one player each), this package's, where
+    shap's would play each column apart."""
+    if forest.players is not None:
         return tree_shap_function(tree, forest.n_players, forest.input_dtype)
     single = Forest.from_trees((tree,), 0.0, forest.input_dtype, forest.n_features)
     explainer = ShapTreeExplainer(forest_model(single), feature_perturbation="tree_path_dependent")

@@ -64,6 +64,7 @@ def estimate_rsq(
     n_sample: int = 500,
     random_state=None,
     control_variate: bool = True,
+    groups: Any = None,
 ) -> RsqEstimate:
     """Estimate each feature's share of R² from ``n_sample`` rows drawn at random.
 
@@ -85,6 +86,9 @@ def estimate_rsq(
         number (then the values are exact and the standard errors zero).
     random_state : int or numpy Generator, optional
         Seed of the draw.
+    groups : dict of str to list, optional
+        Grouped features as single players, as :meth:`RSquaredExplainer.rsq` takes them (their
+        additive part from this package's TreeSHAP of the grouped players, not shap's).
     control_variate : bool, default=True
         Sample only what is not additive: each row's contributions, were each tree's expected
         predictions additive in the features, follow from its trees' TreeSHAP values
@@ -151,9 +155,10 @@ def estimate_rsq(
         )
         warn_if_long_sample(explainer._units.units(True), m, explainer._units.tuning, played)
     pick = np.sort(rng.choice(population, size=m, replace=False))
-    values, spread = _sample_total(explainer, rows.array, target, weights, pick, n, control_variate)
+    players = explainer._inputs.players(groups, rows)
+    values, spread = _sample_total(explainer, rows.array, target, weights, pick, n, control_variate, players)
     values, spread = values / denominator, spread / denominator
-    names = player_index(rows.labels, None)
+    names = player_index(rows.labels, players)
     if names is not None:  # labelled as rsq labels a DataFrame's shares (its columns in the model's order)
         # named for the score, as rsq's shares are
         name = _score(explainer)
@@ -173,15 +178,30 @@ def _score(explainer) -> str:
 
 
 def _sample_total(
-    explainer, X: np.ndarray, target: np.ndarray, w: np.ndarray, pick: np.ndarray, n: int, control_variate: bool
+    explainer,
+    X: np.ndarray,
+    target: np.ndarray,
+    w: np.ndarray,
+    pick: np.ndarray,
+    n: int,
+    control_variate: bool,
+    players=None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_squared_error_total` or, for a booster of another loss, :func:`_second_order_total`."""
+    """:func:`_squared_error_total` or, for a booster of another loss, :func:`_second_order_total`
+    (``players``: a grouped game's)."""
     total = _second_order_total if explainer.model_info.second_order else _squared_error_total
-    return total(explainer, X, target, w, pick, n, control_variate)
+    return total(explainer, X, target, w, pick, n, control_variate, players)
 
 
 def _second_order_total(
-    explainer, X: np.ndarray, target: np.ndarray, w: np.ndarray, pick: np.ndarray, n: int, control_variate: bool
+    explainer,
+    X: np.ndarray,
+    target: np.ndarray,
+    w: np.ndarray,
+    pick: np.ndarray,
+    n: int,
+    control_variate: bool,
+    players,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_squared_error_total` of a booster's second-order games (deviance units): a softmax's
     classes, each with the margin its other classes reach at each of its trees (on every row, for
@@ -189,7 +209,7 @@ def _second_order_total(
     options = {**explainer._run_options(True), "warn_long": False}
     every_row = not control_variate or len(pick) == n
     known, rest, margins = 0.0, 0.0, []
-    for k, (forest, cache, losses) in enumerate(explainer._class_games(X, None)):
+    for k, (forest, cache, losses) in enumerate(explainer._class_games(X, players)):
         y = target if target.ndim == 1 else target[:, k]
         result = decompose(forest, cache.units(True), X[pick], y[pick], w[pick], loss=losses.of_rows(pick), **options)
         margins.append(result.prediction)
@@ -204,14 +224,21 @@ def _second_order_total(
 
 
 def _squared_error_total(
-    explainer, X: np.ndarray, target: np.ndarray, w: np.ndarray, pick: np.ndarray, n: int, control_variate: bool
+    explainer,
+    X: np.ndarray,
+    target: np.ndarray,
+    w: np.ndarray,
+    pick: np.ndarray,
+    n: int,
+    control_variate: bool,
+    players,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The estimated total of the contributions of ``n`` rows (loss units, summed over a classifier's
     classes) from the rows ``pick``, and its standard error: unbiased whatever is subtracted, as long
     as its total over the rows is added back.  A classifier's classes (``target`` one-hot, the games
     of :meth:`~shap_rsq.RSquaredExplainer._squared_error_games`) are summed row by row before the
     spread is taken: they are sums over the same sampled rows."""
-    games = explainer._squared_error_games(target, w, None)
+    games = explainer._squared_error_games(target, w, players)
     options = {**explainer._run_options(True), "warn_long": False}
     every_row = not control_variate or len(pick) == n  # every row drawn: the sample is the total
     known, rest, predictions = 0.0, 0.0, []
