@@ -187,74 +187,43 @@ def _sample_total(
     control_variate: bool,
     players=None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_squared_error_total` or, for a booster of another loss, :func:`_second_order_total`
-    (``players``: a grouped game's)."""
-    total = _second_order_total if explainer.model_info.second_order else _squared_error_total
-    return total(explainer, X, target, w, pick, n, control_variate, players)
-
-
-def _second_order_total(
-    explainer,
-    X: np.ndarray,
-    target: np.ndarray,
-    w: np.ndarray,
-    pick: np.ndarray,
-    n: int,
-    control_variate: bool,
-    players,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_squared_error_total` of a booster's second-order games (deviance units): a softmax's
-    classes, each with the margin its other classes reach at each of its trees (on every row, for
-    the additive part), summed row by row."""
-    options = {**explainer._run_options(True), "warn_long": False}
-    every_row = not control_variate or len(pick) == n
-    known, rest, margins = 0.0, 0.0, []
-    for k, (forest, cache, losses) in enumerate(explainer._class_games(X, players)):
-        y = target if target.ndim == 1 else target[:, k]
-        result = decompose(forest, cache.units(True), X[pick], y[pick], w[pick], loss=losses.of_rows(pick), **options)
-        margins.append(result.prediction)
-        rest = rest + result.values
-        if not every_row:
-            part = _additive_part(explainer, cache, X, y, w, pick, losses)
-            known, rest = known + part.total, rest - part.sampled
-        if target.ndim > 1:  # one class's plans at a time, as rsq holds them
-            cache.release()
-    explainer._prediction_check(X[pick], np.column_stack(margins) if len(margins) > 1 else margins[0])
-    return scaled_sample(known + np.zeros(rest.shape[1]), rest, n)
-
-
-def _squared_error_total(
-    explainer,
-    X: np.ndarray,
-    target: np.ndarray,
-    w: np.ndarray,
-    pick: np.ndarray,
-    n: int,
-    control_variate: bool,
-    players,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The estimated total of the contributions of ``n`` rows (loss units, summed over a classifier's
-    classes) from the rows ``pick``, and its standard error: unbiased whatever is subtracted, as long
-    as its total over the rows is added back.  A classifier's classes (``target`` one-hot, the games
-    of :meth:`~shap_rsq.RSquaredExplainer._squared_error_games`) are summed row by row before the
-    spread is taken: they are sums over the same sampled rows."""
-    games = explainer._squared_error_games(target, w, players)
+    """The estimated total of the contributions of ``n`` rows (loss units, summed over a model's
+    games) from the rows ``pick``, and its standard error: unbiased whatever is subtracted, as long
+    as its total over the rows is added back.  The games (:func:`_games`) are a regressor's one, a
+    classifier's or multi-output regressor's outputs, or a booster's second-order games (a softmax's
+    classes): they are sums over the same sampled rows, so they are summed row by row before the
+    spread is taken.  ``players``: a grouped game's."""
     options = {**explainer._run_options(True), "warn_long": False}
     every_row = not control_variate or len(pick) == n  # every row drawn: the sample is the total
     known, rest, predictions = 0.0, 0.0, []
-    for cache, y, scale, mirrored in games:
-        result = decompose(cache.forest, cache.units(True), X[pick], y[pick], w[pick], **options)
+    for forest, cache, y, scale, loss, mirrored in _games(explainer, X, target, w, players):
+        sampled = None if loss is None else loss.of_rows(pick)
+        result = decompose(forest, cache.units(True), X[pick], y[pick], w[pick], loss=sampled, **options)
         if mirrored:  # class 1 of a binary forest classifier: class 0's games are its own
             predictions.append(1.0 - result.prediction)
         predictions.append(result.prediction)
         rest = rest + scale * result.values
         if not every_row:
-            part = _additive_part(explainer, cache, X, y, w, pick)
+            part = _additive_part(explainer, forest, cache, X, y, w, pick, loss)
             known, rest = known + scale * part.total, rest - scale * part.sampled
-        if target.ndim > 1:  # one class's plans at a time, as rsq holds them
+        if target.ndim > 1:  # one output's plans at a time, as rsq holds them
             cache.release()
-    explainer._prediction_check(X[pick], np.column_stack(predictions) if target.ndim > 1 else predictions[0])
+    explainer._prediction_check(X[pick], np.column_stack(predictions) if len(predictions) > 1 else predictions[0])
     return scaled_sample(known + np.zeros(rest.shape[1]), rest, n)
+
+
+def _games(explainer, X: np.ndarray, target: np.ndarray, w: np.ndarray, players) -> list[tuple]:
+    """``(forest, unit cache, target column, scale, losses, mirrored)`` of each game ``rsq`` plays: the
+    squared-error games of :meth:`~shap_rsq.RSquaredExplainer._squared_error_games`, or a booster's
+    second-order games, a softmax's classes each with the margins its other classes reach on every
+    row of ``X``."""
+    if not explainer.model_info.second_order:
+        played = explainer._squared_error_games(target, w, players)
+        return [(cache.forest, cache, y, scale, None, mirrored) for cache, y, scale, mirrored in played]
+    return [
+        (forest, cache, target if target.ndim == 1 else target[:, k], 1.0, losses, False)
+        for k, (forest, cache, losses) in enumerate(explainer._class_games(X, players))
+    ]
 
 
 def scaled_sample(known: np.ndarray, sampled: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -266,13 +235,13 @@ def scaled_sample(known: np.ndarray, sampled: np.ndarray, n: int) -> tuple[np.nd
 
 
 def _additive_part(
-    explainer, cache, X: np.ndarray, y: np.ndarray, w: np.ndarray, pick: np.ndarray, loss: TreeLosses | None = None
+    explainer, forest, cache, X: np.ndarray, y: np.ndarray, w: np.ndarray, pick: np.ndarray, loss: TreeLosses | None
 ) -> AdditivePart:
     """The additive part of every row's contributions to one forest's games, trees in the order the
     game plays them (``loss``: a booster's second-order games)."""
     order = np.concatenate([unit.trees for unit in cache.units(True)] or [np.zeros(0, dtype=int)])
     progress = "additive part (TreeSHAP)" if explainer.progress is True else False
-    return additive_part(cache.forest, order, X, y, w, pick, explainer._tuning.memory_budget, progress, loss)
+    return additive_part(forest, order, X, y, w, pick, explainer._tuning.memory_budget, progress, loss)
 
 
 def _generator(random_state: Any) -> np.random.Generator:
