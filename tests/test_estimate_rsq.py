@@ -215,6 +215,13 @@ def test_a_long_sample_is_announced_with_advice_for_a_sample():
     assert len(messages) == 1 and messages[0].startswith("estimate_rsq(n_sample=5): the exact per-row R² shares")
     assert "Fewer rows (n_sample)" in messages[0] and "shap_rsq.estimate_rsq estimates" not in messages[0]
     assert [w.filename for w in record] == [__file__]
+    # named for the score the shares are of
+    xgboost = pytest.importorskip("xgboost")
+    labels = (y > np.median(y)).astype(int)
+    booster = xgboost.XGBClassifier(n_estimators=4, max_depth=3).fit(X, labels)
+    explainer = RSquaredExplainer(booster)._set_engine(tuning=replace(DEFAULT_TUNING, long_call_seconds=0.0))
+    with pytest.warns(LongCallWarning, match=r"n_sample=5\): the exact per-row D² \(log-loss\) shares"):
+        estimate_rsq(explainer, X, labels, n_sample=5, random_state=0)
 
 
 def test_estimate_with_every_row_is_exact():

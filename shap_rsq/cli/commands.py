@@ -44,7 +44,7 @@ _OPTION_WORDS = {
     "rows, less time)": "--sample N estimates the shares, with standard errors, from N rows drawn at random "
     "(fewer rows, less time)",
     "estimate_rsq(n_sample=": "--sample ",
-    "): the exact per-row": ": the exact per-row",
+    "): the exact per-row ": ": the exact per-row ",
     "Fewer rows (n_sample)": "Fewer rows (--sample)",
 }
 

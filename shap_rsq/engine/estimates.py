@@ -346,16 +346,17 @@ def _long_call_text(
 
 
 def long_sample_message(
-    units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING, n_outputs: int = 1
+    units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING, n_outputs: int = 1, score: str = "R²"
 ) -> str | None:
     """What to tell the caller of ``estimate_rsq`` before its ``n_rows`` drawn rows' exact per-row
     shares, estimated at ``tuning.long_call_seconds`` or more (``None`` below); ``units`` are one
-    output's, and a classifier's ``n_outputs`` classes each play trees like them."""
+    output's, and a classifier's ``n_outputs`` classes each play trees like them; ``score``: what
+    the shares are of."""
     seconds = n_outputs * estimated_seconds(units, n_rows, tuning, local=True)
     if seconds < tuning.long_call_seconds:
         return None
     return (
-        f"estimate_rsq(n_sample={n_rows}): the exact per-row R² shares of the {n_rows:,} rows drawn are estimated "
+        f"estimate_rsq(n_sample={n_rows}): the exact per-row {score} shares of the {n_rows:,} rows drawn are estimated "
         f"to take about {_duration(seconds)} on one core (within about 2x), plus one TreeSHAP pass over every "
         "row.  Fewer rows (n_sample) take less time and give larger standard errors; n_jobs=-1 uses every core; "
         "RSquaredExplainer(progress=True) shows progress bars without this warning."
@@ -367,11 +368,13 @@ def warn_if_long(units: Sequence, nodes: NodeArrays, n_rows: int, local: bool, t
     _warn(long_call_message(units, nodes, n_rows, local, tuning))
 
 
-def warn_if_long_sample(units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING, n_outputs: int = 1) -> None:
+def warn_if_long_sample(
+    units: Sequence, n_rows: int, tuning: Tuning = DEFAULT_TUNING, n_outputs: int = 1, score: str = "R²"
+) -> None:
     """Warn (:class:`LongCallWarning`) before ``estimate_rsq``'s sample of ``n_rows`` rows when it is
     estimated to take minutes, with the advice that fits a sample (the explainer's own warning
-    would suggest ``estimate_rsq`` itself); ``n_outputs`` as in :func:`long_sample_message`."""
-    _warn(long_sample_message(units, n_rows, tuning, n_outputs))
+    would suggest ``estimate_rsq`` itself); ``n_outputs`` and ``score`` as in :func:`long_sample_message`."""
+    _warn(long_sample_message(units, n_rows, tuning, n_outputs, score))
 
 
 def _warn(message: str | None) -> None:

@@ -153,7 +153,7 @@ def estimate_rsq(
             if info.second_order
             else len(explainer._squared_error_games(target, weights, None))
         )
-        warn_if_long_sample(explainer._units.units(True), m, explainer._units.tuning, played)
+        warn_if_long_sample(explainer._units.units(True), m, explainer._units.tuning, played, _score(explainer))
     pick = np.sort(rng.choice(population, size=m, replace=False))
     players = explainer._inputs.players(groups, rows)
     values, spread = _sample_total(explainer, rows.array, target, weights, pick, n, control_variate, players)
