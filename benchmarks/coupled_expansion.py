@@ -29,9 +29,9 @@ from deep import _data as _deep_data
 from local import _data
 
 from shap_rsq import RSquaredExplainer
-from shap_rsq.kernels.lca.pairs import _leaf_ranges, _ordered_paths, node_costs
+from shap_rsq.kernels.lca.pairs import _leaf_ranges, _ordered_paths, coupled_features, node_costs
 from shap_rsq.kernels.lca.plan import node_quadrature
-from shap_rsq.kernels.leaf_paths import subtree_features, tree_paths
+from shap_rsq.kernels.leaf_paths import tree_paths
 
 
 def _passes(tree, paths, feature_ids, X: np.ndarray) -> np.ndarray:
@@ -52,11 +52,8 @@ def expansion_work(tree, X: np.ndarray, chunk: int = 200) -> tuple[float, float,
     """Summed over the rows of ``X``: centered items, uncentered non-zero entries, per-``(u, k)`` choice."""
     paths, feature_ids, has = _ordered_paths(tree)
     lo, hi = _leaf_ranges(tree, paths.leaf)
-    inside = subtree_features(tree, feature_ids)
     internal = np.flatnonzero(tree.left >= 0)
-    coupled = np.zeros((tree.n_nodes, len(feature_ids)), dtype=bool)
-    coupled[internal] = inside[tree.left[internal]] & inside[tree.right[internal]]
-    coupled[internal, np.searchsorted(feature_ids, tree.player[internal])] = False
+    coupled = coupled_features(tree, feature_ids)
     split_q = node_quadrature(tree, tree_paths(tree))[1]
     centered = uncentered = chosen = 0.0
     for start in range(0, X.shape[0], chunk):

@@ -28,7 +28,7 @@ from ..leaf_paths import Paths, node_depth, subtree_features, tree_paths
 from ..quadrature import gauss_legendre
 from ..row_patterns import split_decisions
 
-__all__ = ["NodeCosts", "PairPlan", "compile_pairs", "node_costs", "pair_values"]
+__all__ = ["NodeCosts", "PairPlan", "compile_pairs", "coupled_features", "node_costs", "pair_values"]
 
 
 @dataclass(frozen=True)
@@ -100,15 +100,23 @@ def _ordered_paths(tree: TreeTable) -> tuple[Paths, np.ndarray, np.ndarray]:
     return paths, feature_ids, has[:, :-1]
 
 
-def node_costs(tree: TreeTable) -> NodeCosts:
-    """What each node's leaf pairs cost in the LCA kernel (items) and here (pairs, width)."""
-    paths, feature_ids, has = _ordered_paths(tree)
-    lo, hi = _leaf_ranges(tree, paths.leaf)
+def coupled_features(tree: TreeTable, feature_ids: np.ndarray) -> np.ndarray:
+    """``(nodes, K)``: the features both sides of each split use below it, its own split feature
+    aside (a row cannot pass both of its branches): those the LCA kernel expands over subsets."""
     inside = subtree_features(tree, feature_ids)
     internal = np.flatnonzero(tree.left >= 0)
     coupled = np.zeros((tree.n_nodes, len(feature_ids)), dtype=bool)
     coupled[internal] = inside[tree.left[internal]] & inside[tree.right[internal]]
     coupled[internal, np.searchsorted(feature_ids, tree.player[internal])] = False
+    return coupled
+
+
+def node_costs(tree: TreeTable) -> NodeCosts:
+    """What each node's leaf pairs cost in the LCA kernel (items) and here (pairs, width)."""
+    paths, feature_ids, has = _ordered_paths(tree)
+    lo, hi = _leaf_ranges(tree, paths.leaf)
+    internal = np.flatnonzero(tree.left >= 0)
+    coupled = coupled_features(tree, feature_ids)
     leaf, depth = np.nonzero(paths.node >= 0)
     u = paths.node[leaf, depth]
     n_coupled = np.sum(coupled[u] & has[leaf], axis=1)
