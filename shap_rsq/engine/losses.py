@@ -275,10 +275,7 @@ class SoftmaxOffsets:
         self._move_to(others, counts[:, 0])
         every_row = isinstance(rows, slice) and range(self.n_rows)[rows] == range(self.n_rows)
         margins = [self._margins(j, count, rows, every_row) for j, count in zip(others, counts, strict=True)]
-        table = np.empty(margins[0].shape)
-        for column in range(len(trees)):  # the other classes in class order
-            table[:, column] = logsumexp(np.stack([margin[:, column] for margin in margins]), axis=0)
-        return table
+        return logsumexp(np.stack(margins), axis=0)  # over the other classes, in class order
 
     def _margins(self, j: int, counts: np.ndarray, rows: slice | np.ndarray, every_row: bool) -> np.ndarray:
         """``(rows, len(counts))`` class ``j``'s margin after its first ``counts`` trees (ascending, none
