@@ -3,6 +3,7 @@
 python benchmarks/interactions.py            # the issue's workloads, the depth sweep and wide data
 python benchmarks/interactions.py --quick    # fewer trees and rows (a smoke run)
 python benchmarks/interactions.py --only sweep --depths 8 10 full --kernel pairs   # a path forced
+python benchmarks/interactions.py --only sweep --depths 8 --features 20 100 --cpu   # wider data
 
 Times are medians of wall-clock seconds (CPU seconds with ``--cpu``) over ``--repeat`` runs
 (shap's interaction values once when they take over a minute).  The explainer is built and warmed
@@ -96,17 +97,18 @@ def issue_workloads(quick: bool, repeat: int) -> None:
     _print(rows)
 
 
-def depth_sweep(quick: bool, repeat: int, depths=(4, 6, 8, 10, None)) -> None:
+def depth_sweep(quick: bool, repeat: int, depths=(4, 6, 8, 10, None), features=(10,)) -> None:
     n = 300  # a fully grown forest on 1,000 rows has 600 leaves a tree: its matrix takes many minutes
-    X, y = _data(n, 10, seed=1)
     rows = []
-    for depth in depths:
-        model = RandomForestRegressor(n_estimators=10, max_depth=depth, random_state=0, n_jobs=1).fit(X, y)
-        leaves = int(np.mean([e.get_n_leaves() for e in model.estimators_]))
-        label = f"RF 10 trees, depth {depth or 'full'} ({leaves} leaves), n={n}, p=10"
-        rows.append(_row(label, model, X, y, repeat))
-        if depth is None:
-            break
+    for p in features:
+        X, y = _data(n, p, seed=1)
+        for depth in depths:
+            model = RandomForestRegressor(n_estimators=10, max_depth=depth, random_state=0, n_jobs=1).fit(X, y)
+            leaves = int(np.mean([e.get_n_leaves() for e in model.estimators_]))
+            label = f"RF 10 trees, depth {depth or 'full'} ({leaves} leaves), n={n}, p={p}"
+            rows.append(_row(label, model, X, y, repeat))
+            if depth is None:
+                break
     _print(rows)
 
 
@@ -147,6 +149,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", choices=("issue", "sweep", "wide"))
     parser.add_argument("--depths", nargs="+", default=["4", "6", "8", "10", "full"], help="depths of the sweep")
+    parser.add_argument("--features", nargs="+", type=int, default=[10], help="features of the sweep's data")
     parser.add_argument("--kernel", choices=("auto", "pairs", "enumerate"), default="auto")
     parser.add_argument("--cpu", action="store_true", help="CPU seconds (run with one BLAS thread) instead of wall")
     args = parser.parse_args()
@@ -162,7 +165,7 @@ def main() -> None:
     if args.only in (None, "issue"):
         issue_workloads(args.quick, args.repeat)
     if args.only in (None, "sweep"):
-        depth_sweep(args.quick, args.repeat, [None if d == "full" else int(d) for d in args.depths])
+        depth_sweep(args.quick, args.repeat, [None if d == "full" else int(d) for d in args.depths], args.features)
     if args.only in (None, "wide"):
         wide(args.quick)
 
