@@ -468,3 +468,28 @@ def test_splits_made_for_other_rows_are_refused_by_name():
     with pytest.raises(ValueError, match=r"cv gives row index 29\d, and fit was given 200 rows"):
         selector.fit(X[:200], y[:200])
     assert selector.fit(X, y).feature_rsq_[0] > 0.3
+
+
+def test_a_long_fit_warns_in_the_selectors_own_words(monkeypatch):
+    # the explainer the selector makes would advise RSquaredExplainer(progress=True) and estimate_rsq,
+    # neither of which a selector's user can reach
+    from dataclasses import replace
+
+    from shap_rsq import LongCallWarning
+    from shap_rsq.tuning import DEFAULT_TUNING
+
+    monkeypatch.setattr("shap_rsq.explainer._explainer.DEFAULT_TUNING", replace(DEFAULT_TUNING, long_call_seconds=0.0))
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    y = X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(size=200)
+    selector = RSquaredSelector(RandomForestRegressor(3, max_depth=4, random_state=0), max_features=2)
+    with pytest.warns(LongCallWarning, match="estimated to take about") as record:
+        selector.fit(X, y)
+    message = str(record[0].message)
+    advice = "A progress bar follows.  To take less time: RSquaredSelector(n_jobs=-1) uses every core; smaller"
+    assert advice in message
+    assert not any(word in message for word in ("RSquaredExplainer", "progress=True", "--progress", "estimate_rsq"))
+    # the explainer's own warning is unchanged
+    with pytest.warns(LongCallWarning) as record:
+        RSquaredExplainer(selector.estimator_).rsq(X, y)
+    assert "RSquaredExplainer(progress=True)" in str(record[0].message) and "estimate_rsq" in str(record[0].message)

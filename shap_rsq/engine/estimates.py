@@ -191,17 +191,39 @@ def trees_named(n_trees: int) -> str:
 
 
 @dataclass(frozen=True)
+class Advice:
+    """What a long-call warning tells its reader to change, in the words of the object they called:
+    ``bar`` the option that shows a progress bar instead of the warning (empty when they have
+    none), ``jobs`` the one that uses every core, ``sample`` how to estimate the shares from a
+    sample of rows instead (empty when they cannot)."""
+
+    bar: str
+    jobs: str
+    sample: str
+
+
+EXPLAINER_ADVICE = Advice(
+    bar="RSquaredExplainer(progress=True), or --progress on the command line,",
+    jobs="n_jobs=-1",
+    sample="shap_rsq.estimate_rsq estimates the shares, with standard errors, from a sample of rows (n_sample: "
+    "fewer rows, less time)",
+)
+
+
+@dataclass(frozen=True)
 class Progress:
     """Whether a call shows a progress bar: always (``True``), never (``False``), or when it is
     estimated to take ``Tuning.progress_seconds`` or more (``"auto"``); ``name`` says whose bar it
     is (one output of several), ``part`` which of the call's ``parts`` outputs it is: the call warns
-    once, before its first output, of the time of all of them."""
+    once, before its first output, of the time of all of them.  ``advice``: the options its
+    warning names, those of whoever made the explainer (:class:`Advice`)."""
 
     show: bool | str = "auto"
     name: str | None = None
     part: int = 0
     parts: int = 1
     score: str = "R²"  # what the shares are of, for the warning: R², Brier skill score, D² (...)
+    advice: Advice = EXPLAINER_ADVICE
 
 
 def as_progress(progress: bool | str | Progress) -> Progress:
@@ -279,7 +301,7 @@ def announce(
         # every output plays trees like this one's: the warning is of the whole call
         bar = progress.show == "auto"
         parts, score = progress.parts, progress.score
-        _warn(_long_call_text(seconds * parts, nodes, X.shape[0], local, bar, tuning, parts, score))
+        _warn(_long_call_text(seconds * parts, nodes, X.shape[0], local, bar, tuning, parts, score, progress.advice))
     if progress.show is False:
         return False
     wall, jobs = wall_seconds(seconds, units, X.shape[0], n_jobs, tuning)
@@ -320,18 +342,23 @@ def _long_call_text(
     tuning: Tuning,
     parts: int = 1,
     score: str = "R²",
+    advice: Advice = EXPLAINER_ADVICE,
 ) -> str | None:
     """:func:`long_call_message` of ``seconds``; ``bar``: a progress bar follows (``progress="auto"``);
     ``parts``: the outputs, each of trees like ``nodes``, that ``seconds`` adds up; ``score``: what
-    the shares are of."""
+    the shares are of; ``advice``: the options to name."""
     if seconds < tuning.long_call_seconds:
         return None
-    shown = (
-        "A progress bar follows; RSquaredExplainer(progress=True), or --progress on the command line, shows it "
-        "without this warning."
-        if bar
-        else "RSquaredExplainer(progress=True), or --progress on the command line, shows a progress bar."
-    )
+    if bar:
+        shown = "A progress bar follows" + (f"; {advice.bar} shows it without this warning." if advice.bar else ".")
+    else:
+        shown = f"{advice.bar} shows a progress bar." if advice.bar else ""
+    shorter = [
+        f"{advice.jobs} uses every core",
+        "smaller trees (max_depth, min_samples_leaf, max_leaf_nodes) cost far less",
+    ]
+    if advice.sample:
+        shorter.append(advice.sample)
     leaves = nodes.tree_leaves
     what = f"per-row {score} shares" if local else f"{score} shares"
     return (
@@ -339,9 +366,7 @@ def _long_call_text(
         f"(up to {int(leaves.max()):,} leaves and depth "
         f"{int(nodes.tree_depth.max())}) on {n_rows:,} rows are estimated to take about {_duration(seconds)} on "
         "one core (within about 2x): their cost grows with leaves, depth and the features a path uses more than "
-        f"once.  {shown}  To take less time: n_jobs=-1 uses every core; smaller trees (max_depth, "
-        "min_samples_leaf, max_leaf_nodes) cost far less; shap_rsq.estimate_rsq estimates the shares, with "
-        "standard errors, from a sample of rows (n_sample: fewer rows, less time)."
+        f"once.  {shown + '  ' if shown else ''}To take less time: {'; '.join(shorter)}."
     )
 
 

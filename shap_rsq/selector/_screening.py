@@ -16,6 +16,7 @@ from sklearn.model_selection import cross_validate
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
+from ..engine.estimates import Advice, Progress
 from ..explainer._explainer import RSquaredExplainer
 from ..tuning import DEFAULT_TUNING
 from ._groups import PlayerMap
@@ -25,6 +26,10 @@ __all__ = ["check_split_rows", "evaluate", "out_of_fold", "screen_and_fit", "sub
 
 
 # --------------------------------------------------------------------------------------------- shares and SEs
+
+# A long call's warning names the options of the selector its reader made, not those of the explainer
+# made for them (``progress=``, ``estimate_rsq``), which they cannot reach; the bar shows as it does there.
+SELECTOR_ADVICE = Advice(bar="", jobs="RSquaredSelector(n_jobs=-1)", sample="")
 
 
 def evaluate(
@@ -73,6 +78,7 @@ def evaluate(
         The sums the shares and their standard errors are made of.
     """
     explainer = RSquaredExplainer(model, n_jobs=n_jobs)
+    explainer.progress = Progress(advice=SELECTOR_ADVICE)
     p = explainer.model_info.n_features if groups is None else len(groups)
     parsed = target(explainer, y, held_out=held_out)
     if explainer.model_info.second_order:  # D²: each row's deviance at the mean of y (or the pooled rows')
