@@ -73,6 +73,7 @@ def _xgboost(trees: int, depth: int):
 WORKLOADS = {
     **{f"rf-{d}": (2000, lambda d=d: _sklearn_forest(20, max_depth=d)) for d in (4, 6, 8, 10, 12)},
     "rf-full-30": (2000, lambda: _sklearn_forest(30)),
+    "rf-default-1k": (1000, lambda: _sklearn_forest(100)),  # RandomForestRegressor() at its defaults
     "tree-full": (2000, lambda: _sklearn_tree()),
     "tree-full-500": (500, lambda: _sklearn_tree()),
     "tree-leaf5": (2000, lambda: _sklearn_tree(min_samples_leaf=5)),

@@ -138,6 +138,7 @@ WORKLOADS = {
         *(Workload(f"bench:{b.name}", b.make) for b in bench.WORKLOADS),
         *(_deep(name) for name in ("rf-4", "rf-6", "rf-8", "rf-10", "rf-12")),
         _deep("rf-full-30", trees=2, rows=1000),
+        _deep("rf-default-1k", trees=3),
         _deep("tree-full-500"),
         _deep("tree-leaf5"),
         *(_deep(f"lgbm-{leaves}") for leaves in (31, 63, 127, 255)),

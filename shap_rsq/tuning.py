@@ -352,9 +352,11 @@ class Tuning:
         row weights per row (the paper's depth-2 boosters with 1,000 trees on 5,000 rows).  Calibrated on 2026-12-06, on
         a loaded machine, each against the CPU time of the kind of unit it prices; the two LCA
         rates again at 09:15 UTC on the quiet machine, after the kernels of that day were merged
-        (global 1.03-1.93x over, per row 1.5x: 3.5e-9 and 5.5e-9 before); to calibrate
-        again after a kernel changes, multiply a
-        kind's constant by its measured / estimated.
+        (global 1.03-1.93x over, per row 1.5x: 3.5e-9 and 5.5e-9 before); the leaf pairs' rate
+        again at 16:30 UTC on the quiet machine, timing ``pair_values`` alone in eight fully grown
+        trees of 300-1,000 rows (3.7e-10 to 4.3e-10; 1.2e-9 before, 2.8x over on
+        ``RandomForestRegressor()`` on 1,000 rows of 20 features); to calibrate again after a kernel
+        changes, multiply a kind's constant by its measured / estimated.
         Benchmark: ``benchmarks/estimate_accuracy.py --units`` (its table in docs/benchmarks.md).
     estimate_sample_rows, estimate_sample_elements : int
         Rows drawn (a fixed seed) to count each tree's distinct split patterns for the estimate
@@ -497,7 +499,7 @@ class Tuning:
     estimate_lca_local_seconds: float = 4.6e-9
     estimate_junction_share: float = 0.3
     estimate_dense_seconds: float = 7e-9
-    estimate_pair_seconds: float = 1.2e-9
+    estimate_pair_seconds: float = 4e-10
     estimate_tree_seconds: float = 3e-3
     estimate_compile_seconds: float = 7e-8
     estimate_split_row_seconds: float = 4e-9
