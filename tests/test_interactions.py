@@ -197,9 +197,9 @@ def test_results_do_not_depend_on_chunk_sizes_or_column_order(fitted):
     explainer = RSquaredExplainer(model)
     reference = explainer.rsq_interactions(X, y, sample_weight=w)
     per_row = explainer(X, y, sample_weight=w, interactions=True).values
-    # tiny chunks of rows, whose codes are sorted rather than tabled, and entries row by row
+    # tiny chunks of rows, codes found by sorting rather than in a table, and entries row by row
     tiny = replace(DEFAULT_TUNING, chunk_elements=1 << 8, block_elements=1 << 6)
-    for tuning in (tiny, replace(tiny, interaction_code_bits=1)):
+    for tuning in (tiny, replace(tiny, interaction_table_codes=0), replace(tiny, interaction_code_bits=1)):
         other = RSquaredExplainer(model)._set_engine(tuning=tuning)
         np.testing.assert_allclose(other.rsq_interactions(X, y, sample_weight=w), reference, atol=1e-12)
         np.testing.assert_allclose(other(X, y, sample_weight=w, interactions=True).values, per_row, atol=1e-12)

@@ -155,8 +155,8 @@ def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, tun
     ``entry`` ``(M,)`` their entries within the block ``e``, and ``inverse`` ``(n, E)`` says which
     one each row has.  A tree's rows take few of the ``2^W`` codes (about 100 of 512 on depth-6
     XGBoost trees), so only those present are evaluated; they are found in a table of all codes
-    when it is no longer than the rows, otherwise by sorting.  Codes wider than
-    ``tuning.interaction_code_bits`` keep one per row.  A block of entries holds about
+    while it has at most ``tuning.interaction_table_codes`` slots per row, otherwise by sorting.
+    Codes wider than ``tuning.interaction_code_bits`` keep one per row.  A block of entries holds about
     ``tuning.interaction_block_within`` pass bits (and, with ``local``, values per row and column pair:
     the rows' values are gathered before they are summed).
     """
@@ -171,24 +171,27 @@ def _entry_blocks(plan: InteractionPlan, entries: Entries, bits: np.ndarray, tun
         cols = plan.columns[e, :width]
         n_e = len(cols)
         keys = cols[:, j] * (n_k + 1) + cols[:, k]  # (E, P)
-        both = bits[:, plan.a[e, None], cols] & bits[:, plan.b[e, None], cols]  # (n, E, W)
         if not by_code:
+            both = bits[:, plan.a[e, None], cols] & bits[:, plan.b[e, None], cols]  # (n, E, W)
             inverse = np.arange(n * n_e).reshape(n, n_e)
             yield keys, np.tile(np.arange(n_e), n), both.reshape(n * n_e, width), inverse, e
             continue
-        code_keys = _codes(both) * n_e + np.arange(n_e)  # (n, E)
-        distinct, inverse = _distinct(code_keys, n_e << width if (1 << width) <= n else None)
+        code_keys = _entry_codes(bits, plan.a[e], plan.b[e], cols) * n_e + np.arange(n_e)  # (n, E)
+        by_table = (1 << width) <= tuning.interaction_table_codes * n
+        distinct, inverse = _distinct(code_keys, n_e << width if by_table else None)
         codes = distinct // n_e
         yield keys, distinct % n_e, (codes[:, None] >> np.arange(width)) & 1 == 1, inverse, e
 
 
-def _codes(bits: np.ndarray) -> np.ndarray:
-    """The integer whose bit ``w`` is ``bits[..., w]`` (at most 63 bits), through packed bytes: an
-    ``int64`` copy of the bits to multiply took 8 bytes a bit."""
-    packed = np.packbits(bits, axis=-1, bitorder="little")
-    words = np.zeros((*bits.shape[:-1], 8), dtype=np.uint8)
-    words[..., : packed.shape[-1]] = packed
-    return words.view("<i8")[..., 0].astype(np.int64)
+def _entry_codes(bits: np.ndarray, a: np.ndarray, b: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``(n, E)``: the integer whose bit ``w`` says that the row passes both leaves' splits on the
+    entry's column ``w``, one column at a time (packing the bits of an ``(n, E, W)`` array along its
+    short last axis took twice the time of gathering them)."""
+    code = np.zeros((bits.shape[0], len(a)), dtype=np.int64)
+    for w in range(cols.shape[1]):
+        passed = bits[:, a, cols[:, w]] & bits[:, b, cols[:, w]]
+        code |= passed.astype(np.int64) << w
+    return code
 
 
 def _distinct(keys: np.ndarray, table: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -199,7 +202,8 @@ def _distinct(keys: np.ndarray, table: int | None) -> tuple[np.ndarray, np.ndarr
         return distinct, inverse.reshape(keys.shape)
     seen = np.zeros(table, dtype=bool)
     seen[keys] = True
-    rank = np.cumsum(seen) - 1
+    rank = np.cumsum(seen, dtype=np.int32 if table < 2**31 else np.int64)
+    rank -= 1
     return np.flatnonzero(seen), rank[keys]
 
 
