@@ -397,8 +397,8 @@ class Tuning:
         The entries' distinct codes on a block of rows are found through a presence table of every
         code (one byte each, and a rank of four) while it has at most this many slots per
         (row, entry) key, otherwise by sorting the keys: 7% less time for the interaction matrix of
-        forests of depth 8 on 100 features (5.5 s against 5.9-6.0 s, CPU, alternating; 1 slot a key
-        before), none on 20 features.  Benchmark: ``benchmarks/interactions.py --only sweep
+        forests of depth 8 on 100 features than with at most 1 slot a key (5.5 s against 5.9-6.0 s,
+        CPU, alternating), none measurable on 20 features.  Benchmark: ``benchmarks/interactions.py --only sweep
         --depths 8 --features 20 100``.
     interaction_entry_bytes, interaction_player_bytes : int
         Compiling a tree's interaction plan peaks at ``entry + player x (K + 1)`` bytes an entry
