@@ -236,8 +236,17 @@ class Tuning:
         with the factors' logarithms; 9.7 with prefix and suffix products, 2 before the LCA slopes
         came from the log-derivative.  In the mix the optimum is flat: that tree took 4.7-4.8 s at 5,
         4.9-5.0 at 3 and 5.1-5.5 at 10; XGBoost of depth 12 on 2,000 rows 23.3 s at 10, 24-25 s at
-        3 and 5 (one core, quiet).
-        Benchmark: ``benchmarks/ab_pairs.py`` and ``benchmarks/deep.py`` (``tree-full-500``, ``xgb-12``).
+        3 and 5 (one core, quiet).  Since the pairs' products come from batched matrix products
+        (measured at 3.9e-10 s a pair x feature x node and row pattern, against 4e-9 to 1e-8 an
+        LCA item x node in the same fully grown trees), 2 (CPU s, alternating, one core, 2026-12-06):
+        ``RandomForestRegressor()`` at its defaults, 2 trees on 1,000 rows of 20 features, 32 s
+        against 61 s at 5 (29 s at 1), per-row shares of 100 of its rows 5.8 s against 7.4-9.5 s; a
+        fully grown tree on 500 rows 6.0-6.9 s against 7.1-8.2 s (4.3-4.5 s at 1); depth-10 and
+        depth-12 forests on 2,000 rows unchanged; XGBoost of depth 12 on 10,000 rows (trees 4-5)
+        44.0 s against 42.3 s, and 51.7 s at 1: with many rows the LCA items' tables serve many
+        rows each and the pairs' work does not shrink, so lower values lose there.
+        Benchmark: ``benchmarks/ab_pairs.py`` and ``benchmarks/deep.py`` (``tree-full-500``, ``xgb-12``);
+        ``benchmarks/ab_tuning.py xgb-12-10k pair_cost 2 5 --trees 4 6``.
     local_pair_discount : float
         ``pair_cost`` is multiplied by this for per-row values: there an LCA item costs more per
         row (each row takes its own slopes, the per-row section of ``docs/benchmarks.md``), a pair
@@ -488,7 +497,7 @@ class Tuning:
     kept_plan_bytes: int = 256 << 20
     selector_block_entries: int = 1 << 22
     pair_min_work: float = 65536.0
-    pair_cost: float = 5.0
+    pair_cost: float = 2.0
     local_pair_discount: float = 0.4
     pair_min_pairs: int = 16
     max_lca_items: int = 1 << 20
