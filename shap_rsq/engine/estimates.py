@@ -92,8 +92,9 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
     * the LCA kernel (``LcaUnit``): items x quadrature nodes (``unit.work``) per pattern, and its
       compilation when the plan is not compiled yet; trees the conditioned recursion may take
       (leaf-wise, ``unit.junction``) at their own rate;
-    * trees with pair nodes (``HybridUnit.dense``): items per pattern and pairs x features per
-      pattern (``pair_work``);
+    * trees with pair nodes (``HybridUnit.dense``): items per pattern (at the LCA rate when their
+      leaf codes are at most ``Tuning.shared_code_bits`` wide) and pairs x features per pattern
+      (``pair_work``);
     * trees on every subset (``SubsetUnit``): their table elements per pattern, at the LCA rate
       (``unit.work`` counts them in its units).
     """
@@ -117,10 +118,14 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
         return seconds
     # a tree of s splits has at most 2^s patterns
     found = min(float(n_rows if patterns is None else patterns[unit.trees[0]]), 2.0 ** min(_splits(unit), 1000))
+    lca = tuning.estimate_lca_local_seconds if local else tuning.estimate_lca_seconds
     if isinstance(unit, HybridUnit) and unit.dense:
-        seconds += found * (tuning.estimate_dense_seconds * unit.work + tuning.estimate_pair_seconds * unit.pair_work)
+        # items rarely share cells where leaf codes are wide (fully grown trees): the dense rate;
+        # narrower codes (depth-12 trees on many rows) share them as any LCA tree's do
+        rate = tuning.estimate_dense_seconds if unit.code_bits > tuning.shared_code_bits else lca
+        seconds += found * (rate * unit.work + tuning.estimate_pair_seconds * unit.pair_work)
     else:
-        rate = tuning.estimate_lca_local_seconds if local else tuning.estimate_lca_seconds
+        rate = lca
         if unit.junction is not None:
             rate *= tuning.estimate_junction_share
         seconds += rate * found * unit.work
