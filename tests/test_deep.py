@@ -190,6 +190,25 @@ def test_pair_slopes_from_logarithms_equal_the_products_all_but_one(seed):
         np.testing.assert_allclose(pairs._block_slopes(*args, weight), direct, rtol=1e-12, atol=1e-12 * scale)
 
 
+def test_per_row_pair_slopes_keep_the_digits_of_a_feature_that_barely_splits():
+    # feature 0 splits off 1e-8 of the cover and every row passes it: its per-row slopes are about
+    # 1e-8 of the others, and must not come out as a difference of the other slopes' size
+    rng = np.random.default_rng(0)
+    n, n_a, n_b, k = 6, 3, 4, 5
+    covers = [rng.uniform(0.2, 0.9, (m, k)) for m in (n_a, n_b)]
+    for cover in covers:
+        cover[:, 0] = 1.0 - 1e-8
+    sides = []
+    for m, cover in zip((n_a, n_b), covers, strict=True):
+        bits = rng.random((m, n, k)) < 0.5
+        bits[:, :, 0] = True
+        sides.append((bits, cover, rng.normal(size=m)))
+    args = (*sides, slice(0, n), slice(0, n_a), slice(0, n_b), 4)
+    direct = pairs._direct_slopes(*args, None)
+    assert np.abs(direct[0]).max() < 1e-6 * np.abs(direct[1:]).max()
+    np.testing.assert_allclose(pairs._block_slopes(*args, None), direct, rtol=1e-10, atol=0)
+
+
 def test_efficiency_identity_on_a_fully_grown_forest():
     X, y, _ = deep_data(n=300, p=12)
     model = RandomForestRegressor(5, random_state=0).fit(X, y)

@@ -282,16 +282,25 @@ def _per_row_slopes(bits_a, bits_b, cover_a, cover_b, coef, q, gl) -> np.ndarray
     the largest)."""
     gain, f1, rr = _log_gains(cover_a, cover_b, q)
     n_k = rr.shape[1]
-    joint = np.logical_and(bits_a[:, None], bits_b[None])
-    joint = joint.reshape(-1, *joint.shape[2:])  # (pairs, n, Kc)
-    log_product = np.matmul(joint.astype(np.float64), gain[:, :n_k])  # (pairs, n, Q)
-    log_product += gain[:, n_k][:, None, :]
+    (n_a, n_rows, _), n_b = bits_a.shape, bits_b.shape[0]
+    joint = np.empty((n_a, n_b, n_rows, n_k))  # both bits, as floats for the matrix products
+    np.logical_and(bits_a[:, None], bits_b[None], out=joint)
+    joint = joint.reshape(n_a * n_b, n_rows, n_k)  # (pairs, n, Kc)
+    log_product = np.matmul(joint, gain[:, :n_k])  # (pairs, n, Q)
+    log_product += (gain[:, n_k] + np.log(gl))[:, None, :]  # the quadrature weights (all > 0) in
     product = np.exp(log_product, out=log_product)
-    product *= gl
     at_one = np.divide((1.0 - rr)[:, :, None], f1, out=f1)  # (pairs, Kc, Q)
     at_zero = product @ (-1.0 / (1.0 - q))  # (pairs, n): every feature's slope at bit 0
-    slopes = np.where(joint, np.matmul(product, at_one.transpose(0, 2, 1)), at_zero[:, :, None])
-    return np.einsum("p,pnk->kn", coef, slopes)
+    # two masked sums over the pairs, of the bit-1 slopes where the bit is 1 and of the bit-0
+    # slope where it is 0: the same terms as picking each (pair, row, feature)'s slope by its bit
+    # and summing, without that (pairs, n, Kc) selection (np.where with a broadcast operand ran
+    # at 3.5 ns an element, four times the matrix product that makes the bit-1 slopes)
+    slopes = np.matmul(product, at_one.transpose(0, 2, 1))  # (pairs, n, Kc)
+    slopes *= joint  # times 0 or 1: exact
+    at_ones = (coef @ slopes.reshape(len(coef), -1)).reshape(n_rows, n_k)
+    not_joint = np.subtract(1.0, joint, out=joint)
+    at_zeros = np.einsum("pn,pnk->nk", coef[:, None] * at_zero, not_joint)
+    return (at_ones + at_zeros).T
 
 
 def _log_gains(cover_a: np.ndarray, cover_b: np.ndarray, q: np.ndarray):
