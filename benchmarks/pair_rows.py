@@ -1,7 +1,8 @@
 """Leaf pairs of fully grown trees against the rows: per-row shares and ``rsq`` under ``pair_cost``.
 
 The first ``--trees`` trees of ``RandomForestRegressor()`` at its defaults (``deep.py``'s
-``rf-default-1k``: 1,000 rows of 20 features), CPU seconds of this process on reused explainers:
+``rf-default-1k``: 1,000 rows of 20 features; ``--workload`` names another of deep.py's
+scikit-learn models, such as ``tree-full``), CPU seconds of this process on reused explainers:
 
     python benchmarks/pair_rows.py local --rows 100 --trees 3
     python benchmarks/pair_rows.py rsq --rows 500 --trees 1 --pair-cost 2 1 0.5 0
@@ -25,12 +26,13 @@ from deep import WORKLOADS, _data
 from shap_rsq import RSquaredExplainer
 
 
-def _model(trees: int):
-    n, factory = WORKLOADS["rf-default-1k"]
+def _model(workload: str, trees: int):
+    n, factory = WORKLOADS[workload]
     X, y = _data(n)
     model = factory().fit(X, y)
-    model.estimators_ = model.estimators_[:trees]
-    model.n_estimators = trees
+    if hasattr(model, "estimators_"):
+        model.estimators_ = model.estimators_[:trees]
+        model.n_estimators = trees
     return model, X, y
 
 
@@ -43,6 +45,7 @@ def _cpu(call) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["local", "rsq"])
+    parser.add_argument("--workload", default="rf-default-1k", help="a deep.py workload of scikit-learn trees")
     parser.add_argument("--rows", type=int, default=100)
     parser.add_argument("--trees", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=2)
@@ -50,7 +53,7 @@ def main() -> None:
     parser.add_argument("--save", help="file to save the per-row shares in (.npy)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # the long-call warning
-    model, X, y = _model(args.trees)
+    model, X, y = _model(args.workload, args.trees)
     X, y = X[: args.rows], y[: args.rows]
     if args.what == "local":
         explainer = RSquaredExplainer(model, progress=False)

@@ -259,6 +259,24 @@ class Tuning:
         ``estimate_rsq``'s samples.
         Benchmark: ``benchmarks/ab_pairs.py`` and ``benchmarks/deep.py`` (fully grown trees,
         ``rf-10``, ``xgb-12``), per-row shares.
+    pair_rows : int
+        Rows of a call from which ``pair_cost`` holds; on ``n`` fewer rows a node compares its
+        pairs at ``pair_cost x n / pair_rows``, at least :attr:`pair_cost_floor`.  An LCA item's
+        table entries serve the rows whose codes agree on its view, so with few rows each item's
+        tables, blocks and chunks are paid for about one row each; a leaf pair is paid per row
+        pattern at any ``n``.  Global ``rsq`` of one fully grown tree of
+        ``RandomForestRegressor()`` (1,000 rows of 20 features), CPU s at ``pair_cost`` 2 / 1 /
+        0.5 / every node on the pairs: 4.92 / 3.23 / 2.24 / 2.20 on 100 rows, 8.01 / 5.77 / 4.25 /
+        4.45 on 250, 10.41 / 8.33 / 7.92 / 7.94 on 500, 16.48 / 14.39 / - / 16.53 on 1,000.  More
+        rows than ``pair_rows`` keep ``pair_cost``: the tables of wide leaf codes are not shared
+        even then (the same tree on 4,000 and 8,000 new rows took 52 and 97 s at 2, 57 and 106 s
+        at 5), though XGBoost of depth 12 on 10,000 rows took 4% less at 5.
+        Benchmark: ``benchmarks/pair_rows.py rsq`` and ``benchmarks/ab_tuning.py xgb-12-10k
+        pair_cost``.
+    pair_cost_floor : float
+        The least ``pair_cost`` that :attr:`pair_rows` scales it to: below 0.5 the fully grown
+        tree above gained nothing (every node on the pairs tied 0.5 on 100-500 rows).
+        Benchmark: ``benchmarks/pair_rows.py rsq``.
     pair_min_pairs : int
         Nodes with fewer leaf pairs keep their LCA items whatever the costs: near the leaves
         (one or two leaves a side) moving them saves nothing, and a tree with pair nodes sizes
@@ -499,6 +517,8 @@ class Tuning:
     pair_min_work: float = 65536.0
     pair_cost: float = 2.0
     local_pair_discount: float = 0.4
+    pair_rows: int = 2000
+    pair_cost_floor: float = 0.5
     pair_min_pairs: int = 16
     max_lca_items: int = 1 << 20
     memory_budget: int = 2 << 30
@@ -571,6 +591,13 @@ class Tuning:
         cells, per-row values), 80 bytes per element for trees of one split, so that a small
         budget takes fewer rows at a time instead of refusing them."""
         return max(1, min(self.chunk_elements, self.memory_budget // (4 * 80)))
+
+    def pair_cost_at(self, n_rows: int | None) -> float:
+        """``pair_cost`` on a call of ``n_rows`` rows: scaled down below :attr:`pair_rows`, to
+        :attr:`pair_cost_floor` at least (``None``: ``pair_cost`` as it stands)."""
+        if n_rows is None or n_rows >= self.pair_rows:
+            return self.pair_cost
+        return min(self.pair_cost, max(self.pair_cost_floor, self.pair_cost * n_rows / self.pair_rows))
 
     @property
     def block_elements_within(self) -> int:

@@ -190,6 +190,38 @@ def test_pair_slopes_from_logarithms_equal_the_products_all_but_one(seed):
         np.testing.assert_allclose(pairs._block_slopes(*args, weight), direct, rtol=1e-12, atol=1e-12 * scale)
 
 
+def test_pair_cost_falls_with_the_rows_below_pair_rows_and_never_rises():
+    tuning = DEFAULT_TUNING
+    costs = [tuning.pair_cost_at(n) for n in (1, 100, 500, 1000, 1999, 2000, 10**6)]
+    assert costs == sorted(costs)
+    assert costs[0] == tuning.pair_cost_floor and costs[-2:] == [tuning.pair_cost] * 2
+    assert tuning.pair_cost_at(None) == tuning.pair_cost
+    assert tuning.pair_cost_at(1000) == pytest.approx(tuning.pair_cost * 1000 / tuning.pair_rows)
+
+
+def test_fewer_rows_give_the_pairs_more_nodes_and_the_same_shares():
+    X, y, w = deep_data(n=300, p=12)
+    model = RandomForestRegressor(3, random_state=0).fit(X, y)
+
+    def pair_nodes(units):
+        return sum(int(unit.pair_nodes.sum()) for unit in units if isinstance(unit, HybridUnit))
+
+    cache = RSquaredExplainer(model)._units
+    few = pair_nodes(cache.units(False, 100))
+    many_units = cache.units(False, 5000)
+    assert few > pair_nodes(many_units) > 0
+    # one routing of each kind is kept: the units of the 100-row routing are gone with their plans
+    assert all(any(unit is kept for kept in many_units) for unit in cache._lca_units.values())
+    assert cache.units(False, 4000) is many_units  # the same pair cost: routed once
+    # the routing moves work between exact kernels only
+    fixed = RSquaredExplainer(model)._set_engine(tuning=replace(DEFAULT_TUNING, pair_rows=1))
+    explainer = RSquaredExplainer(model)
+    np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), fixed.rsq(X, y, sample_weight=w), atol=1e-13)
+    np.testing.assert_allclose(
+        explainer(X, y, sample_weight=w).values, fixed(X, y, sample_weight=w).values, rtol=0, atol=1e-13
+    )
+
+
 def test_per_row_pair_slopes_keep_the_digits_of_a_feature_that_barely_splits():
     # feature 0 splits off 1e-8 of the cover and every row passes it: its per-row slopes are about
     # 1e-8 of the others, and must not come out as a difference of the other slopes' size

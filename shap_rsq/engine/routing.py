@@ -90,6 +90,7 @@ def build_units(
     local: bool = False,
     lca_units: dict | None = None,
     tuning: Tuning = DEFAULT_TUNING,
+    n_rows: int | None = None,
 ) -> list:
     """Group a forest's trees into units, in order; single-leaf trees only shift the mean.
 
@@ -97,6 +98,8 @@ def build_units(
     per-row values.  ``lca_units`` ((tree index, routing) to unit) shares LCA units, and with them
     their compiled plans, between calls, and between global and per-row values where a tree is
     routed alike for both (per-row values give more nodes to the pairs: ``local_pair_discount``).
+    ``n_rows``, the rows of the calls the units serve, scales what a leaf pair costs against an
+    LCA item (``Tuning.pair_cost_at``): fewer rows give more nodes to the pairs.
     """
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}; got {kernel!r}.")
@@ -125,7 +128,7 @@ def build_units(
             continue
         if kind == "lca":
             args = (forest.trees[start], np.array([start]), means[[start]], work[start], junction[start])
-            units.append(_lca_unit(*args, deep_kernel, tuning, local, lca_units))
+            units.append(_lca_unit(*args, deep_kernel, tuning, local, lca_units, n_rows))
             start += 1
             continue
         stop = start + 1
@@ -173,7 +176,9 @@ def recursion_trees(batch: split_patterns.HeapBatch, kernel: str, observed: bool
     return (1 << repeated) * max(1, batch.depth) * tuning.recursion_cost < (1 << players)
 
 
-def _lca_unit(tree, index, mean, work, junction: JunctionRule | None, kernel: str, tuning, local: bool, shared: dict):
+def _lca_unit(
+    tree, index, mean, work, junction: JunctionRule | None, kernel: str, tuning, local: bool, shared: dict, n_rows
+):
     """An LCA unit, or a hybrid one when some nodes' pairs are cheaper one by one or the tree's
     items need more than one plan (deep trees).
 
@@ -184,7 +189,7 @@ def _lca_unit(tree, index, mean, work, junction: JunctionRule | None, kernel: st
     if kernel in ("lca", "junction") or small or tree.left[0] < 0:  # a single leaf has no pairs
         return _shared(shared, (index[0], None), lambda: LcaUnit(index, mean, tree, work, junction, tuning))
     costs = node_costs(tree)
-    chosen = tree.left >= 0 if kernel == "pairs" else choose_pair_nodes(costs, tuning, local)
+    chosen = tree.left >= 0 if kernel == "pairs" else choose_pair_nodes(costs, tuning, local, n_rows)
     # lca_work misses the expansion over coupled features: the node costs count it
     work = max(work, float(costs.items[~chosen].sum()) * costs.n_q)
     pieces = plan_pieces(costs.items, chosen, tuning.plan_item_cap)
@@ -204,18 +209,21 @@ def _shared(units: dict, key: tuple, build):
     return units[key]
 
 
-def choose_pair_nodes(costs: NodeCosts, tuning: Tuning = DEFAULT_TUNING, local: bool = False) -> np.ndarray:
+def choose_pair_nodes(
+    costs: NodeCosts, tuning: Tuning = DEFAULT_TUNING, local: bool = False, n_rows: int | None = None
+) -> np.ndarray:
     """``(nodes,)`` mask of the nodes whose leaf pairs take the per-pair kernel (``kernels.lca.pairs``)
     rather than the LCA items.
 
     A node with at least ``pair_min_pairs`` pairs takes them when ``pair_cost x pairs x
-    ceil(width / 2)`` is below its items x the tree's quadrature nodes (``pair_cost`` times
-    ``local_pair_discount`` for per-row values, ``local``).  A node whose items alone
+    ceil(width / 2)`` is below its items x the tree's quadrature nodes (``pair_cost`` scaled to
+    the call's ``n_rows`` by ``Tuning.pair_cost_at``, and times ``local_pair_discount`` for
+    per-row values, ``local``).  A node whose items alone
     exceed :attr:`~shap_rsq.tuning.Tuning.plan_item_cap` takes them too: no plan could hold it.
     The other nodes' items may add up to more than the cap; the tree is then compiled as several
     plans (``kernels.lca.hybrid.plan_pieces``).
     """
-    cost = tuning.pair_cost * (tuning.local_pair_discount if local else 1.0)
+    cost = tuning.pair_cost_at(n_rows) * (tuning.local_pair_discount if local else 1.0)
     pair_work = cost * costs.pairs * np.ceil(costs.width / 2)
     cheaper = (costs.pairs >= tuning.pair_min_pairs) & (pair_work < costs.items * costs.n_q)
     return cheaper | (costs.items > tuning.plan_item_cap)

@@ -11,6 +11,7 @@ and ``f_t = f_{t-1} + m_t - c_t``, the game of tree ``t`` on a row with weight
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -39,7 +40,7 @@ from .worker_plans import held_bytes, keep_within, remember, restore, return_fre
 __all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_function", "tree_shap_values"]
 
 
-_COMPILED = ("_units", "_lca_units", "_interaction_plans")  # what UnitCache.release drops
+_COMPILED = ("_units", "_routed", "_lca_units", "_interaction_plans")  # what UnitCache.release drops
 
 
 class UnitCache:
@@ -68,14 +69,28 @@ class UnitCache:
         """Drop the compiled units (they are compiled again on next use): a model of several outputs
         keeps one output's plans at a time, not one set per class within the memory budget each."""
         self._units: dict[bool, list] = {}
+        self._routed: dict[bool, float] = {}  # the pair cost each list of units was routed at
         self._lca_units: dict = {}  # shared by both lists of units: a tree routed alike is compiled once
         self._interaction_plans: InteractionPlans | None = None
 
-    def units(self, local: bool = False) -> list:
+    def units(self, local: bool = False, n_rows: int | None = None) -> list:
         """Units for global values, or for per-row values (``local``), which some trees need
-        another kernel for."""
-        if local not in self._units:
-            self._units[local] = build_units(self.forest, self.kernel, local, self._lca_units, self.tuning)
+        another kernel for, routed for calls of about ``n_rows`` rows (``Tuning.pair_cost_at``,
+        at the nearest power of 2; ``None``: the units routed last, or at ``pair_cost``).
+
+        One list of each kind is kept: a call whose rows ask for another pair cost routes the
+        trees again (trees routed alike keep their units and plans) and drops the units no list
+        holds any longer, so the compiled plans never pile up one set per size of call.
+        """
+        if n_rows is None and local in self._units:
+            return self._units[local]
+        rows = None if n_rows is None else 1 << max(0, round(math.log2(max(1, n_rows))))
+        cost = self.tuning.pair_cost_at(rows)
+        if self._routed.get(local) != cost:
+            self._units[local] = build_units(self.forest, self.kernel, local, self._lca_units, self.tuning, rows)
+            self._routed[local] = cost
+            kept = {id(unit) for units in self._units.values() for unit in units}
+            self._lca_units = {key: unit for key, unit in self._lca_units.items() if id(unit) in kept}
         return self._units[local]
 
     def interaction_plans(self) -> InteractionPlans:

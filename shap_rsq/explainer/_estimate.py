@@ -153,7 +153,7 @@ def estimate_rsq(
             if info.second_order
             else len(explainer._squared_error_games(target, weights, None))
         )
-        warn_if_long_sample(explainer._units.units(True), m, explainer._units.tuning, played, _score(explainer))
+        warn_if_long_sample(explainer._units.units(True, m), m, explainer._units.tuning, played, _score(explainer))
     pick = np.sort(rng.choice(population, size=m, replace=False))
     players = explainer._inputs.players(groups, rows)
     values, spread = _sample_total(explainer, rows.array, target, weights, pick, n, control_variate, players)
@@ -198,7 +198,7 @@ def _sample_total(
     known, rest, predictions = 0.0, 0.0, []
     for forest, cache, y, scale, loss, mirrored in _games(explainer, X, target, w, players):
         sampled = None if loss is None else loss.of_rows(pick)
-        result = decompose(forest, cache.units(True), X[pick], y[pick], w[pick], loss=sampled, **options)
+        result = decompose(forest, cache.units(True, len(pick)), X[pick], y[pick], w[pick], loss=sampled, **options)
         if mirrored:  # class 1 of a binary forest classifier: class 0's games are its own
             predictions.append(1.0 - result.prediction)
         predictions.append(result.prediction)
@@ -239,7 +239,7 @@ def _additive_part(
 ) -> AdditivePart:
     """The additive part of every row's contributions to one forest's games, trees in the order the
     game plays them (``loss``: a booster's second-order games)."""
-    order = np.concatenate([unit.trees for unit in cache.units(True)] or [np.zeros(0, dtype=int)])
+    order = np.concatenate([unit.trees for unit in cache.units(True, len(pick))] or [np.zeros(0, dtype=int)])
     progress = "additive part (TreeSHAP)" if explainer.progress is True else False
     return additive_part(forest, order, X, y, w, pick, explainer._tuning.memory_budget, progress, loss)
 
@@ -256,7 +256,7 @@ def _generator(random_state: Any) -> np.random.Generator:
 
 def _check_sample_budget(explainer, m: int) -> None:
     """Refuse a sample whose per-row contributions cannot fit the budget, before its rows are copied."""
-    units = explainer._units.units(True)
+    units = explainer._units.units(True, m)
     forest = explainer.forest
     try:
         fit_jobs(units, m, forest.n_players, forest.n_trees, True, explainer.n_jobs, explainer._tuning)

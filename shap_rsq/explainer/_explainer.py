@@ -312,7 +312,8 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
             forests, caches = self._game_sets.get(players)
             check = self._prediction_check.sample
             n_features = self.model_info.n_features
-            return rsq_over_blocks(forests[0], caches[0].units(), X, y, sample_weight, n_features, check)
+            units = caches[0].units(False, _block_rows(X))
+            return rsq_over_blocks(forests[0], units, X, y, sample_weight, n_features, check)
         rows, target, weights, sst = self._inputs.for_rsq(X, y, sample_weight)
         players = self._inputs.players(groups, rows)
         result = self._decompose(rows.array, target, weights, local=False, players=players)
@@ -546,6 +547,14 @@ class RSquaredExplainer(InteractionShares, SeveralOutputs, SecondOrderShares, Pr
         """The squared-error games of one forest (second-order games: ``SecondOrderShares._played``)."""
         forests, caches = self._game_sets.get(players)
         options = {**self._run_options(local), "warn_long": warn_long}
-        result = decompose(forests[0], caches[0].units(local), rows, target, weights, **options)
+        result = decompose(forests[0], caches[0].units(local, len(rows)), rows, target, weights, **options)
         self._prediction_check(rows, result.prediction, target)
         return result
+
+
+def _block_rows(X) -> int | None:
+    """Rows of a dask array's largest block, each block being a call of its own rows for the
+    routing (``UnitCache.units``); ``None`` where they are unknown (a dask DataFrame's partitions)."""
+    blocks = getattr(X, "chunks", None)
+    rows = max(blocks[0], default=0) if blocks else 0
+    return int(rows) if np.isfinite(rows) and rows > 0 else None

@@ -147,7 +147,7 @@ class SeveralOutputs:
             # one warning, before the first game, of the time of all of them
             progress = replace(as_progress(options["progress"]), part=part, parts=len(games))
             result = decompose(
-                cache.forest, cache.units(local), rows, column, weights, **{**options, "progress": progress}
+                cache.forest, cache.units(local, len(rows)), rows, column, weights, **{**options, "progress": progress}
             )
             results.append((result, column, scale))
         return results
@@ -158,7 +158,7 @@ class SeveralOutputs:
         held after a 40-class forest's rsq under a 102 MiB budget).  ``options`` replace the
         explainer's run options (a dask block's)."""
         options = {**self._run_options(local), "progress": progress} if options is None else options
-        result = decompose(game, units.units(local), rows.array, y, weights, **options)
+        result = decompose(game, units.units(local, len(y)), rows.array, y, weights, **options)
         units.release()
         return result
 

@@ -300,7 +300,8 @@ class SecondOrderShares:
             column = target if target.ndim == 1 else target[:, k]
             if len(games) > 1:
                 options["progress"] = named(progress, f"class {info.outputs[k]}", k, len(games))
-            results.append(decompose(forest, units.units(local), rows, column, weights, loss=losses, **options))
+            routed = units.units(local, len(rows))
+            results.append(decompose(forest, routed, rows, column, weights, loss=losses, **options))
             if len(games) > 1:
                 units.release()
         margins = np.column_stack([r.prediction for r in results]) if len(results) > 1 else results[0].prediction
