@@ -260,8 +260,9 @@ class Tuning:
         Benchmark: ``benchmarks/ab_pairs.py`` and ``benchmarks/deep.py`` (fully grown trees,
         ``rf-10``, ``xgb-12``), per-row shares.
     pair_rows : int
-        Rows of a call from which ``pair_cost`` holds; on ``n`` fewer rows a node compares its
-        pairs at ``pair_cost x n / pair_rows``, at least :attr:`pair_cost_floor`.  An LCA item's
+        Rows of a call from which ``pair_cost`` holds; for global values on ``n`` fewer rows a node
+        compares its pairs at ``pair_cost x n / pair_rows``, at least :attr:`pair_cost_floor`
+        (per-row values keep ``local_pair_discount``: ``engine.routing.pair_cost``).  An LCA item's
         table entries serve the rows whose codes agree on its view, so with few rows each item's
         tables, blocks and chunks are paid for about one row each; a leaf pair is paid per row
         pattern at any ``n``.  Global ``rsq`` of one fully grown tree of

@@ -213,6 +213,7 @@ def test_fewer_rows_give_the_pairs_more_nodes_and_the_same_shares():
     # one routing of each kind is kept: the units of the 100-row routing are gone with their plans
     assert all(any(unit is kept for kept in many_units) for unit in cache._lca_units.values())
     assert cache.units(False, 4000) is many_units  # the same pair cost: routed once
+    assert cache.units(True, 100) is cache.units(True, 5000)  # per-row values keep their discount
     # the routing moves work between exact kernels only
     fixed = RSquaredExplainer(model)._set_engine(tuning=replace(DEFAULT_TUNING, pair_rows=1))
     explainer = RSquaredExplainer(model)

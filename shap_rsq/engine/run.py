@@ -34,7 +34,7 @@ from .budget import MemoryBudgetError, fit_jobs, out_of_memory, routing_rows, ro
 from .estimates import Progress, announce, estimated_seconds, progress_bar
 from .interactions import InteractionPlans
 from .losses import TreeLosses
-from .routing import Kernel, build_units
+from .routing import Kernel, build_units, pair_cost
 from .worker_plans import held_bytes, keep_within, remember, restore, return_freed_memory, shipped
 
 __all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_function", "tree_shap_values"]
@@ -75,8 +75,8 @@ class UnitCache:
 
     def units(self, local: bool = False, n_rows: int | None = None) -> list:
         """Units for global values, or for per-row values (``local``), which some trees need
-        another kernel for, routed for calls of about ``n_rows`` rows (``Tuning.pair_cost_at``,
-        at the nearest power of 2; ``None``: the units routed last, or at ``pair_cost``).
+        another kernel for, routed for calls of about ``n_rows`` rows (``engine.routing.pair_cost``,
+        at the nearest power of 2; ``None``: the units routed last, or at ``Tuning.pair_cost``).
 
         One list of each kind is kept: a call whose rows ask for another pair cost routes the
         trees again (trees routed alike keep their units and plans) and drops the units no list
@@ -85,7 +85,7 @@ class UnitCache:
         if n_rows is None and local in self._units:
             return self._units[local]
         rows = None if n_rows is None else 1 << max(0, round(math.log2(max(1, n_rows))))
-        cost = self.tuning.pair_cost_at(rows)
+        cost = pair_cost(self.tuning, local, rows)
         if self._routed.get(local) != cost:
             self._units[local] = build_units(self.forest, self.kernel, local, self._lca_units, self.tuning, rows)
             self._routed[local] = cost
