@@ -596,7 +596,7 @@ class Tuning:
     def pair_cost_at(self, n_rows: int | None) -> float:
         """``pair_cost`` on a call of ``n_rows`` rows: scaled down below :attr:`pair_rows`, to
         :attr:`pair_cost_floor` at least (``None``: ``pair_cost`` as it stands)."""
-        if n_rows is None or n_rows >= self.pair_rows:
+        if n_rows is None:
             return self.pair_cost
         return min(self.pair_cost, max(self.pair_cost_floor, self.pair_cost * n_rows / self.pair_rows))
 
