@@ -88,13 +88,15 @@ def plan_blocks(plan: TreePlan) -> Blocks:
     feat[block] = plan.fac_feat  # K marks the padding factors
     bit = np.zeros((n_blocks, len(columns)), dtype=np.int64)
     bit[block] = plan.fac_pos
-    coef = np.zeros((n_blocks, len(columns), 4))
     i, f = np.nonzero(carry)
-    coef[block[i], f] = np.stack([plan.fac_a0[i, f], plan.fac_b0[i, f], plan.fac_a1[i, f], plan.fac_b1[i, f]], axis=1)
-    carriers = np.zeros((n_blocks, len(columns)), dtype=np.int64)
-    np.add.at(carriers, (block[i], f), 1)
+    at = block[i] * len(columns) + f  # (block, factor) of each carried factor, flat
+    coef = np.zeros((n_blocks * len(columns), 4))
+    for k, table in enumerate((plan.fac_a0, plan.fac_b0, plan.fac_a1, plan.fac_b1)):
+        coef[at, k] = table[i, f]
+    carriers = np.bincount(at, minlength=n_blocks * len(columns)).reshape(n_blocks, len(columns))
     items = np.bincount(block, minlength=n_blocks)
     uniform = (carriers == 0) | (carriers == items[:, None])
+    coef = coef.reshape(n_blocks, len(columns), 4)
     return Blocks(carry, uniform, coef, width, feat, leaf, bit, view)
 
 
@@ -102,11 +104,11 @@ def slope_ratios(blocks: Blocks, q: np.ndarray, block: np.ndarray | None = None)
     """``rho (B, F, 2, Q)``: each block factor's ``b / phi`` at both bits (0 where ``phi`` is zero,
     which makes ``b`` zero too); only for the blocks ``block``, in its order, when given."""
     coef = blocks.coef if block is None else blocks.coef[block]
-    a = coef[:, :, [0, 2], None]
-    b = coef[:, :, [1, 3], None]
-    phi = a + b * q
-    zero = phi == 0.0
-    return np.where(zero, 0.0, b / np.where(zero, 1.0, phi))
+    b = coef[:, :, 1::2, None]
+    phi = coef[:, :, 0::2, None] + b * q
+    rho = np.zeros_like(phi)
+    np.divide(b, phi, out=rho, where=phi != 0.0)
+    return rho
 
 
 def _table_sums(base: np.ndarray, size: np.ndarray, ptr: np.ndarray, n_columns: int) -> OneHot:

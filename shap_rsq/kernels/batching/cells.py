@@ -47,15 +47,36 @@ def _dedupe(keys: np.ndarray, n_slots: int, dense_slots: int) -> tuple[np.ndarra
     return real, inverse.reshape(keys.shape)
 
 
+def _byte_tables() -> tuple[np.ndarray, np.ndarray]:
+    """``extract[mask * 256 + code]``, the bits of the byte ``code`` at the set bits of the byte
+    ``mask`` packed from bit 0 up, and ``popcount[mask]``: 64 KiB, built once."""
+    mask, code = np.divmod(np.arange(1 << 16, dtype=np.int64), 256)
+    extract = np.zeros(1 << 16, dtype=np.int64)
+    rank = np.zeros(1 << 16, dtype=np.int64)
+    for j in range(8):
+        selected = (mask >> j) & 1
+        extract |= ((code >> j) & selected) << rank
+        rank += selected
+    return extract.astype(np.uint8), rank[::256].astype(np.int64)
+
+
+_EXTRACT, _POPCOUNT = _byte_tables()
+
+
 def compress(code: np.ndarray, mask: np.ndarray, n_bits: int) -> np.ndarray:
     """The bits of ``code`` at the set bits of ``mask``, packed from bit 0 up (a parallel bit
-    extract, element by element)."""
+    extract, element by element).
+
+    A byte at a time through a table of every (mask, code) byte pair: leaf codes of trees to
+    depth 8 take one lookup where a pass per bit took eight (a fifth of the cells' set-up).
+    """
     out = np.zeros(code.shape, dtype=np.int64)
     rank = np.zeros(code.shape, dtype=np.int64)
-    for j in range(n_bits):
-        selected = (mask >> j) & 1
-        out |= ((code >> j) & selected) << rank
-        rank += selected
+    for shift in range(0, n_bits, 8):
+        m = (mask >> shift) & 255
+        part = _EXTRACT[(m << 8) | ((code >> shift) & 255)].astype(np.int64)
+        out |= part << rank if shift else part
+        rank += _POPCOUNT[m]
     return out
 
 
@@ -173,9 +194,10 @@ class Cells:
 
 
 def _popcount(values: np.ndarray) -> np.ndarray:
+    """Set bits of each non-negative ``values``, a byte at a time."""
     out = np.zeros(values.shape, dtype=np.int64)
     v = values.astype(np.int64)
     while np.any(v):
-        out += v & 1
-        v = v >> 1
+        out += _POPCOUNT[v & 255]
+        v = v >> 8
     return out
