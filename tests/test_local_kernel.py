@@ -85,6 +85,25 @@ def test_per_row_values_do_not_depend_on_blocks_chunks_or_jobs(cases, name):
     np.testing.assert_allclose(parallel, reference, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["xgboost-depth-6", "forest-depth-6"])
+def test_single_items_slopes_per_entry_equal_their_slopes_row_by_row(cases, name, monkeypatch):
+    # the single items' per-row slopes are summed over the nodes once per entry of their tables,
+    # unless that table would pass block_elements: then each row sums them (the cross items' way)
+    from shap_rsq.kernels.lca import row_values
+
+    model, X, y, w = cases(name, True)
+    taken = []
+    real = row_values._single_slopes
+    monkeypatch.setattr(row_values, "_single_slopes", lambda *args: taken.append(1) or real(*args))
+    explainer = RSquaredExplainer(model)._set_engine(kernel="lca")
+    per_entry = explainer(X, y, sample_weight=w).values
+    assert len(taken) == len(explainer.forest.trees)
+    small = replace(DEFAULT_TUNING, block_elements=64)
+    row_by_row = RSquaredExplainer(model)._set_engine(kernel="lca", tuning=small)(X, y, sample_weight=w).values
+    assert len(taken) == len(explainer.forest.trees)  # no entry table at that size
+    np.testing.assert_allclose(per_entry, row_by_row, rtol=0, atol=1e-14 * np.abs(row_by_row).max())
+
+
 def test_slot_gradients_equal_tree_shap_on_the_linear_part(cases):
     # the linear part of each tree's game is its path-dependent SHAP value (shap's TreeSHAP)
     import shap

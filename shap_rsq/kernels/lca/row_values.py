@@ -50,15 +50,56 @@ def pattern_gradients(
     chunk = Chunk(plan, cells, single, q, tuning)
     chunk_blocks = ChunkBlocks(plan, blocks, chunk, q)
     linear = plan.item_kind[chunk.items[chunk.order[chunk_blocks.first]]] == LIN  # per block
-    row_slopes = _RowSlopes(chunk_blocks, chunk, plan.n_features, bits, np.where(linear, plan.n_features + 1, 0))
-    entries = cells.item_entry_reader(plan, plan.item_view[single], chunk.base)
-    values = np.ascontiguousarray(chunk.values.T) * gl[:, None]  # (Q, entries), quadrature weights in
-    for rows in _blocks(n, 3 * len(single) * len(q), tuning.block_elements_within):
-        z = np.take(values, entries(rows), axis=1)  # (Q, items, rows)
-        row_slopes.add(z, rows, both[:, rows])
+    offset = np.where(linear, plan.n_features + 1, 0)
+    if int(plan.item_n_fac[single].max(initial=0)) * chunk.n_entries <= tuning.block_elements_within:
+        _single_slopes(plan, cells, chunk, chunk_blocks, blocks, gl, offset, both, tuning)
+    else:
+        row_slopes = _RowSlopes(chunk_blocks, chunk, plan.n_features, bits, offset)
+        entries = cells.item_entry_reader(plan, plan.item_view[single], chunk.base)
+        values = np.ascontiguousarray(chunk.values.T) * gl[:, None]  # (Q, entries), quadrature weights in
+        for rows in _blocks(n, 3 * len(single) * len(q), tuning.block_elements_within):
+            z = np.take(values, entries(rows), axis=1)  # (Q, items, rows)
+            row_slopes.add(z, rows, both[:, rows])
     if len(plan.item_leaf) > plan.n_single:
         _cross(plan, cells, blocks, bits, n, g_quad, tuning)
     return g_quad[:-1].T.copy(), g_lin[:-1].T.copy()
+
+
+def _single_slopes(plan, cells, chunk, chunk_blocks, blocks, gl, offset, out: np.ndarray, tuning: Tuning) -> None:
+    """Add the single items' slopes into ``out (outputs, n)``, read per row from a table of entries.
+
+    A single item's per-row slope along factor ``f`` is ``sum_q gl V(q) rho_f(q, bit)``, and
+    its value ``V`` and the bit are those of the row's entry: no cotangent of the row enters.
+    So the slopes are summed over the nodes once per entry of the items' tables, ``S (F,
+    entries)``, and every row gathers one number per (item, factor with a slope) and adds it
+    to the factor's feature: where each row took its own sums over the nodes of every factor.
+    """
+    cb = chunk_blocks  # every single item is a block of its own, in table order
+    n_factors = int(plan.item_n_fac[chunk.items].max(initial=0))
+    rho = cb.rho[:, :n_factors].copy()
+    rho0 = rho[:, :, 0]
+    rho0[cb.unit_rho0[:, :n_factors]] = -1.0 / (1.0 - cb.q)  # b / phi, without the rounding of phi (as ``_RowSlopes``)
+    size = chunk.size[chunk.order]
+    block_of = np.repeat(np.arange(len(size)), size)  # each entry's block, in table order
+    comb = cells.entry_combinations(chunk.view[chunk.order])
+    weighted = chunk.values * gl
+    slopes = np.zeros((n_factors, chunk.n_entries))
+    rho = rho.reshape(-1, len(cb.q))  # row (block x F + f) x 2 + bit
+    width = cb.width[block_of]
+    for f in range(n_factors):
+        bit = np.where(f < width, (comb >> f) & 1, 0)
+        slopes[f] = np.einsum("eq,eq->e", weighted, np.take(rho, (block_of * n_factors + f) * 2 + bit, axis=0))
+    # the factors with a slope: one gathered number per row each, added to its feature's output
+    item = chunk.order  # the caller position of each block's item
+    c, f = np.nonzero(blocks.carry[chunk.items[item]][:, :n_factors])
+    features = cb.feat[c, f] + offset[c]
+    where = chunk.base[item[c]] + f * chunk.n_entries  # factor f of an item reads row f of the table
+    entries = cells.item_entry_reader(plan, plan.item_view[chunk.items[item[c]]], where)
+    scatter = OneHot.picks(features, out.shape[0])
+    table = slopes.ravel()
+    for rows in _blocks(out.shape[1], 2 * len(c), tuning.block_elements_within):
+        # a 1-D take by narrow indices ran 3x slower than casting them first
+        scatter.add_transposed(np.take(table, entries(rows).astype(np.intp)), out[:, rows])
 
 
 def _cross(plan, cells, blocks, bits: _PassBits, n: int, g_quad: np.ndarray, tuning: Tuning) -> None:
@@ -119,16 +160,24 @@ class _RowSlopes:
     ):
         cb = chunk_blocks
         n_q = len(cb.q)
-        # z summed per block (over all its items), then per stream (over its carriers): one product
-        carriers = chunk.order[cb.stream_positions()]
-        indptr = np.concatenate([offsets(cb.count), len(chunk.order) + cb.stream_ptr[1:]])
-        self.sources = OneHot(indptr, np.concatenate([chunk.order, carriers]), len(chunk.order)).tiled(n_q)
-        # each block's factors write to rows feature + offset of the output (K + 1 rows a kind)
-        offset = np.zeros(len(cb.feat), dtype=np.int64) if offset is None else offset
         n_blocks = len(cb.feat)
         c, f = np.nonzero(cb.uniform)
-        # every factor summed: the blocks' sums first (one per block), then the streams'
-        source = np.concatenate((c, n_blocks + np.arange(len(cb.stream_c))))
+        # each block's factors write to rows feature + offset of the output (K + 1 rows a kind)
+        offset = np.zeros(n_blocks, dtype=np.int64) if offset is None else offset
+        # blocks of one item (no streams then: a stream is some of a block's items) read ``z``
+        # itself, item by item: summing them first was a copy of ``z`` through a sparse product
+        self.sources = None
+        if np.all(cb.count == 1):
+            source = chunk.order[cb.first][c]
+            self.n_sources = len(chunk.order)
+        else:
+            # z summed per block (over all its items), then per stream (over its carriers): one product
+            carriers = chunk.order[cb.stream_positions()]
+            indptr = np.concatenate([offsets(cb.count), len(chunk.order) + cb.stream_ptr[1:]])
+            self.sources = OneHot(indptr, np.concatenate([chunk.order, carriers]), len(chunk.order)).tiled(n_q)
+            # every factor summed: the blocks' sums first (one per block), then the streams'
+            source = np.concatenate((c, n_blocks + np.arange(len(cb.stream_c))))
+            self.n_sources = n_blocks + len(cb.stream_c)
         factor_c = np.concatenate((c, cb.stream_c))
         factor_f = np.concatenate((f, cb.stream_f))
         rho = cb.rho[factor_c, factor_f]  # (factors, 2, Q)
@@ -138,7 +187,6 @@ class _RowSlopes:
         rho[unit, 0] = self.rho0  # b / phi, without the rounding of phi
         feat = cb.feat[factor_c, factor_f] + offset[factor_c]
         self.n_out = n_features + 1 + int(offset.max(initial=0))
-        self.n_sources = n_blocks + len(cb.stream_c)
         columns = (source[:, None] + np.arange(n_q) * self.n_sources).ravel()  # node-major, as the sums
         n_columns = self.n_sources * n_q
         self.first = _csr(feat[unit], source[unit], np.ones(int(unit.sum())), self.n_out, self.n_sources)
@@ -160,7 +208,9 @@ class _RowSlopes:
         """Add every factor's slope on ``rows`` to ``out (K + 1, rows)`` (a view of the accumulator),
         from ``z (Q, items, rows)`` in the chunk's item order."""
         n_q, n_items, n_rows = z.shape
-        sums = self.sources.sums(z.reshape(n_q * n_items, n_rows))  # (Q x sources, rows)
+        sums = z.reshape(n_q * n_items, n_rows)  # (Q x sources, rows)
+        if self.sources is not None:
+            sums = self.sources.sums(sums)
         result = np.zeros((self.n_out, n_rows))
         contracted = (self.rho0 @ sums.reshape(n_q, -1)).reshape(self.n_sources, n_rows)
         weighted_sums(*self.first, contracted, result)
