@@ -1,14 +1,18 @@
-"""``rsq`` with some functions of the global LCA path taken from another commit, against this
-tree's, alternating in one process on a reused explainer (CPU time), with the largest relative
-difference of the shares.
+"""``rsq`` (or per-row shares) with some functions taken from another commit, against this tree's,
+alternating in one process on a reused explainer (CPU time), beside TreeSHAP, with the largest
+relative difference of the results.
 
     python benchmarks/ab_functions.py main depth-8 --rounds 3
     python benchmarks/ab_functions.py main xgb-12-10k --trees 4 5 --rounds 2
+    python benchmarks/ab_functions.py HEAD~1 xgb-p100-d6 --local --rounds 5 \\
+        --swap shap_rsq.kernels.lca.row_values:pattern_gradients
 
-The functions listed in ``SWAPS`` are read from ``git show REF:path`` and executed in their
-module's namespace, so both sides run on the same plans, data and machine load.  Workloads are
-``bench.py``'s (``xgb-d6``, ``depth-N``) or ``deep.py``'s (``xgb-12-10k``: ``--trees`` keeps a
-slice of the booster).
+The functions (``--swap module:qualified``, by default the global LCA path's ``SWAPS``) are read
+from ``git show REF:path`` and executed in one namespace per module, so that the old functions
+call each other; a module that imported a swapped function by name has it swapped too.  Both
+sides run on the same plans, data and machine load.  Workloads are ``bench.py``'s (``xgb-d6``,
+``depth-N``), ``deep.py``'s (``xgb-12-10k``: ``--trees`` keeps a slice of the booster) or
+``local.py``'s (``xgb-p100-d6``, ``rf-p100-d8``, ... on their 1,000 rows).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import argparse
 import ast
 import importlib
 import subprocess
+import sys
 import textwrap
 import time
 import warnings
@@ -26,20 +31,22 @@ import numpy as np
 from shap_rsq import RSquaredExplainer
 
 SWAPS = [
-    ("shap_rsq.kernels.lca.global_values", "weighted_gradient"),
-    ("shap_rsq.kernels.lca.global_values", "_side_sums"),
-    ("shap_rsq.kernels.batching.cells", "Cells.entry_reader"),
+    "shap_rsq.kernels.lca.global_values:weighted_gradient",
+    "shap_rsq.kernels.lca.global_values:_side_sums",
+    "shap_rsq.kernels.batching.cells:Cells.entry_reader",
 ]
 
 
-def _function_at(ref: str, module: str, qualified: str):
+def _function_at(ref: str, module: str, qualified: str, namespace: dict | None = None):
+    """``module``'s ``qualified`` function at ``ref``, executed in ``namespace`` (a copy of the
+    module's own by default)."""
     path = module.replace(".", "/") + ".py"
     source = subprocess.run(["git", "show", f"{ref}:{path}"], capture_output=True, text=True, check=True).stdout
     body, node = ast.parse(source).body, None
     for part in qualified.split("."):
         node = next(n for n in body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part)
         body = node.body
-    namespace = dict(vars(importlib.import_module(module)))
+    namespace = dict(vars(importlib.import_module(module))) if namespace is None else namespace
     exec(textwrap.dedent(ast.get_source_segment(source, node)), namespace)
     return namespace[qualified.split(".")[-1]]
 
@@ -59,9 +66,36 @@ def _model(name: str, trees: tuple[int, int] | None):
         X, y = _data(n)
         model = factory().fit(X, y).get_booster()
         return (model[trees[0] : trees[1]] if trees else model), X, y
+    from local import WORKLOADS as LOCAL
+
+    if name in LOCAL:
+        from local import _data
+
+        factory, p = LOCAL[name]
+        X, y = _data(1000, p)
+        return factory().fit(X, y), X, y
     from bench import WORKLOADS
 
     return next(w for w in WORKLOADS if w.name == name).make()
+
+
+def _sides(ref: str, swaps: list[str]) -> dict[str, dict]:
+    """For ``before`` and ``now``: the ``(owner, name) -> function`` to set."""
+    sides: dict[str, dict] = {"before": {}, "now": {}}
+    namespaces: dict[str, dict] = {}
+    for swap in swaps:
+        module, qualified = swap.split(":")
+        owner, name = _owner(module, qualified)
+        namespace = namespaces.setdefault(module, dict(vars(importlib.import_module(module))))
+        sides["now"][(owner, name)] = getattr(owner, name)
+        sides["before"][(owner, name)] = _function_at(ref, module, qualified, namespace)
+    for (owner, name), now in list(sides["now"].items()):
+        for module in list(sys.modules.values()):
+            if getattr(module, "__name__", "").startswith("shap_rsq") and module is not owner:
+                if getattr(module, name, None) is now:  # imported by name: swap that reference too
+                    sides["now"][(module, name)] = now
+                    sides["before"][(module, name)] = sides["before"][(owner, name)]
+    return sides
 
 
 def main() -> None:
@@ -70,30 +104,36 @@ def main() -> None:
     parser.add_argument("workload")
     parser.add_argument("--trees", type=int, nargs=2, default=None, metavar=("A", "B"))
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--swap", action="append", metavar="MODULE:QUALIFIED", help=f"default: {SWAPS}")
+    parser.add_argument("--local", action="store_true", help="per-row shares (explainer(X, y)) instead of rsq")
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # the long-call warning
-    sides = {"before": {}, "now": {}}
-    for module, qualified in SWAPS:
-        owner, name = _owner(module, qualified)
-        sides["now"][(owner, name)] = getattr(owner, name)
-        sides["before"][(owner, name)] = _function_at(args.ref, module, qualified)
-    model, X, y = _model(args.workload, args.trees)
-    explainer = RSquaredExplainer(model)
-    explainer.rsq(X, y)  # plans compiled before the timing
-    times: dict[str, list[float]] = {"before": [], "now": []}
-    shares = {}
+    import shap
+
+    model, X, y = _model(args.workload, tuple(args.trees) if args.trees else None)
+    sides = _sides(args.ref, args.swap or SWAPS)
+    explainer = RSquaredExplainer(model, progress=False)
+    call = (lambda: explainer(X, y).values) if args.local else (lambda: explainer.rsq(X, y))
+    call()  # plans compiled before the timing
+    tree_explainer = shap.TreeExplainer(model)
+    times: dict[str, list[float]] = {"before": [], "now": [], "TreeSHAP": []}
+    results = {}
     for r in range(args.rounds):
         for label in ("before", "now") if r % 2 == 0 else ("now", "before"):
             for (owner, name), function in sides[label].items():
                 setattr(owner, name, function)
             start = time.process_time()
-            shares[label] = np.asarray(explainer.rsq(X, y))
+            results[label] = np.asarray(call())
             times[label].append(time.process_time() - start)
-            print(f"{label}: {times[label][-1]:.2f} s", flush=True)
-    gap = np.abs(shares["before"] - shares["now"]).max() / np.abs(shares["before"]).max()
+        start = time.process_time()
+        tree_explainer.shap_values(X)
+        times["TreeSHAP"].append(time.process_time() - start)
+        print({label: round(t[-1], 3) for label, t in times.items()}, flush=True)
+    gap = np.abs(results["before"] - results["now"]).max() / np.abs(results["before"]).max()
     medians = {label: float(np.median(t)) for label, t in times.items()}
     print(
-        f"{args.workload}: CPU s {medians}, before / now {medians['before'] / medians['now']:.2f}x, "
+        f"{args.workload}: CPU s {medians}, before / now {medians['before'] / medians['now']:.3f}x, "
+        f"/ TreeSHAP {medians['before'] / medians['TreeSHAP']:.2f}x -> {medians['now'] / medians['TreeSHAP']:.2f}x, "
         f"largest relative difference {gap:.1e}"
     )
 
