@@ -104,18 +104,23 @@ class Cells:
         within = np.arange(len(pair_view)) - self.pair_first[pair_view]
         masked = cell_code[self.leaf_first[plan.view_leaf[pair_view]] + within] & plan.view_mask[pair_view]
         bits = int(plan.code_size.max())
-        if len(pairs).bit_length() + bits <= 62:
-            real, pair_cell = _dedupe((pair_view << bits) | masked, len(pairs) << bits, tuning.dense_slots_within)
-            cell_view, cell_masked = real >> bits, real & ((np.int64(1) << bits) - 1)
+        width = _popcount(plan.view_mask)
+        # a view's cells are its leaf's codes through its mask, packed to its own w bits (the
+        # packing keeps their order): one slot per combination of each view, sum 2^w in all
+        comb = compress(masked, plan.view_mask[pair_view], bits)
+        if int(width.max(initial=0)) <= 40:
+            view_slots = np.concatenate([[0], np.cumsum(np.int64(1) << width)])
+            real, pair_cell = _dedupe(view_slots[pair_view] + comb, int(view_slots[-1]), tuning.dense_slots_within)
+            cell_view = np.searchsorted(view_slots, real, side="right") - 1
+            cell_comb = real - view_slots[cell_view]
         else:
-            real, pair_cell = np.unique(np.stack([pair_view, masked], axis=1), axis=0, return_inverse=True)
+            real, pair_cell = np.unique(np.stack([pair_view, comb], axis=1), axis=0, return_inverse=True)
             pair_cell = pair_cell.ravel()
-            cell_view, cell_masked = real[:, 0], real[:, 1]
+            cell_view, cell_comb = real[:, 0], real[:, 1]
         count = np.bincount(cell_view, minlength=len(pairs))
         first = np.cumsum(count) - count
 
         # a dense table costs about 2^w per item, the cell-by-cell products w per cell
-        width = _popcount(plan.view_mask)
         # a full table is never worse than its cells; a ratio of 0 tabulates every view cell by cell
         ratio = tuning.dense_ratio
         per_cell = np.maximum(1.0, ratio * np.maximum(width, 1)) if ratio > 0 else np.zeros(width.shape)
@@ -123,10 +128,9 @@ class Cells:
         self.width = width
         self.size = np.where(self.dense, np.int64(1) << np.where(self.dense, width, 0), count)
         self.cell_first = first  # each sparse view's cells start here in cell_comb
-        self.cell_comb = compress(cell_masked, plan.view_mask[cell_view], bits)
+        self.cell_comb = cell_comb
         dense_pair = self.dense[pair_view]
-        index = pair_cell - first[pair_view]
-        index[dense_pair] = compress(masked[dense_pair], plan.view_mask[pair_view[dense_pair]], bits)
+        index = np.where(dense_pair, comb, pair_cell - first[pair_view])
         # (rows x items) index arrays dominate the memory traffic of deep trees: keep them narrow
         self.index = np.int32 if max(len(pair_view), codes.size, int(self.size.max(initial=0))) < 2**31 else np.int64
         self.row_leaf_cell = self.row_leaf_cell.astype(self.index)
