@@ -164,6 +164,28 @@ class ChunkBlocks:
         """Table-order position of every stream's carriers, stream after stream."""
         return np.repeat(self.first[self.stream_c], np.diff(self.stream_ptr)) + self.stream_items
 
+    def entry_slopes(self, chunk, cells, weights: np.ndarray, n_factors: int) -> np.ndarray:
+        """``(n_factors, entries)``: each entry's item's slope along each of its first ``n_factors``
+        factors at the entry's bits, ``sum_q weights V(q) rho_f(q, bit)``, for a chunk whose blocks
+        hold one item each (the single items) and whose values are ``V``.
+
+        Where a factor is ``q p + (1 - q) R`` its bit-0 ratio is taken as ``-1 / (1 - q)``, without
+        the rounding of ``phi``, as the per-row kernel does.
+        """
+        rho = self.rho[:, :n_factors].copy()
+        rho[:, :, 0][self.unit_rho0[:, :n_factors]] = -1.0 / (1.0 - self.q)
+        rho = rho.reshape(-1, len(self.q))  # row (block x n_factors + f) x 2 + bit
+        size = chunk.size[chunk.order]
+        block = np.repeat(np.arange(len(size)), size)  # each entry's block: table order is block order
+        comb = cells.entry_combinations(chunk.view[chunk.order])
+        width = self.width[block]
+        weighted = chunk.values * weights
+        slopes = np.empty((n_factors, chunk.n_entries))
+        for f in range(n_factors):
+            bit = np.where(f < width, (comb >> f) & 1, 0)
+            slopes[f] = np.einsum("eq,eq->e", weighted, np.take(rho, (block * n_factors + f) * 2 + bit, axis=0))
+        return slopes
+
     def global_slopes(self, chunk, cells, z: np.ndarray, n_features: int) -> np.ndarray:
         """``(K,)`` slopes of the chunk's items weighted by ``z = cotangent x value`` on its entries."""
         out = np.zeros(n_features + 1)

@@ -81,19 +81,7 @@ def _single_slopes(
     factor (:class:`_RowSlopes`): per-row shares of XGBoost depth 6 took 1.1x less time.
     """
     cb = chunk_blocks  # every single item is a block of its own, in table order
-    rho = cb.rho[:, :n_factors].copy()
-    rho0 = rho[:, :, 0]
-    rho0[cb.unit_rho0[:, :n_factors]] = -1.0 / (1.0 - cb.q)  # b / phi, without the rounding of phi (as ``_RowSlopes``)
-    size = chunk.size[chunk.order]
-    block_of = np.repeat(np.arange(len(size)), size)  # each entry's block, in table order
-    comb = cells.entry_combinations(chunk.view[chunk.order])
-    weighted = chunk.values * gl
-    slopes = np.zeros((n_factors, chunk.n_entries))
-    rho = rho.reshape(-1, len(cb.q))  # row (block x F + f) x 2 + bit
-    width = cb.width[block_of]
-    for f in range(n_factors):
-        bit = np.where(f < width, (comb >> f) & 1, 0)
-        slopes[f] = np.einsum("eq,eq->e", weighted, np.take(rho, (block_of * n_factors + f) * 2 + bit, axis=0))
+    slopes = cb.entry_slopes(chunk, cells, gl, n_factors)
     # the factors with a slope: one gathered number per row each, added to its feature's output
     item = chunk.order  # the caller position of each block's item
     c, f = np.nonzero(blocks.carry[chunk.items[item]][:, :n_factors])
