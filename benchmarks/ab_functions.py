@@ -89,6 +89,7 @@ def _sides(ref: str, swaps: list[str]) -> dict[str, dict]:
         namespace = namespaces.setdefault(module, dict(vars(importlib.import_module(module))))
         sides["now"][(owner, name)] = getattr(owner, name)
         sides["before"][(owner, name)] = _function_at(ref, module, qualified, namespace)
+    _link_old_namespaces(ref, namespaces, sides)
     for (owner, name), now in list(sides["now"].items()):
         for module in list(sys.modules.values()):
             if getattr(module, "__name__", "").startswith("shap_rsq") and module is not owner:
@@ -96,6 +97,29 @@ def _sides(ref: str, swaps: list[str]) -> dict[str, dict]:
                     sides["now"][(module, name)] = now
                     sides["before"][(module, name)] = sides["before"][(owner, name)]
     return sides
+
+
+def _link_old_namespaces(ref: str, namespaces: dict[str, dict], sides: dict[str, dict]) -> None:
+    """Make the old functions call each other across modules: in each module's old namespace, a
+    name that holds a swapped function, or that the module's source at ``ref`` imports by name
+    from the package, is bound to the old function of that name (a function the module no longer
+    imports, or one that changed its signature, would otherwise be the new one)."""
+    old = {name: function for (owner, name), function in sides["before"].items()}
+    new = {id(function): name for (owner, name), function in sides["now"].items()}
+    for module, namespace in namespaces.items():
+        path = module.replace(".", "/") + ".py"
+        source = subprocess.run(["git", "show", f"{ref}:{path}"], capture_output=True, text=True, check=True).stdout
+        imported = {
+            alias.asname or alias.name
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom) and node.level > 0
+            for alias in node.names
+        }
+        for key, value in list(namespace.items()):
+            if id(value) in new:
+                namespace[key] = old[new[id(value)]]
+        for name in imported & old.keys():
+            namespace[name] = old[name]
 
 
 def main() -> None:
