@@ -66,6 +66,8 @@ class Chunk:
     part : ndarray of int
         Which *part* of the chunk each item belongs to (caller's order): rows walk a chunk part by
         part (:meth:`part_of`), and a part's entries are consecutive.
+    scale : ndarray, shape (items, Q), or None
+        Per item (caller's order), a factor on every entry of its table at each node, or none.
     classes : list of (ndarray, bool, int)
         Per kind of table, the table-order positions of its items (all parts), whether the tables
         are dense and their width; a chunk of at most ``tuning.mixed_cells`` entries is one class
@@ -80,9 +82,11 @@ class Chunk:
         q: np.ndarray,
         tuning: Tuning = DEFAULT_TUNING,
         part: np.ndarray | None = None,
+        scale: np.ndarray | None = None,
     ):
         self.items = items
         self.q = q
+        self.scale = scale
         self.block = tuning.block_elements_within  # float64 elements of one temporary
         view = plan.item_view[items]
         self.view = view
@@ -119,6 +123,13 @@ class Chunk:
                 self._cell_values(plan, cells, members, w, q)
             self.classes.append((positions, bool(dense[members[0]]), w))
 
+    def _constants(self, plan: TreePlan, members: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """``(members, Q)``: each member's coefficient times its bit-free factors, and its scale."""
+        constant = _constants(plan, self.items[members], q)
+        if self.scale is not None:
+            constant *= self.scale[members]
+        return constant
+
     def _dense_values(self, plan: TreePlan, members: np.ndarray, w: int, q: np.ndarray) -> None:
         """Products by doubling on all ``2^w`` combinations (bit ``f`` is factor ``f``'s), written
         into the members' tables."""
@@ -127,7 +138,7 @@ class Chunk:
         for first in range(0, len(members), step):
             block = members[first : first + step]
             items = self.items[block]
-            table = _doubled(factor_values(plan, items, w, q), _constants(plan, items, q))
+            table = _doubled(factor_values(plan, items, w, q), self._constants(plan, block, q))
             rows = (self.base[block][:, None] + np.arange(1 << w)).ravel()
             self.values[rows] = table.reshape(-1, n_q)
 
@@ -136,7 +147,7 @@ class Chunk:
         is the widest member's width, a narrower member's further factors count as 1."""
         n_q = len(q)
         items = self.items[members]
-        constant = _constants(plan, items, q)
+        constant = self._constants(plan, members, q)
         value = factor_values(plan, items, w, q)
         value[np.arange(w) >= plan.item_n_var[items, None]] = 1.0  # its bit-free factors are in the constant
         size = self.size[members]

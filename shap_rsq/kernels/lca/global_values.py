@@ -29,7 +29,7 @@ from ...tuning import DEFAULT_TUNING, Tuning
 from ..batching.blocks import ChunkBlocks, plan_blocks
 from ..batching.cells import Cells, scatter_features
 from ..batching.chunks import Chunk
-from ..batching.sparse import OneHot, offsets
+from ..batching.sparse import OneHot, offsets, ranges
 from ..quadrature import gauss_legendre
 from .plan import LIN, TreePlan
 
@@ -64,18 +64,16 @@ def _blocks(n: int, per_item: int, block: int):
         yield slice(start, min(n, start + step))
 
 
-def _group_coefficients(plan: TreePlan, q: np.ndarray, groups: slice = slice(None)):
-    """``C_g(q) = 2 prod_{k in T_g} q(1-q)`` ``(G, Q)`` and dC/dq_k ``(G, T, Q)`` of ``groups``."""
-    present = plan.group_T[groups] < plan.n_features
-    c = (q * (1.0 - q))[None, None, :]
-    factor = np.where(present[:, :, None], c, 1.0)
-    before = np.ones_like(factor)
-    after = np.ones_like(factor)
-    np.cumprod(factor[:, :-1], axis=1, out=before[:, 1:])
-    np.cumprod(factor[:, :0:-1], axis=1, out=after[:, -2::-1])
-    coef = 2.0 * before[:, -1] * factor[:, -1]
-    dcoef = 2.0 * before * after * np.where(present[:, :, None], 1.0 - 2.0 * q, 0.0)
-    return coef, dcoef
+def _group_coefficients(plan: TreePlan, q: np.ndarray, groups: slice = slice(None)) -> np.ndarray:
+    """``C_g(q) = 2 prod_{k in T_g} q(1-q)`` ``(G, Q)`` of ``groups``."""
+    expanded = np.count_nonzero(plan.group_T[groups] < plan.n_features, axis=1)
+    return 2.0 * (q * (1.0 - q))[None, :] ** expanded[:, None]
+
+
+def _log_slope(q: np.ndarray) -> np.ndarray:
+    """``(Q,)`` the slope of ``log C_g`` along each feature ``T_g`` expands, ``(1 - 2q) / (q (1 - q))``:
+    ``dC_g / dq_k = C_g x`` this, so a sum that carries ``C_g`` gives ``C_g``'s slopes."""
+    return (1.0 - 2.0 * q) / (q * (1.0 - q))
 
 
 def _segment_indptr(n_rows: int, n_items: int, seg_starts: np.ndarray, dtype) -> np.ndarray:
@@ -114,31 +112,48 @@ def weighted_gradient(
         return out
 
     # cross items, chunk by chunk of groups: the cotangent of a left item is C_g sum_u w_u B_g (of a
-    # right item C_g sum_u w_u A_g); C_g multiplies the side sums, fewer than the entries they reach
-    per_group = np.zeros(plan.group_T.shape)  # the slopes of C_g in the features it expands
+    # right item C_g sum_u w_u A_g); the right items' tables carry C_g and the quadrature weights
+    # (``_chunks``), so B_g comes with them and a right item's z = (sum_u w_u A_g) x its value does too
+    per_group = np.zeros(len(plan.group_T))  # sum_q log-slope x sum_u w_u C_g A_g B_g: the slopes of C_g
     for chunk, parts in _chunks(plan, cells, tuning):
-        q, gl = chunk.q, gauss_legendre(len(chunk.q))[1]
+        q = chunk.q
         hist = np.zeros_like(chunk.values)
         for groups, start, stop, seg_starts in parts:
-            coef, dcoef = _group_coefficients(plan, q, groups)
-            weight = coef * gl  # the quadrature weights ride on the coefficients: one pass less per table
             entries = cells.entry_reader(plan, plan.item_view[chunk.items[start:stop]], chunk.base[start:stop])
-            both = np.zeros_like(coef)  # sum_u w_u A_g B_g
             shape = (len(codes), stop - start)
             for rows, gather, sums in _side_sums(chunk, entries, shape, seg_starts, groups, len(q), 1, tuning):
-                # each side's cotangent is the other side's sums times w_u C_g: written in place,
-                # side by side, with no weighted copy of both sides and no reversed strided pass
+                # each side's cotangent is the other side's sums times w_u: written in place, side
+                # by side, with no weighted copy of both sides and no reversed strided pass
                 cotangent = np.empty_like(sums)
                 np.multiply(sums[:, 1], w_quad[rows, None, None], out=cotangent[:, 0])
-                both += np.einsum("ugq,ugq->gq", sums[:, 0], cotangent[:, 0])
                 np.multiply(sums[:, 0], w_quad[rows, None, None], out=cotangent[:, 1])
-                cotangent *= weight
                 gather.add_transposed(cotangent.reshape(-1, len(q)), hist)
-            per_group[groups] = np.einsum("gq,gtq,q->gt", both, dcoef, gl)
         z = hist * chunk.values
         out += ChunkBlocks(plan, blocks, chunk, q).global_slopes(chunk, cells, z, plan.n_features)
-    out += scatter_features(plan, plan.group_T, per_group)
+        _add_coefficient_slopes(plan, chunk, parts, z, per_group)
+    out += scatter_features(plan, plan.group_T, np.where(plan.group_T < plan.n_features, per_group[:, None], 0.0))
     return out
+
+
+def _add_coefficient_slopes(plan: TreePlan, chunk: Chunk, parts, z: np.ndarray, per_group: np.ndarray) -> None:
+    """Add into ``per_group`` each expanding group's ``sum_q log-slope x sum_u w_u A_g C_g B_g``.
+
+    That sum is ``z`` summed over the entries of the group's left items (their cotangents carry
+    ``C_g B_g``): one pass over those entries, not a product of every row's two sides."""
+    left, group = [], []
+    for groups, start, _, seg_starts in parts:
+        expands = np.flatnonzero(np.any(plan.group_T[groups] < plan.n_features, axis=1))
+        if not len(expands):
+            continue
+        count = seg_starts[expands + 1] - seg_starts[expands]  # the right sides follow the left ones
+        left.append(ranges(start + seg_starts[expands], count))
+        group.append(np.repeat(groups.start + expands, count))
+    if not left:
+        return
+    left, group = np.concatenate(left), np.concatenate(group)
+    size = chunk.size[left]
+    per_item = OneHot(offsets(size), ranges(chunk.base[left], size), len(z)).sums(z) @ _log_slope(chunk.q)
+    per_group += np.bincount(group, weights=per_item, minlength=len(per_group))
 
 
 def _side_sums(
@@ -171,7 +186,9 @@ def _chunks(plan: TreePlan, cells: Cells, tuning: Tuning):
     Per chunk: its :class:`~shap_rsq.kernels.batching.chunks.Chunk` of items, part after part (each
     the left sides' items, then the right sides'), and per part ``(groups, start, stop,
     seg_starts)``: its groups, its items' positions in the chunk and its segment starts within
-    them.
+    them.  The right items' tables carry their group's coefficient ``C_g`` times the quadrature
+    weights (``Chunk.scale``): every product of two sides, and every cotangent, then has them once,
+    with no pass of its own over the rows.
     """
     n_groups = len(plan.seg_starts) // 2
     bounds = np.append(plan.seg_starts, len(plan.item_leaf) - plan.n_single)  # item bounds of the segments
@@ -185,7 +202,8 @@ def _chunks(plan: TreePlan, cells: Cells, tuning: Tuning):
     part_edges, chunk_edges = np.union1d(part_edges, levels), np.union1d(chunk_edges, levels)
     chunk_q = _chunk_nodes(plan, chunk_edges)
     for (ca, cb), n_q in zip(itertools.pairwise(chunk_edges), chunk_q, strict=True):
-        items, parts, part = [], [], []
+        q, gl = gauss_legendre(n_q)
+        items, parts, part, scale = [], [], [], []
         start = 0
         edges = part_edges[(part_edges >= ca) & (part_edges <= cb)]
         for k, (ga, gb) in enumerate(itertools.pairwise(edges)):
@@ -200,11 +218,14 @@ def _chunks(plan: TreePlan, cells: Cells, tuning: Tuning):
             )
             items.append(members)
             part.append(np.full(len(members), k))
+            # the right items' tables carry their group's C_g and the quadrature weights
+            right_count = np.diff(bounds[n_groups + ga : n_groups + gb + 1])
+            weight = _group_coefficients(plan, q, slice(int(ga), int(gb))) * gl
+            scale += [np.ones((n_left, n_q)), np.repeat(weight, right_count, axis=0)]
             parts.append((slice(int(ga), int(gb)), start, start + len(members), seg_starts))
             start += len(members)
         items = plan.n_single + np.concatenate(items)
-        q = gauss_legendre(n_q)[0]
-        yield Chunk(plan, cells, items, q, tuning, np.concatenate(part)), parts
+        yield Chunk(plan, cells, items, q, tuning, np.concatenate(part), np.concatenate(scale)), parts
 
 
 def _chunk_nodes(plan: TreePlan, edges: np.ndarray) -> list[int]:

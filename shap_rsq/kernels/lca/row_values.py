@@ -24,7 +24,7 @@ from ..batching.cells import Cells
 from ..batching.chunks import Chunk
 from ..batching.sparse import OneHot, offsets, weighted_sums
 from ..quadrature import gauss_legendre
-from .global_values import _blocks, _chunks, _group_coefficients
+from .global_values import _blocks, _chunks, _log_slope
 from .plan import LIN, TreePlan
 
 __all__ = ["pattern_gradients"]
@@ -97,12 +97,16 @@ def _single_slopes(
 
 def _cross(plan, cells, blocks, bits: _PassBits, n: int, g_quad: np.ndarray, tuning: Tuning) -> None:
     """Add the cross items' gradients into ``g_quad (K + 1, n)``: their slopes weighted by each row's
-    cotangents, and the slopes of the group coefficients ``C_g`` (in their expanded features)."""
+    cotangents, and the slopes of the group coefficients ``C_g`` (in their expanded features).
+
+    The right items' tables carry ``C_g`` and the quadrature weights (``_chunks``), so a left
+    item's cotangent is the right side's sum as it is, and a right item's value already holds
+    them: ``z = value x (the other side's sum)`` for both."""
     for chunk, parts in _chunks(plan, cells, tuning):
-        q, gl = chunk.q, gauss_legendre(len(chunk.q))[1]
+        q = chunk.q
         values = np.ascontiguousarray(chunk.values.T)  # (Q, entries): rows gather node-major stacks
+        log_slope = _log_slope(q)
         for groups, start, stop, seg_starts in parts:
-            coef, dcoef = _group_coefficients(plan, q, groups)
             part = chunk.part_of(start, stop)
             chunk_blocks = ChunkBlocks(plan, blocks, part, q)
             row_slopes = _RowSlopes(chunk_blocks, part, plan.n_features, bits)
@@ -114,23 +118,21 @@ def _cross(plan, cells, blocks, bits: _PassBits, n: int, g_quad: np.ndarray, tun
             partner = (1 - side) * n_groups + group
             # each side of each group summed, node by node: one product on the (Q x items) stack
             sides = OneHot(np.append(seg_starts, n_items), np.arange(n_items), n_items).tiled(len(q))
-            side_coef = np.tile(coef * gl, (2, 1)).T[:, :, None]  # (Q, 2 groups, 1)
             # the slopes of C_g, in the features T_g expands (most groups expand none): per (group,
-            # feature) of T_g one matrix-vector product per block of rows, and one sparse product
+            # feature) of T_g the sides' product contracted with the log-slope, one sparse product
             active_g, active_t = np.nonzero(plan.group_T[groups] < plan.n_features)
             expanded = OneHot.picks(plan.group_T[groups][active_g, active_t], plan.n_features + 1)
-            d_active = (dcoef[active_g, active_t] * gl)[:, None, :]  # (pairs, 1, Q)
             for rows in _blocks(n, 4 * n_items * len(q), tuning.block_elements_within):
                 value = np.take(values, entries(rows), axis=1)  # (Q, items, rows)
                 n_rows = value.shape[2]
                 sums = sides.sums(value.reshape(-1, n_rows)).reshape(len(q), -1, n_rows)  # (Q, 2 groups, rows)
-                both = sums[:, :n_groups] * sums[:, n_groups:]  # (Q, groups, rows)
-                sums *= side_coef  # C_g on the sums, fewer than the items
+                if len(active_g):
+                    both = np.take(sums, active_g, axis=1)  # (Q, pairs, rows): A_g x C_g B_g
+                    both *= np.take(sums, n_groups + active_g, axis=1)
+                    per_pair = (log_slope @ both.reshape(len(q), -1)).reshape(len(active_g), n_rows)
+                    expanded.add_transposed(per_pair, g_quad[:, rows])
                 value *= np.take(sums, partner, axis=1)
                 row_slopes.add(value, rows, g_quad[:, rows])
-                if len(active_g):
-                    per_pair = np.take(both, active_g, axis=1).transpose(1, 0, 2)  # (pairs, Q, rows)
-                    expanded.add_transposed(np.matmul(d_active, per_pair)[:, 0], g_quad[:, rows])
 
 
 class _RowSlopes:
