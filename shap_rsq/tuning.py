@@ -142,6 +142,17 @@ class Tuning:
         one pass of NumPy calls per width and kind of table: small trees otherwise spend most of
         their time in those calls.
         Benchmark: ``benchmarks/bench.py`` and ``benchmarks/local.py`` (shallow trees).
+    join_single_work : int
+        A tree evaluates its single items in its first chunk of cross items, on that chunk's
+        quadrature nodes, instead of in a chunk of their own, when the nodes this adds to their
+        table entries (entries x extra nodes) are at most this many: each chunk's tables and slopes
+        cost about 50 NumPy calls whatever its entries.  CPU s of ``rsq``, one core, medians of 5
+        (2026-12-06, ``-1`` never joins): XGBoost depth 6 on 1,000 rows of 100 features 2.47 at -1,
+        2.36 at 4,096, 2.30 at 8,192, 2.32 at 16,384; the depth-6 forest 0.97 / 0.93 / 0.94 /
+        0.91; at depth 8 (single tables of 2,800-15,000 entries, 2-4 nodes more) 7.59 / 7.60 /
+        7.57 (XGBoost at -1, 8,192, 16,384) and 2.79 / 2.79 / 2.75 (forest), while 16,384
+        *entries* joined regardless of the nodes took 3-4% more there.
+        Benchmark: ``benchmarks/ab_tuning.py xgb-p100-d6 join_single_work``.
     level_work : float
         A chunk of cross items is evaluated on the quadrature nodes of its first group, the most
         its groups need (``TreePlan.group_q``: the root's pairs need about twice the nodes of
@@ -502,6 +513,7 @@ class Tuning:
     dense_slots: int = 1 << 22
     tabulate_cells: int = 1 << 17
     mixed_cells: int = 1 << 14
+    join_single_work: int = 1 << 13
     level_work: float = 3e5
     dense_ratio: float = 0.3
     max_dense_width: int = 16

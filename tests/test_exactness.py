@@ -305,14 +305,40 @@ def test_fewer_quadrature_nodes_below_the_root_stay_exact(fitted, family, level_
 
 def test_a_node_short_of_the_bound_is_not_exact(fitted, monkeypatch):
     # the bound is not slack: one Gauss-Legendre node fewer for the single items misses the oracle
+    # (on their own chunk: joined to the cross items' first chunk they take its nodes, more)
     from shap_rsq.kernels.lca import plan as lca_plan
 
     original = lca_plan.node_quadrature
     monkeypatch.setattr(lca_plan, "node_quadrature", lambda *a: (lambda s, n: (max(1, s - 1), n))(*original(*a)))
     model, X, y, w = fitted("DecisionTreeRegressor", True)
-    explainer = RSquaredExplainer(model)._set_engine(kernel="lca")
+    tuning = replace(DEFAULT_TUNING, join_single_work=-1)
+    explainer = RSquaredExplainer(model)._set_engine(kernel="lca", tuning=tuning)
     expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
     assert np.abs(explainer.rsq(X, y, sample_weight=w) - expected_global).max() > 1e-6
+
+
+@pytest.mark.parametrize("family", ["DecisionTreeRegressor", "XGBRegressor", "CatBoost-Lossguide"])
+def test_single_items_on_their_own_chunk_or_the_first_cross_chunk_agree(fitted, family):
+    # small trees evaluate their single items on the first cross chunk's nodes (Tuning.join_single_work);
+    # more nodes than the bound are exact too, so both ways give the oracle's shares
+    from shap_rsq.kernels.batching.cells import Cells
+    from shap_rsq.kernels.lca.global_values import _joins_singles, leaf_codes
+    from shap_rsq.kernels.lca.plan import compile_tree
+    from shap_rsq.kernels.row_patterns import split_decisions
+
+    model, X, y, w = fitted(family, True)
+    values = {}
+    for work in (-1, 1 << 30):  # never joined, always joined
+        tuning = replace(DEFAULT_TUNING, join_single_work=work, junction_share=0.0)
+        explainer = RSquaredExplainer(model)._set_engine(kernel="lca", tuning=tuning)
+        values[work] = explainer.rsq(X, y, sample_weight=w)
+    plans = [compile_tree(tree) for tree in explainer.forest.trees if tree.left[0] >= 0]
+    codes = [leaf_codes(plan, split_decisions(plan, X)) for plan in plans]
+    assert any(_joins_singles(plan, Cells(plan, c, tuning), tuning) for plan, c in zip(plans, codes, strict=True))
+    expected_global, _ = rsq_oracle(explainer.forest, X, y, w)
+    np.testing.assert_allclose(values[-1], expected_global, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(values[1 << 30], expected_global, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(values[1 << 30], values[-1], atol=1e-13, rtol=0)
 
 
 def test_zero_cover_fractions_need_no_division_by_zero(fitted):

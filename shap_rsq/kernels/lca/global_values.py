@@ -98,16 +98,17 @@ def weighted_gradient(
     """
     cells = Cells(plan, codes, tuning)
     blocks = plan_blocks(plan)
-
     # single items: every row adds its weight (w_lin or w_quad) to the entry it reads
-    q, gl = gauss_legendre(plan.single_q)
     single = np.arange(plan.n_single)
-    chunk = Chunk(plan, cells, single, q, tuning)
-    entry = cells.row_entries(plan, plan.item_view[single], chunk.base)
     weight = np.where(plan.item_kind[single] == LIN, w_lin[:, None], w_quad[:, None])
-    per_entry = np.bincount(entry.ravel(), weights=weight.ravel(), minlength=chunk.n_entries)
-    z = per_entry[:, None] * gl * chunk.values
-    out = ChunkBlocks(plan, blocks, chunk, q).global_slopes(chunk, cells, z, plan.n_features)
+    joined = _joins_singles(plan, cells, tuning)
+    if joined:
+        out = np.zeros(plan.n_features)
+    else:
+        q, gl = gauss_legendre(plan.single_q)
+        chunk = Chunk(plan, cells, single, q, tuning)
+        z = _single_weights(plan, cells, chunk, single, weight, gl) * chunk.values
+        out = ChunkBlocks(plan, blocks, chunk, q).global_slopes(chunk, cells, z, plan.n_features)
     if len(plan.item_leaf) == plan.n_single:
         return out
 
@@ -115,9 +116,12 @@ def weighted_gradient(
     # right item C_g sum_u w_u A_g); the right items' tables carry C_g and the quadrature weights
     # (``_chunks``), so B_g comes with them and a right item's z = (sum_u w_u A_g) x its value does too
     per_group = np.zeros(len(plan.group_T))  # sum_q log-slope x sum_u w_u C_g A_g B_g: the slopes of C_g
-    for chunk, parts in _chunks(plan, cells, tuning):
+    for k, (chunk, parts) in enumerate(_chunks(plan, cells, tuning, joined)):
         q = chunk.q
-        hist = np.zeros_like(chunk.values)
+        if k == 0 and joined:  # the single items' entries take their rows' weights, the others 0
+            hist = _single_weights(plan, cells, chunk, len(chunk.items) - plan.n_single + single, weight, None)
+        else:
+            hist = np.zeros_like(chunk.values)
         for groups, start, stop, seg_starts in parts:
             entries = cells.entry_reader(plan, plan.item_view[chunk.items[start:stop]], chunk.base[start:stop])
             shape = (len(codes), stop - start)
@@ -133,6 +137,26 @@ def weighted_gradient(
         _add_coefficient_slopes(plan, chunk, parts, z, per_group)
     out += scatter_features(plan, plan.group_T, np.where(plan.group_T < plan.n_features, per_group[:, None], 0.0))
     return out
+
+
+def _joins_singles(plan: TreePlan, cells: Cells, tuning: Tuning) -> bool:
+    """Whether the single items' tables ride on the first chunk of cross items, on its quadrature
+    nodes (the most of any group: a rule of more nodes than needed is exact too), so that a small
+    tree makes one chunk's tables and slopes, not two: when the nodes it adds to their entries
+    are at most ``Tuning.join_single_work``."""
+    if len(plan.item_leaf) == plan.n_single or plan.group_q[0] < plan.single_q:
+        return False
+    entries = int(cells.size[plan.item_view[: plan.n_single]].sum())
+    return entries * int(plan.group_q[0] - plan.single_q) <= tuning.join_single_work
+
+
+def _single_weights(plan: TreePlan, cells: Cells, chunk: Chunk, at: np.ndarray, weight: np.ndarray, gl) -> np.ndarray:
+    """``(entries, Q)``: the rows' weights summed on each entry of the single items (at positions
+    ``at`` of the chunk), times the quadrature weights; 0 on the chunk's other entries."""
+    entry = cells.row_entries(plan, plan.item_view[chunk.items[at]], chunk.base[at])
+    per_entry = np.bincount(entry.ravel(), weights=weight.ravel(), minlength=chunk.n_entries)
+    gl = gauss_legendre(len(chunk.q))[1] if gl is None else gl
+    return per_entry[:, None] * gl
 
 
 def _add_coefficient_slopes(plan: TreePlan, chunk: Chunk, parts, z: np.ndarray, per_group: np.ndarray) -> None:
@@ -176,7 +200,7 @@ def _side_sums(
         yield rows, gather, gather.sums(chunk.values).reshape(-1, 2, n_groups, n_q)
 
 
-def _chunks(plan: TreePlan, cells: Cells, tuning: Tuning):
+def _chunks(plan: TreePlan, cells: Cells, tuning: Tuning, singles: bool = False):
     """The cross items in chunks of consecutive groups, each made of parts.
 
     A part's items' tables hold about ``tuning.chunk_cells`` entries (the tables rows walk at
@@ -188,7 +212,8 @@ def _chunks(plan: TreePlan, cells: Cells, tuning: Tuning):
     seg_starts)``: its groups, its items' positions in the chunk and its segment starts within
     them.  The right items' tables carry their group's coefficient ``C_g`` times the quadrature
     weights (``Chunk.scale``): every product of two sides, and every cotangent, then has them once,
-    with no pass of its own over the rows.
+    with no pass of its own over the rows.  With ``singles`` the first chunk also holds the single
+    items, last, in a part of their own that no part of the list names.
     """
     n_groups = len(plan.seg_starts) // 2
     bounds = np.append(plan.seg_starts, len(plan.item_leaf) - plan.n_single)  # item bounds of the segments
@@ -225,6 +250,10 @@ def _chunks(plan: TreePlan, cells: Cells, tuning: Tuning):
             parts.append((slice(int(ga), int(gb)), start, start + len(members), seg_starts))
             start += len(members)
         items = plan.n_single + np.concatenate(items)
+        if singles and ca == 0:
+            items = np.concatenate([items, np.arange(plan.n_single)])
+            part.append(np.full(plan.n_single, len(parts)))
+            scale.append(np.ones((plan.n_single, n_q)))
         yield Chunk(plan, cells, items, q, tuning, np.concatenate(part), np.concatenate(scale)), parts
 
 
