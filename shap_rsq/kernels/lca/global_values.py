@@ -105,9 +105,9 @@ def weighted_gradient(
     if joined:
         out = np.zeros(plan.n_features)
     else:
-        q, gl = gauss_legendre(plan.single_q)
+        q = gauss_legendre(plan.single_q)[0]
         chunk = Chunk(plan, cells, single, q, tuning)
-        z = _single_weights(plan, cells, chunk, single, weight, gl) * chunk.values
+        z = _single_weights(plan, cells, chunk, single, weight) * chunk.values
         out = ChunkBlocks(plan, blocks, chunk, q).global_slopes(chunk, cells, z, plan.n_features)
     if len(plan.item_leaf) == plan.n_single:
         return out
@@ -119,7 +119,7 @@ def weighted_gradient(
     for k, (chunk, parts) in enumerate(_chunks(plan, cells, tuning, joined)):
         q = chunk.q
         if k == 0 and joined:  # the single items' entries take their rows' weights, the others 0
-            hist = _single_weights(plan, cells, chunk, len(chunk.items) - plan.n_single + single, weight, None)
+            hist = _single_weights(plan, cells, chunk, len(chunk.items) - plan.n_single + single, weight)
         else:
             hist = np.zeros_like(chunk.values)
         for groups, start, stop, seg_starts in parts:
@@ -150,13 +150,12 @@ def _joins_singles(plan: TreePlan, cells: Cells, tuning: Tuning) -> bool:
     return entries * int(plan.group_q[0] - plan.single_q) <= tuning.join_single_work
 
 
-def _single_weights(plan: TreePlan, cells: Cells, chunk: Chunk, at: np.ndarray, weight: np.ndarray, gl) -> np.ndarray:
+def _single_weights(plan: TreePlan, cells: Cells, chunk: Chunk, at: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """``(entries, Q)``: the rows' weights summed on each entry of the single items (at positions
-    ``at`` of the chunk), times the quadrature weights; 0 on the chunk's other entries."""
+    ``at`` of the chunk), times the chunk's quadrature weights; 0 on the chunk's other entries."""
     entry = cells.row_entries(plan, plan.item_view[chunk.items[at]], chunk.base[at])
     per_entry = np.bincount(entry.ravel(), weights=weight.ravel(), minlength=chunk.n_entries)
-    gl = gauss_legendre(len(chunk.q))[1] if gl is None else gl
-    return per_entry[:, None] * gl
+    return per_entry[:, None] * gauss_legendre(len(chunk.q))[1]
 
 
 def _add_coefficient_slopes(plan: TreePlan, chunk: Chunk, parts, z: np.ndarray, per_group: np.ndarray) -> None:
