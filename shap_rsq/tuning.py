@@ -213,6 +213,15 @@ class Tuning:
         costliest first: a block's hand-over costs 10-20 ms, and with two blocks a worker one
         worker of two drew 57% of the estimated work of XGBoost of depth 12 on 10,000 rows.
         Benchmark: ``benchmarks/jobs.py xgb-12-10k``.
+    heap_threshold_bytes : int
+        The mmap threshold a call raises glibc's ``malloc`` to, as freeing a block of that size
+        does (``engine.allocator``; at most 32 MiB, past which glibc does not follow): temporaries
+        below it come from the heap and stay mapped from one block of rows to the next.  At the
+        threshold's start of 128 KiB, a process that had freed no large block (one that loads a
+        saved model) took a page fault per 4 KiB of every row block's temporaries: 430,000-610,000
+        faults and 1.07-1.16x the CPU time of a call of per-row shares of issue 58's workloads.
+        16 MiB is above every row block's temporary (``block_elements``: 4 MB); the heap then keeps
+        at most twice that free at its top.  Benchmark: ``benchmarks/allocator.py``.
     worker_plan_bytes : int
         Bytes of compiled plans a worker process keeps between calls (``engine.worker_plans``; at
         most an eighth of the budget too).  joblib's process pool restarts a worker whose memory
@@ -524,6 +533,7 @@ class Tuning:
     parallel_work: float = 1e8
     blocks_per_job: int = 2
     block_seconds: float = 1.0
+    heap_threshold_bytes: int = 16 << 20
     worker_plan_bytes: int = 96 << 20
     kept_plan_bytes: int = 256 << 20
     selector_block_entries: int = 1 << 22

@@ -276,7 +276,8 @@ def test_workers_keep_the_plans_they_compiled_and_units_travel_without_them(fram
     copies = worker_plans.shipped(units)
     assert all(c._plan is None and c.token == u.token for c, u in zip(copies, units, strict=True))
     assert len(pickle.dumps(copies)) < len(pickle.dumps(units)) / 5
-    other = {"present": [(False, False)] * len(units), "keep": 1 << 30, "caller": -1}  # another process's units
+    # another process's units
+    other = {"present": [(False, False)] * len(units), "keep": 1 << 30, "caller": -1, "heap": 16 << 20}
     values, _, sent, _ = run._run_block(copies, X, y, w, start, forest, False, False, other)
     assert all(plan is not None for plan, _ in sent)  # compiled here, sent back to the caller
     again = worker_plans.shipped(units)

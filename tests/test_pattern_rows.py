@@ -123,7 +123,8 @@ def test_workers_keep_side_tables_and_batches_travel_without_them(boosters, monk
     assert all(unit.table_bytes > 0 for unit in observed)  # made by the call above, in this process
     forest = explainer.forest
     start = np.full(len(y), forest.base_offset + forest.nodes.tree_mean.sum())
-    other = {"present": [(True, True)] * len(units), "keep": 1 << 30, "caller": -1}  # another process's units
+    # another process's units
+    other = {"present": [(True, True)] * len(units), "keep": 1 << 30, "caller": -1, "heap": 16 << 20}
 
     made = []
     make = pattern_rows.side_tables

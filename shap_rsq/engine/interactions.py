@@ -23,6 +23,7 @@ from ..kernels.interactions.subsets import (
 from ..kernels.row_patterns import routed_patterns
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
+from .allocator import keep_temporaries_on_the_heap
 from .budget import check_interaction_plans, check_interaction_rows, routing_rows
 from .estimates import Deferred, Projection, as_progress, progress_bar, trees_named
 from .losses import TreeLosses
@@ -157,6 +158,7 @@ def interaction_indices(
     X = routing_rows(forest, X, tuning)
     n, n_players = X.shape[0], forest.n_players
     check_interactions_fit(plans, n, local)
+    keep_temporaries_on_the_heap(tuning.heap_threshold_bytes)  # else the row blocks fault in every block
     f = np.full(n, forest.base_offset + float(forest.nodes.tree_mean.sum()))
     out = np.zeros((n, n_players, n_players)) if local else _SparseSum(n_players, tuning.interaction_merge_entries)
     # the Shapley values come with the indices only when every tree takes the subsets

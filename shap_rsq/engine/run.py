@@ -30,12 +30,13 @@ from ..kernels.lca.unit import adopt_plans, compiled_plans, plans_present
 from ..kernels.row_patterns import distinct_rows, split_decisions
 from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
+from .allocator import keep_temporaries_on_the_heap, return_freed_memory
 from .budget import MemoryBudgetError, fit_jobs, out_of_memory, routing_rows, rows_per_block
 from .estimates import Progress, announce, estimated_seconds, progress_bar
 from .interactions import InteractionPlans
 from .losses import TreeLosses
 from .routing import Kernel, build_units, pair_cost
-from .worker_plans import held_bytes, keep_within, remember, restore, return_freed_memory, shipped
+from .worker_plans import held_bytes, keep_within, remember, restore, shipped
 
 __all__ = ["Decomposition", "UnitCache", "check_row_totals", "decompose", "tree_shap_function", "tree_shap_values"]
 
@@ -219,6 +220,7 @@ def _decompose_by_rows(forest, units, X, y, w, local, n_jobs, split, label, tuni
 
 
 def _decompose(forest, units, X, y, w, local, n_jobs, split, label, tuning, loss) -> Decomposition:
+    keep_temporaries_on_the_heap(tuning.heap_threshold_bytes)  # else the row blocks fault in every block
     mean_prediction = forest.base_offset + float(forest.nodes.tree_mean.sum())
     blocks = _unit_blocks(units, n_jobs, local, X.shape[0], tuning, forest.n_players)
     starts = _block_start_predictions(forest, units, X, mean_prediction, blocks)
@@ -392,8 +394,14 @@ def _for_worker(units: Sequence, tuning: Tuning) -> dict:
     """What a block's worker needs to know: which plans this process holds already (a worker
     sends back only the others), how many bytes of plans a worker keeps between calls
     (``Tuning.worker_plan_bytes``, at most an eighth of the budget), and this process's id (a
-    thread of it keeps none: they would outlive the explainer here)."""
-    return {"present": plans_present(units), "keep": tuning.worker_plan_limit, "caller": os.getpid()}
+    thread of it keeps none: they would outlive the explainer here), and the mmap threshold its
+    allocator is given (``Tuning.heap_threshold_bytes``)."""
+    return {
+        "present": plans_present(units),
+        "keep": tuning.worker_plan_limit,
+        "caller": os.getpid(),
+        "heap": tuning.heap_threshold_bytes,
+    }
 
 
 def _run_block(
@@ -407,6 +415,7 @@ def _run_block(
     f = f.copy()
     keep = worker is not None and worker["caller"] != os.getpid()
     if keep:
+        keep_temporaries_on_the_heap(worker["heap"])  # a worker process's own allocator
         restore(units)
     present = plans_present(units) if worker is None else worker["present"]
     out = np.zeros((X.shape[0], forest.n_players) if local else forest.n_players)

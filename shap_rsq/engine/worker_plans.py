@@ -14,7 +14,6 @@ back with the results (``kernels.lca.unit.compiled_plans``); side tables stay in
 
 from __future__ import annotations
 
-import ctypes
 from collections import OrderedDict
 from dataclasses import fields, is_dataclass, replace
 
@@ -23,7 +22,7 @@ from ..kernels.interactions.subset_values import SubsetUnit
 from ..kernels.lca.unit import LcaUnit
 from .budget import worker_tuning
 
-__all__ = ["held_bytes", "keep_within", "plan_bytes", "remember", "restore", "return_freed_memory", "shipped"]
+__all__ = ["held_bytes", "keep_within", "plan_bytes", "remember", "restore", "shipped"]
 
 # token -> (what the unit keeps: attribute -> value, bytes); only worker processes fill it (_run_block)
 _CACHE: OrderedDict[str, tuple[dict, int]] = OrderedDict()
@@ -144,17 +143,3 @@ def keep_within(unit, present: tuple[bool, bool], room: int) -> int:
     if new_junction:
         unit._junction_plan = None
     return 0
-
-
-def return_freed_memory() -> None:
-    """Give the pages malloc keeps after the kernels' temporaries are freed back to the system
-    (glibc's ``malloc_trim``; nothing elsewhere).
-
-    joblib restarts a worker whose resident memory stays 300 MB above its size after its first
-    task, taking the plans it kept with it (and warning "A worker stopped ... memory leak"):
-    XGBoost of depth 12 on 10,000 rows left a worker that far above after one block.
-    """
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: its allocator keeps its own policy
-        pass
