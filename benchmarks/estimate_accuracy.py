@@ -132,6 +132,18 @@ def _diamonds(local_rows: int | None = None) -> Workload:
     return Workload("diamonds-lgbm-rows", make, True, f"{source}, per-row shares of the first {local_rows:,} rows")
 
 
+def _scale(name: str) -> Workload:
+    """``scale.py``'s workload ``name`` (its model fitted on its data)."""
+
+    def make():
+        import scale
+
+        model, X, y, _ = getattr(scale, name.replace("-", "_"))()
+        return model, X, y
+
+    return Workload(f"scale:{name}", make, note="scale.py's")
+
+
 WORKLOADS = {
     w.name: w
     for w in [
@@ -150,6 +162,7 @@ WORKLOADS = {
         *(_local(name) for name in local.WORKLOADS),
         _diamonds(),
         _diamonds(5000),
+        *(_scale(name) for name in ("million", "wide", "wide-forest")),
     ]
 }
 

@@ -11,6 +11,7 @@ from oracle import rsq_oracle
 from shap_rsq.engine.run import UnitCache, decompose
 from shap_rsq.kernels.enumeration import split_patterns as _enumerate
 from shap_rsq.kernels.lca.plan import _distinct_pairs
+from shap_rsq.kernels.row_patterns import _distinct_keys
 from shap_rsq.models.forest import Forest, TreeTable
 
 THRESHOLDS = np.array([-1.0, -0.25, 0.0, 0.5, 1.0])
@@ -293,3 +294,21 @@ def test_recursion_counts_the_quadrature_nodes_of_the_lca_plan(tree):
 
     expected = quadrature_nodes(tree, tree_paths(tree))
     assert _quadrature_count(tree.left.tolist(), tree.right.tolist(), tree.feature.tolist()) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**14 - 1), min_size=0, max_size=200),
+    st.sampled_from([14, 20, 40, 62]),
+    st.sampled_from([0, 1 << 10, 1 << 16]),
+)
+def test_distinct_keys_are_numpys_unique_whichever_way_they_are_found(keys, n_bits, slots):
+    """Split-pattern keys deduplicated through a table of every key (few bits) or by sorting (many)
+    give ``np.unique``'s patterns, first rows and inverse exactly: the kernels' pattern order and
+    so their sums depend on them."""
+    array = np.array(keys, dtype=np.int64)
+    _, first, inverse = np.unique(array, return_index=True, return_inverse=True)
+    got_first, got_inverse = _distinct_keys(array, n_bits, slots)
+    np.testing.assert_array_equal(got_first, first)
+    np.testing.assert_array_equal(got_inverse, inverse.ravel())
+    assert got_inverse.dtype == np.int64 and got_first.dtype == np.int64
