@@ -219,7 +219,7 @@ class Tuning:
         below it come from the heap and stay mapped from one block of rows to the next.  At the
         threshold's start of 128 KiB, a process that had freed no large block (one that loads a
         saved model) took a page fault per 4 KiB of every row block's temporaries: 430,000-610,000
-        faults and 1.07-1.16x the CPU time of a call of per-row shares of issue 58's workloads.
+        faults and 1.10-1.31x the CPU time of a call of per-row shares of issue 58's workloads.
         16 MiB is above every row block's temporary (``block_elements``: 4 MB); the heap then keeps
         at most twice that free at its top.  Benchmark: ``benchmarks/allocator.py``.
     worker_plan_bytes : int

@@ -75,8 +75,8 @@ def routed_patterns(
     only.
     """
     n_splits = len(plan.split_feature)
-    # the blocks' memory is the split columns of X as floats, more than their booleans: rows as
-    # many as the path booleans would allow, as when the leaves were found on every row
+    # a block holds the rows' split columns of X as floats, 8 bytes an element: with the leaves
+    # asked for, blocks keep the rows that (L, D) path booleans a row allow, which bounds them
     per_row = plan.path_split.size if leaf_value is not None else n_splits + 1
     step = max(1, elements // max(1, per_row))
     keys = [
@@ -86,7 +86,6 @@ def routed_patterns(
     first, inverse = _distinct_keys(np.concatenate(keys), n_splits, elements)
     if leaf_value is None:
         return first, inverse, None
-    step = max(1, elements // max(1, plan.path_split.size))
     leaf = np.concatenate(
         [
             reached_leaf(plan, split_decisions(plan, X, dtype, rows=first[start : start + step]))
