@@ -138,14 +138,19 @@ _TABLE[_CONSTANT] = [[0, 1, 0, 0], [0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]]
 _TABLE[_DIAG] = [[0, 0, 1, 0], [0, 0, -1, 0], [0, 0, 1, 0], [1, 0, -1, 0]]
 
 
-def _coefficients(kind: np.ndarray, r: np.ndarray, prefix: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``(a0, b0, a1, b1)`` of factors of the given kinds; ``r`` is the leaf's cover product for the
-    feature and ``prefix`` the cover product of its splits above the LCA."""
-    terms = _TABLE[kind]  # (..., 4 coefficients, 4 terms)
-    return tuple(
-        terms[..., i, 0] + terms[..., i, 1] * r + terms[..., i, 2] * r * r + terms[..., i, 3] * prefix * r
-        for i in range(4)
-    )
+# Every row of _TABLE is a constant plus at most one signed term: coefficient = const + sign * x with x
+# one of r, r^2, R r.  Gathering (const, sign, x) per factor is exact: the other terms are zeros.
+assert (np.count_nonzero(_TABLE[..., 1:], axis=-1) <= 1).all()
+_CONST = _TABLE[..., 0].T.copy()  # (4 coefficients, 8 kinds)
+_SIGN = _TABLE[..., 1:].sum(axis=-1).T.copy()
+_TERM = np.argmax(_TABLE[..., 1:] != 0, axis=-1).T.copy()
+
+
+def _coefficients(kind: np.ndarray, r: np.ndarray, prefix: np.ndarray) -> np.ndarray:
+    """``(4, ...)``: ``(a0, b0, a1, b1)`` of factors of the given kinds; ``r`` is the leaf's cover
+    product for the feature and ``prefix`` the cover product of its splits above the LCA."""
+    terms = np.stack([r, r * r, prefix * r])
+    return _CONST[:, kind] + _SIGN[:, kind] * np.take_along_axis(terms, _TERM[:, kind], axis=0)
 
 
 def compile_tree(tree: TreeTable, skip: np.ndarray | None = None, singles: bool = True) -> TreePlan | None:
@@ -206,19 +211,18 @@ def _factor_layout(items: dict, n_features: int) -> dict:
     kernel tabulates an item on its leaf code masked to those bits (its view's mask): rows that
     differ elsewhere share one cell.  The bit-free factors are the same for every cell.
     """
-    a0, b0, a1, b1 = (items[name] for name in ("fac_a0", "fac_b0", "fac_a1", "fac_b1"))
+    coef = _coefficients(items["factor_kind"], items["r"], items["prefix"])
+    a0, b0, a1, b1 = coef
     varying = (a0 != a1) | (b0 != b1)
     one = ~varying & (a0 == 1.0) & (b0 == 0.0)
-    rank = np.where(varying, 0, np.where(one, 2, 1))
-    order = np.argsort(rank, axis=1, kind="stable")
-    out = dict(items)
-    for name in ("fac_pos", "fac_feat", "fac_a0", "fac_b0", "fac_a1", "fac_b1"):
-        out[name] = np.take_along_axis(items[name], order, axis=1)
-    rank = np.take_along_axis(rank, order, axis=1)
-    out["fac_feat"] = np.where(rank == 2, n_features, out["fac_feat"])
-    out["item_n_var"] = (rank == 0).sum(axis=1)
-    out["item_n_fac"] = (rank < 2).sum(axis=1)
-    mask = np.sum(np.where(rank == 0, np.left_shift(np.int64(1), out["fac_pos"]), 0), axis=1)
+    order = np.argsort(np.where(varying, 0, 1 + one), axis=1, kind="stable")
+    out = {name: items[name] for name in ("item_leaf", "item_kind", "item_coef")}
+    out["fac_a0"], out["fac_b0"], out["fac_a1"], out["fac_b1"] = np.take_along_axis(coef, order[None], axis=2)
+    out["fac_pos"] = order  # the factors' positions on the path before reordering
+    out["fac_feat"] = np.take_along_axis(np.where(one, n_features, items["fac_feat"]), order, axis=1)
+    out["item_n_var"] = varying.sum(axis=1)
+    out["item_n_fac"] = one.shape[1] - one.sum(axis=1)
+    mask = np.where(varying, np.left_shift(np.int64(1), np.arange(one.shape[1])), 0).sum(axis=1)
     out["view_leaf"], out["view_mask"], out["item_view"] = _distinct_pairs(items["item_leaf"], mask)
     return out
 
@@ -288,18 +292,16 @@ def _single_items(tree: TreeTable, paths: Paths, leaf_feature: np.ndarray) -> di
 
 
 def _item_arrays(leaf, kind, coef, factor_kind, r, prefix, feat) -> dict:
-    a0, b0, a1, b1 = _coefficients(factor_kind, r, prefix)
-    width = factor_kind.shape[1]
+    """Items with their factors' kinds and cover products; :func:`_factor_layout` turns those
+    into coefficients for all items at once."""
     return {
         "item_leaf": leaf.astype(np.int64),
         "item_kind": kind.astype(np.int64),
         "item_coef": coef.astype(np.float64),
-        "fac_pos": np.broadcast_to(np.arange(width), factor_kind.shape).copy(),
         "fac_feat": feat.astype(np.int64),
-        "fac_a0": a0,
-        "fac_b0": b0,
-        "fac_a1": a1,
-        "fac_b1": b1,
+        "factor_kind": factor_kind,
+        "r": r,
+        "prefix": prefix,
     }
 
 
