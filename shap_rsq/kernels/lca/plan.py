@@ -138,19 +138,25 @@ _TABLE[_CONSTANT] = [[0, 1, 0, 0], [0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]]
 _TABLE[_DIAG] = [[0, 0, 1, 0], [0, 0, -1, 0], [0, 0, 1, 0], [1, 0, -1, 0]]
 
 
-# Every row of _TABLE is a constant plus at most one signed term: coefficient = const + sign * x with x
-# one of r, r^2, R r.  Gathering (const, sign, x) per factor is exact: the other terms are zeros.
+# Every row of _TABLE is a constant plus at most one signed term, so a coefficient is ``const + x`` with
+# ``x`` one of r, r^2, R r, their negatives or 0 (the other terms are zeros: the sum is exact).
 assert (np.count_nonzero(_TABLE[..., 1:], axis=-1) <= 1).all()
 _CONST = _TABLE[..., 0].T.copy()  # (4 coefficients, 8 kinds)
-_SIGN = _TABLE[..., 1:].sum(axis=-1).T.copy()
-_TERM = np.argmax(_TABLE[..., 1:] != 0, axis=-1).T.copy()
+_TERM = np.select(
+    [_TABLE[..., 1:].max(axis=-1) > 0, _TABLE[..., 1:].min(axis=-1) < 0],
+    [np.argmax(_TABLE[..., 1:], axis=-1), 3 + np.argmin(_TABLE[..., 1:], axis=-1)],
+    6,
+).T.copy()  # which of (r, r^2, R r, -r, -r^2, -R r, 0)
 
 
 def _coefficients(kind: np.ndarray, r: np.ndarray, prefix: np.ndarray) -> np.ndarray:
     """``(4, ...)``: ``(a0, b0, a1, b1)`` of factors of the given kinds; ``r`` is the leaf's cover
     product for the feature and ``prefix`` the cover product of its splits above the LCA."""
     terms = np.stack([r, r * r, prefix * r])
-    return _CONST[:, kind] + _SIGN[:, kind] * np.take_along_axis(terms, _TERM[:, kind], axis=0)
+    signed = np.concatenate([terms, -terms, np.zeros((1, *r.shape))])
+    # flat indices: np.take is much faster than fancy indexing on these small arrays
+    cell = np.arange(r.size).reshape(r.shape)
+    return _CONST.take(kind, axis=1) + signed.take(_TERM.take(kind, axis=1) * r.size + cell)
 
 
 def compile_tree(tree: TreeTable, skip: np.ndarray | None = None, singles: bool = True) -> TreePlan | None:
@@ -217,9 +223,10 @@ def _factor_layout(items: dict, n_features: int) -> dict:
     one = ~varying & (a0 == 1.0) & (b0 == 0.0)
     order = np.argsort(np.where(varying, 0, 1 + one), axis=1, kind="stable")
     out = {name: items[name] for name in ("item_leaf", "item_kind", "item_coef")}
-    out["fac_a0"], out["fac_b0"], out["fac_a1"], out["fac_b1"] = np.take_along_axis(coef, order[None], axis=2)
+    flat = order + np.arange(0, order.size, order.shape[1])[:, None]  # np.take beats take_along_axis
+    out["fac_a0"], out["fac_b0"], out["fac_a1"], out["fac_b1"] = coef.reshape(4, -1).take(flat, axis=1)
     out["fac_pos"] = order  # the factors' positions on the path before reordering
-    out["fac_feat"] = np.take_along_axis(np.where(one, n_features, items["fac_feat"]), order, axis=1)
+    out["fac_feat"] = np.where(one, n_features, items["fac_feat"]).take(flat)
     out["item_n_var"] = varying.sum(axis=1)
     out["item_n_fac"] = one.shape[1] - one.sum(axis=1)
     mask = np.where(varying, np.left_shift(np.int64(1), np.arange(one.shape[1])), 0).sum(axis=1)
@@ -311,7 +318,9 @@ def _cross_items(
     """Half-items of every leaf pair meeting at each split, expanded over coupled-feature subsets;
     groups numbered by decreasing quadrature nodes ``split_q`` of their split, then by key."""
     n_feat = len(feature_ids)
+    split_local = np.searchsorted(feature_ids, tree.player)  # each split's tree-local feature
     inside = subtree_features(tree, feature_ids)  # (nodes, K)
+    padded = np.concatenate([inside, np.zeros((tree.n_nodes, 1), dtype=bool)], axis=1)  # n_feat pads
     # one row per (split u on the path to leaf l): the leaf's half of the pairs meeting at u
     pair_leaf, pair_depth = np.nonzero(paths.node >= 0)
     if skip is not None:
@@ -322,11 +331,10 @@ def _cross_items(
     own = np.where(side == 0, tree.left[u], tree.right[u])
     other = np.where(side == 0, tree.right[u], tree.left[u])
     kk = leaf_feature[pair_leaf]  # (P, F) tree-local feature ids, n_feat pads
-    padded = np.concatenate([inside, np.zeros((tree.n_nodes, 1), dtype=bool)], axis=1)
     in_own = padded[own[:, None], kk]
     in_other = padded[other[:, None], kk]
     valid = kk < n_feat
-    is_split = valid & (kk == np.searchsorted(feature_ids, tree.player[u])[:, None])
+    is_split = valid & (kk == split_local[u][:, None])
     coupled = valid & in_own & in_other & ~is_split
     kind = np.full(kk.shape, _OMIT)
     kind = np.where(valid & ~in_own & ~in_other & (side[:, None] == 0), _E, kind)  # met only above u
@@ -344,12 +352,12 @@ def _cross_items(
     item_kind = np.where(kind[row] == _FREE, np.where(chosen, _DELTA, _H), kind[row])
 
     # group = (u, T) with T coded as a bitmask over u's coupled features in a canonical order
-    coupled_at = inside[tree.left[u]] & inside[tree.right[u]]
-    coupled_at[np.arange(len(u)), np.searchsorted(feature_ids, tree.player[u])] = False
-    canonical = np.cumsum(coupled_at, axis=1) - 1  # (P, K) position of each feature among u's coupled
-    position = np.take_along_axis(np.concatenate([canonical, np.zeros((len(u), 1), int)], axis=1), kk, axis=1)
+    coupled_at = padded[tree.left] & padded[tree.right]  # (nodes, K + 1): features coupled at each split
+    coupled_at[np.arange(tree.n_nodes), split_local] = False
+    canonical = np.cumsum(coupled_at, axis=1) - 1  # position of each feature among the split's coupled
+    position = canonical[u[:, None], kk]
     mask = np.sum(np.where(chosen, np.left_shift(np.int64(1), np.maximum(position[row], 0)), 0), axis=1)
-    width = int(coupled_at.sum(axis=1).max(initial=0))
+    width = int(coupled_at.sum(axis=1)[u].max(initial=0))
     key = u[row] * (np.int64(1) << width) + mask
     keys, group = np.unique(key, return_inverse=True)
     item_side = side[row]
@@ -378,26 +386,30 @@ def _cross_items(
     )
     arrays["group"] = group
     arrays["side"] = item_side
-    arrays["block"] = np.unique(row, return_inverse=True)[1].ravel()  # the (split, leaf) each item expands
+    arrays["block"] = _ranks(row, len(u))  # the (split, leaf) each item expands
     n_groups = len(by_nodes)
     arrays["seg_starts"] = np.searchsorted(item_side * n_groups + group, np.arange(2 * n_groups))
-    arrays["group_T"] = _group_features(keys[by_nodes], width, coupled_at, u, n_feat)
+    arrays["group_T"] = _group_features(keys[by_nodes], width, coupled_at, canonical, n_feat)
     arrays["group_q"] = split_q[keys[by_nodes] >> width]
     arrays["group_node"] = keys[by_nodes] >> width
     return arrays
 
 
-def _group_features(keys: np.ndarray, width: int, coupled_at: np.ndarray, u: np.ndarray, n_feat: int):
+def _group_features(keys: np.ndarray, width: int, coupled_at: np.ndarray, canonical: np.ndarray, n_feat: int):
     """``(G, T)`` tree-local features expanded in each group, ``n_feat`` padded."""
     split = keys >> width
     mask = keys & ((np.int64(1) << width) - 1)
-    # the coupled features of each group's split, from any row at that split
-    nodes, first_row = np.unique(u, return_index=True)
-    coupled = coupled_at[first_row[np.searchsorted(nodes, split)]]
-    canonical = np.cumsum(coupled, axis=1) - 1
-    chosen = coupled & ((mask[:, None] >> np.maximum(canonical, 0)) & 1 == 1)
+    coupled = coupled_at[split]
+    chosen = coupled & ((mask[:, None] >> np.maximum(canonical[split], 0)) & 1 == 1)
     n_chosen = chosen.sum(axis=1)
     out = np.full((len(keys), max(1, int(n_chosen.max(initial=0)))), n_feat, dtype=np.int64)
     g, k = np.nonzero(chosen)
     out[g, (np.cumsum(chosen, axis=1) - 1)[g, k]] = k
     return out
+
+
+def _ranks(values: np.ndarray, bound: int) -> np.ndarray:
+    """Each value's rank among the distinct ``values`` (integers in ``[0, bound)``), without a sort."""
+    present = np.zeros(bound, dtype=bool)
+    present[values] = True
+    return (np.cumsum(present) - 1)[values]
