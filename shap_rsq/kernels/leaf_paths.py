@@ -38,23 +38,15 @@ class Paths:
 
 
 def tree_paths(tree: TreeTable) -> Paths:
-    parent = _parents(tree)
-    depth = node_depth(tree)
-    leaf = np.flatnonzero((tree.left < 0) & (depth >= 0))
-    max_depth = int(depth[leaf].max())
-    # ancestors upward from each leaf, then re-indexed by depth
-    chain = np.full((len(leaf), max_depth + 1), -1, dtype=np.int64)
-    chain[:, 0] = leaf
-    for step in range(1, max_depth + 1):
-        chain[:, step] = np.where(chain[:, step - 1] >= 0, parent[np.maximum(chain[:, step - 1], 0)], -1)
-    leaf_depth = depth[leaf]
-    d = np.arange(max_depth)
-    on_path = d[None, :] < leaf_depth[:, None]
-    rows = np.arange(len(leaf))[:, None]
-    node = np.where(on_path, chain[rows, np.clip(leaf_depth[:, None] - d[None, :], 0, max_depth)], -1)
-    child = np.where(on_path, chain[rows, np.clip(leaf_depth[:, None] - d[None, :] - 1, 0, max_depth)], -1)
+    leaf, leaf_depth, chain = _leaf_chains(tree)
+    max_depth = chain.shape[1] - 1
+    # down[:, d]: the node at depth d (the leaf itself at its depth), read back from the chain
+    back = np.maximum(leaf_depth[:, None] - np.arange(max_depth + 1), 0)
+    down = chain.take(back + np.arange(0, chain.size, max_depth + 1)[:, None])
+    on_path = np.arange(max_depth) < leaf_depth[:, None]
+    node = np.where(on_path, down[:, :-1], -1)
     safe = np.maximum(node, 0)
-    went_left = on_path & (child == tree.left[safe])
+    went_left = on_path & (down[:, 1:] == tree.left[safe])
     to_left, to_right = cover_fractions(tree.cover[safe], tree.cover[tree.left[safe]], tree.cover[tree.right[safe]])
     ratio = np.where(on_path, np.where(went_left, to_left, to_right), 1.0)
     path_feature = np.where(on_path, tree.player[safe], -1)
@@ -65,6 +57,27 @@ def tree_paths(tree: TreeTable) -> Paths:
     prefix = np.ones((len(leaf), max_depth + 1, width))
     prefix[:, 1:] = np.cumprod(factor, axis=1)
     return Paths(leaf, leaf_depth, node, went_left, ratio, local, features, prefix[:, -1], prefix)
+
+
+def _leaf_chains(tree: TreeTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The leaves a path reaches, their depths and their ancestors upward, leaf first, ``-1`` past
+    the root.
+
+    Walking up from every leaf finds the depths too: a leaf is reached when its chain ends at
+    the root (padding nodes have no parent).
+    """
+    parent = _parents(tree)
+    leaf = np.flatnonzero(tree.left < 0)
+    steps = [leaf]
+    while True:
+        above = np.where(steps[-1] >= 0, parent[np.maximum(steps[-1], 0)], -1)
+        if (above < 0).all():
+            break
+        steps.append(above)
+    chain = np.stack(steps, axis=1)
+    reached = (chain == 0).any(axis=1)
+    depth = (chain[reached] >= 0).sum(axis=1) - 1
+    return leaf[reached], depth, chain[reached, : int(depth.max()) + 1]
 
 
 def _parents(tree: TreeTable) -> np.ndarray:
@@ -96,7 +109,7 @@ def _local_features(path_feature: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first = np.argmax(same, axis=2)  # first position on the path with the same feature
     is_first = valid & (first == np.arange(path_feature.shape[1]))
     rank = np.cumsum(is_first, axis=1) - 1
-    local = np.where(valid, np.take_along_axis(rank, first, axis=1), -1)
+    local = np.where(valid, rank.take(first + np.arange(0, rank.size, rank.shape[1])[:, None]), -1)
     width = max(1, int(is_first.sum(axis=1).max()))
     features = np.full((path_feature.shape[0], width), -1, dtype=np.int64)
     rows, cols = np.nonzero(is_first)
