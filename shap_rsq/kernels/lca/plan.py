@@ -138,25 +138,22 @@ _TABLE[_CONSTANT] = [[0, 1, 0, 0], [0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]]
 _TABLE[_DIAG] = [[0, 0, 1, 0], [0, 0, -1, 0], [0, 0, 1, 0], [1, 0, -1, 0]]
 
 
-# Every row of _TABLE is a constant plus at most one signed term, so a coefficient is ``const + x`` with
-# ``x`` one of r, r^2, R r, their negatives or 0 (the other terms are zeros: the sum is exact).
-assert (np.count_nonzero(_TABLE[..., 1:], axis=-1) <= 1).all()
+# Each coefficient is a constant plus a signed x, where x is r, but R r for _E and r^2 for _DIAG (the
+# other terms are zeros: the sum is exact).
 _CONST = _TABLE[..., 0].T.copy()  # (4 coefficients, 8 kinds)
-_TERM = np.select(
-    [_TABLE[..., 1:].max(axis=-1) > 0, _TABLE[..., 1:].min(axis=-1) < 0],
-    [np.argmax(_TABLE[..., 1:], axis=-1), 3 + np.argmin(_TABLE[..., 1:], axis=-1)],
-    6,
-).T.copy()  # which of (r, r^2, R r, -r, -r^2, -R r, 0)
+_SIGN = _TABLE[..., 1:].sum(axis=-1).T.copy()
+assert ((_TABLE[..., 1:] != 0).any(axis=1) <= np.eye(3, dtype=bool)[[0, 0, 0, 2, 0, 0, 1, 0]]).all()
 
 
 def _coefficients(kind: np.ndarray, r: np.ndarray, prefix: np.ndarray) -> np.ndarray:
     """``(4, ...)``: ``(a0, b0, a1, b1)`` of factors of the given kinds; ``r`` is the leaf's cover
     product for the feature and ``prefix`` the cover product of its splits above the LCA."""
-    terms = np.stack([r, r * r, prefix * r])
-    signed = np.concatenate([terms, -terms, np.zeros((1, *r.shape))])
-    # flat indices: np.take is much faster than fancy indexing on these small arrays
-    cell = np.arange(r.size).reshape(r.shape)
-    return _CONST.take(kind, axis=1) + signed.take(_TERM.take(kind, axis=1) * r.size + cell)
+    x = np.where(kind == _E, prefix * r, np.where(kind == _DIAG, r * r, r))
+    out = np.empty((4, *r.shape))
+    for i in range(4):  # np.take on the kind tables: fancy indexing is slower
+        np.multiply(_SIGN[i].take(kind), x, out=out[i])
+        out[i] += _CONST[i].take(kind)
+    return out
 
 
 def compile_tree(tree: TreeTable, skip: np.ndarray | None = None, singles: bool = True) -> TreePlan | None:
