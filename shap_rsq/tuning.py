@@ -404,7 +404,10 @@ class Tuning:
         again at 16:30 UTC on the quiet machine, timing ``pair_values`` alone in eight fully grown
         trees of 300-1,000 rows (3.7e-10 to 4.3e-10; 1.2e-9 before, 2.8x over on
         ``RandomForestRegressor()`` on 1,000 rows of 20 features); to calibrate again after a kernel
-        changes, multiply a kind's constant by its measured / estimated.
+        changes, multiply a kind's constant by its measured / estimated.  All were measured on
+        Xeons; on an AMD EPYC (2026-12-07) the same calls ran at 0.47-1.14 of their estimates (the
+        LCA kernel slower, the conditioned recursion as estimated), and the two machines together
+        span 0.47-1.72, so no one set of constants would hold both inside 2x with a margin.
         Benchmark: ``benchmarks/estimate_accuracy.py --units`` (its table in docs/benchmarks.md).
     estimate_sample_rows, estimate_sample_elements : int
         Rows drawn (a fixed seed) to count each tree's distinct split patterns for the estimate
