@@ -327,3 +327,22 @@ def test_distinct_keys_table_grows_with_the_keys_not_their_bits():
         tracemalloc.stop()
     assert peak < 64 * 1024, peak
     np.testing.assert_array_equal(first, np.unique(keys, return_index=True)[1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_factor_coefficients_are_the_kind_tables_four_terms(seed):
+    """Each factor's ``(a0, b0, a1, b1)`` is taken as a constant plus one signed cover term (``r``,
+    ``r^2`` or ``R r`` by kind): the same numbers as the kind table's four terms summed, which
+    holds only while every kind uses one of them."""
+    from shap_rsq.kernels.lca.plan import _TABLE, _coefficients
+
+    rng = np.random.default_rng(seed)
+    kind = rng.integers(0, len(_TABLE), size=(6, 5))
+    r, prefix = rng.uniform(0.0, 1.0, size=(2, 6, 5))
+    terms = _TABLE[kind]
+    expected = [
+        terms[..., i, 0] + terms[..., i, 1] * r + terms[..., i, 2] * r * r + terms[..., i, 3] * prefix * r
+        for i in range(4)
+    ]
+    np.testing.assert_allclose(_coefficients(kind, r, prefix), expected, rtol=0, atol=1e-15)

@@ -142,7 +142,6 @@ _TABLE[_DIAG] = [[0, 0, 1, 0], [0, 0, -1, 0], [0, 0, 1, 0], [1, 0, -1, 0]]
 # other terms are zeros: the sum is exact).
 _CONST = _TABLE[..., 0].T.copy()  # (4 coefficients, 8 kinds)
 _SIGN = _TABLE[..., 1:].sum(axis=-1).T.copy()
-assert ((_TABLE[..., 1:] != 0).any(axis=1) <= np.eye(3, dtype=bool)[[0, 0, 0, 2, 0, 0, 1, 0]]).all()
 
 
 def _coefficients(kind: np.ndarray, r: np.ndarray, prefix: np.ndarray) -> np.ndarray:
