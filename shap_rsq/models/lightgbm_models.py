@@ -99,9 +99,9 @@ def _json_dump(booster: Any) -> tuple[dict, list[list[dict]]]:
     return dump, [_lightgbm_splits(tree["tree_structure"]) for tree in dump["tree_info"]]
 
 
-# bits of a split's ``decision_type`` in LightGBM's text model (its tree.h): categorical, default
-# left, then two bits of missing type
-_CATEGORICAL_BIT, _DEFAULT_LEFT_BIT = 1, 2
+# bits of a split's ``decision_type`` in LightGBM's text model (its tree.h): categorical (1), default
+# left (2), then two bits of missing type
+_DEFAULT_LEFT_BIT = 2
 _MISSING_TYPES = ("None", "Zero", "NaN")
 
 
@@ -119,11 +119,12 @@ def _numeric_dump(booster: Any) -> tuple[dict, list[list[dict]]] | None:
     trees_text, _, tail = rest.partition("\nend of trees")
     if "pandas_categorical:null" not in tail:
         return None
-    header = dict(line.split("=", 1) for line in head.splitlines() if "=" in line)
+    lines = head.splitlines()
+    header = dict(line.split("=", 1) for line in lines if "=" in line)
     dump: dict = {
         "num_class": int(header.get("num_class", 1)),
         "num_tree_per_iteration": int(header.get("num_tree_per_iteration", 1)),
-        "average_output": "average_output" in head.splitlines(),
+        "average_output": "average_output" in lines,
         "feature_names": header.get("feature_names", "").split(),
         "pandas_categorical": None,
     }
@@ -132,25 +133,20 @@ def _numeric_dump(booster: Any) -> tuple[dict, list[list[dict]]] | None:
     splits = []
     for block in ("Tree=" + trees_text).split("\nTree=") if trees_text else []:
         fields = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+        # num_cat counts the tree's categorical splits
         if int(fields.get("num_cat", 0)) > 0 or int(fields.get("is_linear", 0)) != 0:
             return None
-        tree = _numeric_splits(fields)
-        if tree is None:
-            return None
-        splits.append(tree)
+        splits.append(_numeric_splits(fields))
     return dump, splits
 
 
-def _numeric_splits(fields: dict) -> list[dict] | None:
-    """One tree's split nodes, from its text fields, in :func:`_lightgbm_splits`'s order (``None``
-    if any split is categorical)."""
+def _numeric_splits(fields: dict) -> list[dict]:
+    """One tree's numeric split nodes, from its text fields, in :func:`_lightgbm_splits`'s order."""
     if int(fields.get("num_leaves", 1)) <= 1:
         return []
     feature = [int(v) for v in fields["split_feature"].split()]
     threshold = [float(v) for v in fields["threshold"].split()]
     decision = [int(v) for v in fields["decision_type"].split()]
-    if any(d & _CATEGORICAL_BIT for d in decision):
-        return None
     children = [[int(v) for v in fields[name].split()] for name in ("left_child", "right_child")]
     splits, stack = [], [0]  # the JSON dump's order: depth first, the right child popped first
     while stack:
