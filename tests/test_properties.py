@@ -11,6 +11,7 @@ from oracle import rsq_oracle
 from shap_rsq.engine.run import UnitCache, decompose
 from shap_rsq.kernels.enumeration import split_patterns as _enumerate
 from shap_rsq.kernels.lca.plan import _distinct_pairs
+from shap_rsq.kernels.recursion.conditioned import compile_junction
 from shap_rsq.kernels.row_patterns import _distinct_keys
 from shap_rsq.models.forest import Forest, TreeTable
 
@@ -290,10 +291,8 @@ def test_recursion_counts_the_quadrature_nodes_of_the_lca_plan(tree):
     # the conditioned recursion counts its nodes from the node lists, without every leaf's path
     from shap_rsq.kernels.lca.plan import quadrature_nodes
     from shap_rsq.kernels.leaf_paths import tree_paths
-    from shap_rsq.kernels.recursion.conditioned import _quadrature_count
 
-    expected = quadrature_nodes(tree, tree_paths(tree))
-    assert _quadrature_count(tree.left.tolist(), tree.right.tolist(), tree.feature.tolist()) == expected
+    assert compile_junction(tree).n_q == quadrature_nodes(tree, tree_paths(tree))
 
 
 @settings(max_examples=60, deadline=None)
@@ -346,3 +345,54 @@ def test_factor_coefficients_are_the_kind_tables_four_terms(seed):
         for i in range(4)
     ]
     np.testing.assert_allclose(_coefficients(kind, r, prefix), expected, rtol=0, atol=1e-15)
+
+
+@settings(max_examples=80, deadline=None)
+@given(tree=trees(n_features=4))
+def test_a_junction_node_s_states_are_the_features_it_shares_with_the_rest_of_the_tree(tree):
+    # from occurrence counts: a feature of a node's subtree that also occurs outside it is open
+    # there, one that occurs only inside it, on both sides, closes there; the maps read each
+    # child's open features off the node's states (its own fixed by the branch when not a state),
+    # and the branches share one map object exactly when the child does not read the split's feature
+    plan = compile_junction(tree)
+    if plan is None:
+        return
+    splits = np.flatnonzero(tree.left >= 0)
+    local = {int(f): k for k, f in enumerate(plan.features)}
+
+    def below(u: int) -> list[int]:
+        return [] if tree.left[u] < 0 else [u, *below(tree.left[u]), *below(tree.right[u])]
+
+    def counts(u: int) -> np.ndarray:
+        return np.bincount([local[int(tree.feature[v])] for v in below(u)], minlength=len(plan.features))
+
+    def open_features(u: int) -> list[int]:
+        node = next(n for n in plan.nodes if splits[n.split] == u)
+        shared = (counts(u) > 0) & (counts(u) < total)
+        return [f for f in np.flatnonzero(shared) if f != node.own_feature] + (
+            [node.own_feature] if node.conditioned else []
+        )
+
+    total = counts(0)
+    for node in plan.nodes:
+        u = splits[node.split]
+        inside, sides = counts(u), [counts(c) for c in (tree.left[u], tree.right[u])]
+        own = local[int(tree.feature[u])]
+        closing = [f for f in np.flatnonzero((inside == total) & (sides[0] > 0) & (sides[1] > 0)) if f != own]
+        assert node.own_feature == own and node.conditioned == (inside[own] < total[own])
+        assert list(node.closing) == closing
+        bits = closing + [f for f in open_features(u) if f != own] + ([own] if node.conditioned else [])
+        assert node.n_bits == len(bits)
+        for side, c in enumerate((tree.left[u], tree.right[u])):
+            if tree.left[c] < 0:
+                assert node.known_map[side] is None and node.unknown_map[side] is None
+                continue
+            child_open = open_features(c)
+            assert (node.known_map[side] is node.unknown_map[side]) == (own not in child_open)
+            for known, states in ((1, node.known_map[side]), (0, node.unknown_map[side])):
+                parent = np.arange(1 << len(bits))
+                if node.conditioned:  # the known branch on the upper half of the states
+                    parent = parent[parent >> (len(bits) - 1) == known]
+                for state, read in zip(parent, states, strict=True):
+                    bit = [(state >> bits.index(f)) & 1 if f in bits else known for f in child_open]
+                    assert read == sum(b << k for k, b in enumerate(bit))

@@ -21,7 +21,6 @@ recursion on them.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -103,64 +102,52 @@ def compile_junction(tree: TreeTable) -> JunctionPlan | None:
         return None
     splits = np.flatnonzero(tree.left >= 0)
     features, local = np.unique(tree.feature[splits], return_inverse=True)
-    # plain Python below: a tree has tens of nodes, each with a handful of features in play
+    # plain Python below: a tree has tens of nodes, each with a handful of features in play, held
+    # as bit sets (bit ``f`` for local feature ``f``), which cost a fraction of Counters of them
     left, right, value = tree.left.tolist(), tree.right.tolist(), tree.value.tolist()
     split_of = dict(zip(splits.tolist(), range(len(splits)), strict=True))
     local_of = dict(zip(splits.tolist(), local.tolist(), strict=True))
-    total = Counter(local.tolist())
     to_left, to_right = cover_fractions(
         tree.cover[splits], tree.cover[tree.left[splits]], tree.cover[tree.right[splits]]
     )
-    rho = dict(zip(splits.tolist(), zip(to_left.tolist(), to_right.tolist(), strict=True), strict=True))
-    inside: dict[int, Counter] = {}  # occurrences of each local feature in a node's subtree
-    open_bits: dict[int, tuple[int, ...]] = {}  # a node's open features, in its state order
-    position: dict[int, int] = {}
-    leaves: dict[int, int] = {}
+    rho = list(zip(to_left.tolist(), to_right.tolist(), strict=True))
+    order = _postorder(tree)
+    own_bit = [1 << local_of[u] if left[u] >= 0 else 0 for u in range(len(left))]
+    inside = _subtree_features(order, left, right, own_bit)
+    outside = _outside_features(order, left, right, own_bit, inside)
+    # a node's open features in its state order (``None`` for a leaf), its place among the plan's
+    # nodes (-1 for a leaf) and its value as a leaf child (0.0 for a split)
+    open_bits: list[tuple[int, ...] | None] = [None] * len(left)
+    position = [-1] * len(left)
+    as_leaf = [v if c < 0 else 0.0 for v, c in zip(value, left, strict=True)]
+    leaves = [1] * len(left)
     nodes = []
-    for u in _postorder(tree):
+    for u in order:
         if left[u] < 0:
-            inside[u], open_bits[u], leaves[u] = Counter(), (), 1
             continue
-        kids = (left[u], right[u])
-        leaves[u] = leaves[kids[0]] + leaves[kids[1]]
-        own = local_of[u]
-        counts = inside[kids[0]] + inside[kids[1]]
-        counts[own] += 1
-        inside[u] = counts
-        closing = tuple(
-            sorted(
-                f
-                for f, c in counts.items()
-                if f != own and c == total[f] and inside[kids[0]][f] < c and inside[kids[1]][f] < c
-            )
-        )
-        others = tuple(sorted(f for f, c in counts.items() if f != own and c < total[f]))
-        conditioned = counts[own] < total[own]
+        a, b = left[u], right[u]
+        leaves[u] = leaves[a] + leaves[b]
+        own, bit = local_of[u], own_bit[u]
+        # summed out here: all of a feature's occurrences lie below, on both sides
+        closing = _members(inside[a] & inside[b] & ~outside[u] & ~bit)
+        others = _members(inside[u] & outside[u] & ~bit)
+        conditioned = bool(outside[u] & bit)
         bits = closing + others + ((own,) if conditioned else ())
         open_bits[u] = others + ((own,) if conditioned else ())
-        maps = {}
-        for branch, fixed in (("known", 1), ("unknown", 0)):
-            maps[branch] = tuple(
-                _state_map(len(bits), _sources(bits, open_bits[c], fixed), conditioned, fixed) if left[c] >= 0 else None
-                for c in kids
-            )
-        # one array for both branches when the child does not read the split's own feature
-        maps["known"] = tuple(
-            v if k is not None and np.array_equal(k, v) else k
-            for k, v in zip(maps["known"], maps["unknown"], strict=True)
-        )
+        known_a, unknown_a = _branch_maps(bits, open_bits[a], own, conditioned)
+        known_b, unknown_b = _branch_maps(bits, open_bits[b], own, conditioned)
         nodes.append(
             JunctionNode(
                 split=split_of[u],
-                children=tuple(position.get(c, -1) for c in kids),
-                leaf=tuple(value[c] if left[c] < 0 else 0.0 for c in kids),
-                rho=rho[u],
+                children=(position[a], position[b]),
+                leaf=(as_leaf[a], as_leaf[b]),
+                rho=rho[split_of[u]],
                 own_feature=own,
                 conditioned=conditioned,
                 closing=closing,
                 n_bits=len(bits),
-                known_map=maps["known"],
-                unknown_map=maps["unknown"],
+                known_map=(known_a, known_b),
+                unknown_map=(unknown_a, unknown_b),
             )
         )
         position[u] = len(nodes) - 1
@@ -170,35 +157,76 @@ def compile_junction(tree: TreeTable) -> JunctionPlan | None:
         split_threshold=tree.threshold[splits].astype(np.float64),
         split_default_left=tree.default[splits] == tree.left[splits],
         nodes=tuple(nodes),
-        n_q=_quadrature_count(left, right, tree.feature.tolist()),
+        n_q=_quadrature_count(order, left, right, own_bit),
         node_states=np.array([1 << node.n_bits for node in nodes], dtype=float),
-        node_leaves=np.array([leaves[u] for u in position], dtype=float),
+        node_leaves=np.array([leaves[u] for u in order if left[u] >= 0], dtype=float),
     )
 
 
-def _quadrature_count(left: list[int], right: list[int], feature: list[int]) -> int:
+def _subtree_features(order: list[int], left: list[int], right: list[int], own_bit: list[int]) -> list[int]:
+    """The features split on in each node's subtree, as bit sets (``order``: postorder)."""
+    inside = [0] * len(left)
+    for u in order:
+        if left[u] >= 0:
+            inside[u] = inside[left[u]] | inside[right[u]] | own_bit[u]
+    return inside
+
+
+def _outside_features(
+    order: list[int], left: list[int], right: list[int], own_bit: list[int], inside: list[int]
+) -> list[int]:
+    """The features split on outside each node's subtree, as bit sets: a child's are its parent's,
+    the parent's own and its sibling's subtree's (``order``: postorder, read backwards)."""
+    outside = [0] * len(left)
+    for u in reversed(order):
+        if left[u] >= 0:
+            above = outside[u] | own_bit[u]
+            outside[left[u]] = above | inside[right[u]]
+            outside[right[u]] = above | inside[left[u]]
+    return outside
+
+
+def _members(features: int) -> tuple[int, ...]:
+    """The features of a bit set, lowest first."""
+    out = []
+    while features:
+        low = features & -features
+        out.append(low.bit_length() - 1)
+        features ^= low
+    return tuple(out)
+
+
+def _branch_maps(bits: tuple[int, ...], child_open: tuple[int, ...] | None, own: int, conditioned: bool):
+    """A child's state maps for the known and the unknown branch (``None`` for a leaf): one array
+    for both (the same object, which the passes test) when the child does not read the split's own
+    feature."""
+    if child_open is None:
+        return None, None
+    unknown = _state_map(len(bits), _sources(bits, child_open, 0), conditioned, 0)
+    if own not in child_open:
+        return unknown, unknown
+    return _state_map(len(bits), _sources(bits, child_open, 1), conditioned, 1), unknown
+
+
+def _quadrature_count(order: list[int], left: list[int], right: list[int], own_bit: list[int]) -> int:
     """:func:`~shap_rsq.kernels.lca.plan.quadrature_nodes` from the node lists, without building every leaf's
     path (which took a quarter of compiling a LightGBM tree): ``ceil(|U| / 2)`` for the largest
-    union ``U`` of the features on two leaves' paths."""
-    above = {0: frozenset()}  # distinct features strictly above each node
-    order = [0]
-    for u in order:  # grows while it is read: breadth first
-        if left[u] >= 0:
-            below = above[u] | {feature[u]}
-            for c in (left[u], right[u]):
-                above[c] = below
-                order.append(c)
-    widest: dict[int, int] = {}  # most distinct features on a path to a leaf below each node
-    largest = 0
+    union ``U`` of the features on two leaves' paths (``order``: postorder; features as bit sets)."""
+    above = [0] * len(left)  # distinct features strictly above each node
     for u in reversed(order):
+        if left[u] >= 0:
+            above[left[u]] = above[right[u]] = above[u] | own_bit[u]
+    widest = [0] * len(left)  # most distinct features on a path to a leaf below each node
+    largest = 0
+    for u in order:
         if left[u] < 0:
-            widest[u] = len(above[u])
+            widest[u] = above[u].bit_count()
             largest = max(largest, widest[u])
             continue
         a, b = widest[left[u]], widest[right[u]]
         widest[u] = max(a, b)
         # two leaves meeting at u share the features down to u's split
-        largest = max(largest, a + b - len(above[u] | {feature[u]}))
+        largest = max(largest, a + b - (above[u] | own_bit[u]).bit_count())
     return max(1, -(-largest // 2))
 
 
