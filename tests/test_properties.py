@@ -11,7 +11,7 @@ from oracle import rsq_oracle
 from shap_rsq.engine.run import UnitCache, decompose
 from shap_rsq.kernels.enumeration import split_patterns as _enumerate
 from shap_rsq.kernels.lca.plan import _distinct_pairs
-from shap_rsq.kernels.recursion.conditioned import compile_junction
+from shap_rsq.kernels.recursion.conditioned import compile_junction, sub_patterns
 from shap_rsq.kernels.row_patterns import _distinct_keys
 from shap_rsq.models.forest import Forest, TreeTable
 
@@ -396,3 +396,30 @@ def test_a_junction_node_s_states_are_the_features_it_shares_with_the_rest_of_th
                 for state, read in zip(parent, states, strict=True):
                     bit = [(state >> bits.index(f)) & 1 if f in bits else known for f in child_open]
                     assert read == sum(b << k for k, b in enumerate(bit))
+
+
+@settings(max_examples=80, deadline=None)
+@given(tree=trees(n_features=3), seed=st.integers(0, 2**32 - 1), whole=st.sampled_from([0.0, 0.5, 0.75, 1.0, 2.0]))
+def test_sub_patterns_are_each_node_s_distinct_decisions_below_it(tree, seed, whole):
+    # each row's sub-pattern at a node holds its decision there and its children's sub-patterns;
+    # a node keeps its distinct ones, each once, unless there are ``whole m`` of them: then every row
+    plan = compile_junction(tree)
+    if plan is None:
+        return
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 40))
+    left = rng.random((m, len(plan.split_feature))) < rng.uniform(0.05, 0.95)
+    patterns, at = sub_patterns(plan, left, whole)
+    kept = [p.count >= whole * m for p in patterns]
+    for i, (node, p) in enumerate(zip(plan.nodes, patterns, strict=True)):
+        below = [at[c] if c >= 0 else np.zeros(m, dtype=np.int64) for c in node.children]
+        np.testing.assert_array_equal(p.decision[at[i]], left[:, node.split])
+        for side in (0, 1):
+            np.testing.assert_array_equal(p.child[side][at[i]], below[side])
+        distinct = set(zip(left[:, node.split], *below, strict=True))
+        if kept[i]:
+            np.testing.assert_array_equal(at[i], np.arange(m))
+            assert len(distinct) >= whole * m
+            assert p.same == tuple(c >= 0 and kept[c] for c in node.children)
+        else:
+            assert p.count == len(distinct) == len(set(zip(p.decision, *p.child, strict=True)))

@@ -293,17 +293,14 @@ def sub_patterns(
     for node in plan.nodes:
         child = [row_pattern[c] if c >= 0 else zeros for c in node.children]
         n_child = [out[c].count if c >= 0 else 1 for c in node.children]
-        key = (left[:, node.split].astype(np.int64) * n_child[0] + child[0]) * n_child[1] + child[1]
-        size = 2 * n_child[0] * n_child[1]
-        if size <= 4 * m:  # mark and rank instead of sorting
-            present = np.zeros(size, dtype=bool)
-            present[key] = True
-            distinct = np.flatnonzero(present)
-            inverse = (np.cumsum(present) - 1)[key]
-        else:
-            distinct, inverse = np.unique(key, return_inverse=True)
-            inverse = inverse.ravel()
-        if len(distinct) >= whole * m:
+        # above a child that keeps every row (so that ``m >= whole m``), each row is a sub-pattern
+        # of its own: no need to count them
+        keep = any(c >= 0 and kept_all[c] for c in node.children)
+        if not keep:
+            key = _packed(left[:, node.split], child, n_child)
+            distinct, inverse = _distinct_keys(key, 2 * n_child[0] * n_child[1], m)
+            keep = len(distinct) >= whole * m
+        if keep:
             same = tuple(c >= 0 and kept_all[c] for c in node.children)
             row_pattern.append(every)
             kept_all.append(True)
@@ -311,10 +308,41 @@ def sub_patterns(
             continue
         row_pattern.append(inverse)
         kept_all.append(False)
-        rest, right = np.divmod(distinct, n_child[1])
-        decision, left_child = np.divmod(rest, n_child[0])
+        rest, right = _digit(distinct, n_child[1])
+        decision, left_child = _digit(rest, n_child[0])
         out.append(SubPatterns(len(distinct), decision.astype(bool), (left_child, right)))
     return out, row_pattern
+
+
+def _packed(decision: np.ndarray, child: list[np.ndarray], n_child: list[int]) -> np.ndarray:
+    """Each row's key ``(decision n0 + c0) n1 + c1`` from its decision and children's sub-patterns
+    (a child of one sub-pattern adds nothing: it is 0 on every row)."""
+    key = decision.astype(np.int64)
+    for c, n in zip(child, n_child, strict=True):
+        if n > 1:
+            key *= n
+            key += c
+    return key
+
+
+def _digit(key: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``divmod(key, n)``, without dividing by 1."""
+    return (key, np.zeros_like(key)) if n == 1 else np.divmod(key, n)
+
+
+def _distinct_keys(key: np.ndarray, size: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``key`` (below ``size``), sorted, and each one's rank at each key."""
+    if size > 4 * m:
+        distinct, inverse = np.unique(key, return_inverse=True)
+        return distinct, inverse.ravel()
+    # mark and rank instead of sorting; ranks scattered to the marks, not a cumulative sum of
+    # the table (twice as fast on tables of thousands of slots)
+    present = np.zeros(size, dtype=bool)
+    present[key] = True
+    distinct = np.flatnonzero(present)
+    rank = np.empty(size, dtype=np.int64)
+    rank[distinct] = np.arange(len(distinct))
+    return distinct, rank[key]
 
 
 def expected_junction_work(plan: JunctionPlan, n_rows: int, per_leaf: float) -> float:
