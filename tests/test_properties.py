@@ -348,6 +348,22 @@ def test_factor_coefficients_are_the_kind_tables_four_terms(seed):
 
 
 @settings(max_examples=80, deadline=None)
+@given(tree=trees(n_features=3), seed=st.integers(0, 2**32 - 1))
+def test_leaf_of_walks_each_row_down_its_splits(tree, seed):
+    # row by row: x <= threshold goes left (ties too), NaN to the default child, compared in dtype
+    X = np.random.default_rng(seed).choice(np.concatenate([THRESHOLDS, THRESHOLDS + 1e-9, [np.nan]]), size=(30, 3))
+    for dtype in (None, np.float32):
+        expected = []
+        for x in X if dtype is None else X.astype(dtype):
+            u = 0
+            while tree.left[u] >= 0:
+                v = x[tree.feature[u]]
+                u = tree.default[u] if np.isnan(v) else tree.left[u] if v <= tree.threshold[u] else tree.right[u]
+            expected.append(u)
+        np.testing.assert_array_equal(tree.leaf_of(X, dtype), expected)
+
+
+@settings(max_examples=80, deadline=None)
 @given(tree=trees(n_features=4))
 def test_a_junction_node_s_states_are_the_features_it_shares_with_the_rest_of_the_tree(tree):
     # from occurrence counts: a feature of a node's subtree that also occurs outside it is open

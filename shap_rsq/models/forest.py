@@ -90,14 +90,19 @@ class TreeTable:
             Node indices of the leaves.
         """
         node = np.zeros(X.shape[0], dtype=np.int64)
-        rows = np.arange(X.shape[0])
-        active = ~self.is_leaf[node]
-        while active.any():
-            r, u = rows[active], node[active]
-            x = X[r, self.feature[u]] if dtype is None else X[r, self.feature[u]].astype(dtype)
-            go_left = goes_left(x, self.threshold[u], self.default[u] == self.left[u])
-            node[r] = np.where(go_left, self.left[u], self.right[u])
-            active[r] = ~self.is_leaf[node[r]]
+        # the rows still on their way down and the split each one is at: gathers and steps touch
+        # those only, with no mask over every row at each level
+        rows = np.flatnonzero(self.left[node] >= 0)  # every row, or none at a single leaf
+        at = node[rows]
+        default_left = self.default == self.left
+        step = np.stack([self.right, self.left], axis=1).ravel()  # node 2u + goes left: the child
+        while rows.size:
+            x = X[rows, self.feature[at]]
+            x = x if dtype is None else x.astype(dtype, copy=False)
+            at = step[2 * at + goes_left(x, self.threshold[at], default_left[at])]
+            node[rows] = at
+            inner = self.left[at] >= 0
+            rows, at = rows[inner], at[inner]
         return node
 
 
