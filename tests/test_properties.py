@@ -361,6 +361,9 @@ def test_leaf_of_walks_each_row_down_its_splits(tree, seed):
                 u = tree.default[u] if np.isnan(v) else tree.left[u] if v <= tree.threshold[u] else tree.right[u]
             expected.append(u)
         np.testing.assert_array_equal(tree.leaf_of(X, dtype), expected)
+        # some rows, in any order and repeated: each reaches its own leaf
+        rows = np.random.default_rng(seed).integers(0, len(X), size=12)
+        np.testing.assert_array_equal(tree.leaf_of(X, dtype, rows=rows), np.asarray(expected)[rows])
 
 
 @settings(max_examples=80, deadline=None)

@@ -72,7 +72,7 @@ class TreeTable:
         """The number of nodes."""
         return len(self.left)
 
-    def leaf_of(self, X: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
+    def leaf_of(self, X: np.ndarray, dtype: np.dtype | None = None, rows: np.ndarray | None = None) -> np.ndarray:
         """Index of the leaf each row of ``X`` reaches (NaN follows the default child).
 
         Values are compared in ``dtype`` (the model's input precision) when given.
@@ -83,26 +83,30 @@ class TreeTable:
             The rows.
         dtype : dtype, optional
             The precision thresholds are compared in.
+        rows : ndarray of int, optional
+            The rows of ``X`` to route, in this order (all of them by default): only their split
+            values are read, never whole rows of a wide ``X``.
 
         Returns
         -------
-        ndarray of int of shape (n_samples,)
+        ndarray of int of shape (n_samples,) or (len(rows),)
             Node indices of the leaves.
         """
-        node = np.zeros(X.shape[0], dtype=np.int64)
+        source = np.arange(X.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
+        node = np.zeros(len(source), dtype=np.int64)
         # the rows still on their way down and the split each one is at: gathers and steps touch
         # those only, with no mask over every row at each level
-        rows = np.flatnonzero(self.left[node] >= 0)  # every row, or none at a single leaf
-        at = node[rows]
+        moving = np.flatnonzero(self.left[node] >= 0)  # every row, or none at a single leaf
+        at = node[moving]
         default_left = self.default == self.left
         step = np.stack([self.right, self.left], axis=1).ravel()  # node 2u + goes left: the child
-        while rows.size:
-            x = X[rows, self.feature[at]]
+        while moving.size:
+            x = X[source[moving], self.feature[at]]
             x = x if dtype is None else x.astype(dtype, copy=False)
             at = step[2 * at + goes_left(x, self.threshold[at], default_left[at])]
-            node[rows] = at
+            node[moving] = at
             inner = self.left[at] >= 0
-            rows, at = rows[inner], at[inner]
+            moving, at = moving[inner], at[inner]
         return node
 
 

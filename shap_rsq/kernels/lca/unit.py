@@ -87,7 +87,8 @@ class LcaUnit:
         elements = self.tuning.routing_elements_within
         if self.junction is not None:  # route with the recursion's plan: the LCA plan may never be needed
             first, inverse, _ = routed_patterns(self.junction_plan, X, dtype, elements)
-            prediction = self.tree.value[self.tree.leaf_of(X, dtype)]
+            # rows of one pattern reach one leaf: each pattern's first row finds it
+            prediction = self.tree.value[self.tree.leaf_of(X, dtype, rows=first)][inverse]
             return (X, dtype, first, inverse), prediction[:, None]
         first, inverse, prediction = routed_patterns(self.plan, X, dtype, elements, self.plan.leaf_value)
         return (X, dtype, first, inverse), prediction[:, None]

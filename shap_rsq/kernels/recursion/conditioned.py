@@ -29,6 +29,7 @@ import numpy as np
 from ...models.forest import TreeTable
 from ...models.node_arrays import cover_fractions
 from ...tuning import DEFAULT_TUNING
+from ..row_patterns import ranked_keys
 
 __all__ = [
     "JunctionNode",
@@ -298,7 +299,7 @@ def sub_patterns(
         keep = any(c >= 0 and kept_all[c] for c in node.children)
         if not keep:
             key = _packed(left[:, node.split], child, n_child)
-            distinct, inverse = _distinct_keys(key, 2 * n_child[0] * n_child[1], m)
+            distinct, inverse = ranked_keys(key, 2 * n_child[0] * n_child[1])
             keep = len(distinct) >= whole * m
         if keep:
             same = tuple(c >= 0 and kept_all[c] for c in node.children)
@@ -328,21 +329,6 @@ def _packed(decision: np.ndarray, child: list[np.ndarray], n_child: list[int]) -
 def _digit(key: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """``divmod(key, n)``, without dividing by 1."""
     return (key, np.zeros_like(key)) if n == 1 else np.divmod(key, n)
-
-
-def _distinct_keys(key: np.ndarray, size: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of ``key`` (below ``size``), sorted, and each one's rank at each key."""
-    if size > 4 * m:
-        distinct, inverse = np.unique(key, return_inverse=True)
-        return distinct, inverse.ravel()
-    # mark and rank instead of sorting; ranks scattered to the marks, not a cumulative sum of
-    # the table (twice as fast on tables of thousands of slots)
-    present = np.zeros(size, dtype=bool)
-    present[key] = True
-    distinct = np.flatnonzero(present)
-    rank = np.empty(size, dtype=np.int64)
-    rank[distinct] = np.arange(len(distinct))
-    return distinct, rank[key]
 
 
 def expected_junction_work(plan: JunctionPlan, n_rows: int, per_leaf: float) -> float:
