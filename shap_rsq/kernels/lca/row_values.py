@@ -91,9 +91,18 @@ def _single_slopes(
     entries = cells.item_entry_reader(plan, plan.item_view[chunk.items[item[c]]], where)
     scatter = OneHot.picks(features, out.shape[0])
     table = slopes.ravel()
-    for rows in _blocks(out.shape[1], 2 * len(c), tuning.block_elements_within):
-        # a 1-D take by narrow indices ran 3x slower than casting them first
-        scatter.add_transposed(np.take(table, entries(rows).astype(np.intp)), out[:, rows])
+    row_blocks = list(_blocks(out.shape[1], 2 * len(c), tuning.block_elements_within))
+    # each block's indices and slopes written into two buffers reused block by block: fresh
+    # temporaries of their size (megabytes) were mapped and zeroed by the system block after block
+    most = len(c) * max((rows.stop - rows.start for rows in row_blocks), default=0)
+    index, picked = np.empty(most, dtype=np.intp), np.empty(most)
+    for rows in row_blocks:
+        shape = (len(c), rows.stop - rows.start)
+        at = index[: shape[0] * shape[1]].reshape(shape)
+        np.copyto(at, entries(rows))  # a 1-D take by narrow indices ran 3x slower than casting them first
+        # the indices are in range: mode="clip" only spares the buffer the default mode copies through
+        slope = np.take(table, at, out=picked[: at.size].reshape(shape), mode="clip")
+        scatter.add_transposed(slope, out[:, rows])
 
 
 def _cross(plan, cells, blocks, bits: _PassBits, n: int, g_quad: np.ndarray, tuning: Tuning) -> None:
