@@ -160,7 +160,8 @@ class PatternRows:
         else:
             flat = (states[:, None] * n_child + targets[None, :]).ravel()
             shape = (len(states), len(targets), n_q)
-            ga, gb = np.broadcast_to(ga, shape), np.broadcast_to(gb, shape)
+            if ga.shape != shape or gb.shape != shape:
+                ga, gb = np.broadcast_to(ga, shape), np.broadcast_to(gb, shape)
         picks = OneHot.picks(flat, n_open * n_child)
         for total, g in zip(adjoints[c], (ga, gb), strict=True):
             picks.add_transposed(g.reshape(-1, n_q), total.reshape(-1, n_q))
@@ -220,12 +221,14 @@ def _states_summed(g: np.ndarray, states: np.ndarray, n_open: int) -> np.ndarray
         return g if g.shape[0] == 1 else g.sum(axis=0, keepdims=True)
     if _identity(states, n_open):
         return g
+    if np.bincount(states, minlength=n_open).max() == 1:  # distinct states: placed, not summed
+        out = np.zeros((n_open, g.shape[1], g.shape[2]))
+        out[states] = g
+        return out
     order = np.argsort(states, kind="stable")
     ordered = states[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    summed = np.take(g, order, axis=0)
-    if len(starts) < len(states):
-        summed = np.add.reduceat(summed, starts, axis=0)
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    summed = np.add.reduceat(np.take(g, order, axis=0), starts, axis=0)
     if len(starts) == n_open:  # every state of the child is read
         return summed
     out = np.zeros((n_open, g.shape[1], g.shape[2]))
@@ -399,14 +402,18 @@ def _backward_alike(plan: JunctionPlan, i: int, rows, reads, adjoints, gl, grad,
     if not all(inner):
         terms += [(ALPHA, ga, None), (GAMMA, gb, None)]
     needed = [j for j, _, _ in terms] if not node.conditioned else [j for j, _, _ in terms if j not in (ALPHA, GAMMA)]
-    picked = np.take(table[needed], rows.decision(i).astype(np.intp), axis=2)  # (tables, H, rows, Q + 1)
-    coef = {j: picked[k, ..., :-1] for k, j in enumerate(needed)}
+    # (tables, H, rows, Q), contiguous: slicing the derivative column off after the gather left
+    # views that every product below broadcast in loops of Q elements (the passes 1.16x slower)
+    picked = np.take(table[needed, :, :, :-1], rows.decision(i).astype(np.intp), axis=2)
+    coef = {j: picked[k] for k, j in enumerate(needed)}
     if not node.conditioned:
-        # the split's own coin: each product against its table's derivative (the last column)
-        total = np.zeros((n_rows, n_q))
+        # the split's own coin: each product against its table's derivative (the last column),
+        # integrated over the nodes before it is weighted by the rows' decisions
+        slopes = np.take(table[[j for j, _, _ in terms], 0, :, -1], rows.decision(i).astype(np.intp), axis=1)
+        total = np.zeros(n_rows)
         for k, (_, g, x) in enumerate(terms):
-            total += picked[k, 0, :, -1:] * _state_sums(g, x)
-        rows.add_rows(grad, node.own_feature, total @ gl)
+            total += slopes[k] * (_state_sums(g, x) @ gl)
+        rows.add_rows(grad, node.own_feature, total)
     k_gb = coef[K][:, None] * gb4 if all(inner) else None
     for side, (other, linear, square, cross) in enumerate(((ar, BL, EL, LL), (al, BR, ER, LR))):
         child = node.children[side]
