@@ -38,13 +38,21 @@ def _constants(plan: TreePlan, items: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def _doubled(value: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """``(n, 2^w, Q)`` products of ``start (n, Q)`` and factors ``value (n, w, 2, Q)`` on every
+    """``(2^w, n, Q)`` products of ``start (n, Q)`` and factors ``value (n, w, 2, Q)`` on every
     combination of their bits (entry ``k`` takes factor ``f`` at bit ``(k >> f) & 1``), by
-    doubling: factor ``f`` multiplies the table of the factors before it at either bit."""
+    doubling: factor ``f`` multiplies the table of the factors before it at either bit.
+
+    Combination-major: each doubling is a ``(2, 1, n, Q)`` by ``(1, k, n, Q)`` product whose
+    operands are contiguous over ``(n, Q)``, one loop of ``n x Q`` elements per (bit, entry).  Laid
+    out ``(n, 2^w, Q)`` the factor was broadcast along the entries and every loop ran over the
+    ``Q`` (4-8) nodes alone: 2x slower on the tables of XGBoost depth 8 (0.30 s against 0.15 s
+    of a call on 1,000 rows of 100 features, global or per row).
+    """
     n, w, _, n_q = value.shape
-    table = start[:, None, :]
+    by_factor = np.ascontiguousarray(value.transpose(1, 2, 0, 3))  # (w, 2, n, Q)
+    table = start[None]
     for f in range(w):
-        table = (value[:, f, :, None, :] * table[:, None]).reshape(n, -1, n_q)
+        table = (by_factor[f][:, None] * table[None]).reshape(-1, n, n_q)
     return table
 
 
@@ -139,7 +147,7 @@ class Chunk:
             block = members[first : first + step]
             items = self.items[block]
             table = _doubled(factor_values(plan, items, w, q), self._constants(plan, block, q))
-            rows = (self.base[block][:, None] + np.arange(1 << w)).ravel()
+            rows = (np.arange(1 << w)[:, None] + self.base[block]).ravel()  # the table is combination-major
             self.values[rows] = table.reshape(-1, n_q)
 
     def _cell_values(self, plan: TreePlan, cells: Cells, members: np.ndarray, w: int, q: np.ndarray) -> None:
@@ -182,15 +190,17 @@ class Chunk:
         span = max(1, self.block // n_q)  # cells per product
         for first in range(0, len(members), step):
             last = min(len(members), first + step)
+            # combination-major tables: row ``combination x m + member`` of ``m`` members
+            m = last - first
             lower = _doubled(value[first:last, :low], constant[first:last]).reshape(-1, n_q)
-            upper = _doubled(value[first:last, low:], np.ones((last - first, n_q))).reshape(-1, n_q)
+            upper = _doubled(value[first:last, low:], np.ones((m, n_q))).reshape(-1, n_q)
             member = np.repeat(np.arange(last - first), size[first:last])
             begin, end = int(start[first]), int(start[last])
             for a in range(begin, end, span):
                 b = min(end, a + span)
                 code, who = comb[a:b], member[a - begin : b - begin]
-                product = rows_of(lower, who * n_low + (code & (n_low - 1)))
-                product *= rows_of(upper, who * n_high + (code >> low))
+                product = rows_of(lower, (code & (n_low - 1)) * m + who)
+                product *= rows_of(upper, (code >> low) * m + who)
                 self.values[entry[a:b]] = product
 
     def blocks(self, plan: TreePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
