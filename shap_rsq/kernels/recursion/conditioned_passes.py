@@ -118,7 +118,6 @@ class _OnRows:
     nodes).  The products are the same numbers."""
 
     def __init__(self, q: np.ndarray, n_rows: int):
-        self.q = q
         self.known = np.tile(q, (n_rows, 1))
         self.unknown = 1.0 - self.known
 
@@ -332,7 +331,7 @@ def _forward_apart(node: JunctionNode, pat: SubPatterns, values, w: _OnRows, al,
     unknown_b += (rl * rl) * bl
     unknown_b += (rr * rr) * br
     n_known = (1 << node.n_bits) // 2 if node.conditioned else 1 << node.n_bits
-    shape = (n_known, pat.count, len(w.q))
+    shape = (n_known, pat.count, w.known.shape[1])
     known = [np.empty(shape) for _ in range(2)]
     for side, rows in ((0, np.flatnonzero(pat.decision)), (1, np.flatnonzero(~pat.decision))):
         for k, v in enumerate(_read(node, side, values, pat.child[side][rows], node.known_map[side])):
@@ -420,12 +419,14 @@ def _backward_alike(plan: JunctionPlan, i: int, rows, reads, adjoints, gl, grad,
     # (tables, H, rows, Q), contiguous: slicing the derivative column off after the gather left
     # views that every product below broadcast in loops of Q elements (with the own coin's sums
     # weighted before their integration, the passes took 1.16x-1.18x their time now)
-    picked = np.take(table[needed, :, :, :-1], rows.decision(i).astype(np.intp), axis=2)
+    decision = rows.decision(i).astype(np.intp)
+    picked = np.take(table[needed, :, :, :-1], decision, axis=2)
     coef = {j: picked[k] for k, j in enumerate(needed)}
     if not node.conditioned:
         # the split's own coin: each product against its table's derivative (the last column),
-        # integrated over the nodes before it is weighted by the rows' decisions
-        slopes = np.take(table[[j for j, _, _ in terms], 0, :, -1], rows.decision(i).astype(np.intp), axis=1)
+        # integrated over the nodes before it is weighted by the rows' decisions (``needed`` names
+        # every term's table here)
+        slopes = np.take(table[needed, 0, :, -1], decision, axis=1)
         total = np.zeros(n_rows)
         for k, (_, g, x) in enumerate(terms):
             total += slopes[k] * (_state_sums(g, x) @ gl)
