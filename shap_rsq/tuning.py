@@ -304,6 +304,14 @@ class Tuning:
         its LCA blocks as dense (``lca_dense_global_bytes``).  At 1, 8 of 20 XGBoost depth-12
         trees had such nodes only.
         Benchmark: ``benchmarks/deep.py xgb-12``.
+    union_pairs : int
+        Per split, the most distinct pairs of its two sides' leaf feature sets counted to find
+        the widest pair's features exactly (``kernels.leaf_paths.widest_unions``): each feature
+        fewer saves half a quadrature node on every item of the split when it lowers the rule.
+        Past it the split keeps the bound of its widest leaves (exact too, on more nodes).  At
+        2^20 pairs a split counts in about 20 ms; the splits of the depth-12 XGBoost trees and
+        of a fully grown tree on 2,000 rows count at most a few thousand.
+        Benchmark: ``benchmarks/deep.py`` (compile times, ``xgb-12``, ``tree-full``).
     max_lca_items : int
         Most estimated LCA items one plan holds (:attr:`plan_item_cap`): a tree with more is
         compiled as several plans, one after the other (``kernels.lca.hybrid``), and a node with
@@ -546,6 +554,7 @@ class Tuning:
     pair_rows: int = 2000
     pair_cost_floor: float = 0.5
     pair_min_pairs: int = 16
+    union_pairs: int = 1 << 20
     max_lca_items: int = 1 << 20
     memory_budget: int = 2 << 30
     lca_global_bytes: float = 0.5

@@ -197,9 +197,9 @@ def test_a_threading_backend_runs_the_blocks_here_on_the_plans_this_process_hold
     compiled = []
     real_compile = _lca_unit.compile_tree
 
-    def count(tree):
+    def count(tree, **kwargs):
         compiled.append(tree)
-        return real_compile(tree)
+        return real_compile(tree, **kwargs)
 
     monkeypatch.setattr(_lca_unit, "compile_tree", count)
     for tuning in (eager, tight):

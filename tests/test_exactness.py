@@ -303,6 +303,31 @@ def test_fewer_quadrature_nodes_below_the_root_stay_exact(fitted, family, level_
     np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, atol=1e-9, rtol=0)
 
 
+def test_splits_whose_sides_share_features_take_fewer_nodes_and_stay_exact():
+    # a deep tree on four features reuses each on both sides of its upper splits: counting the
+    # widest pair's features lowers their rules (Tuning.union_pairs), and the shares stay the
+    # oracle's, as they are with the bound of the widest leaves (union_pairs=0)
+    from sklearn.tree import DecisionTreeRegressor
+
+    from shap_rsq.kernels.lca.plan import compile_tree
+
+    X, y, w = make_data(seed=3, nan=False)
+    X = X[:, :4]
+    model = DecisionTreeRegressor(max_depth=9, random_state=0).fit(X, y)
+    tree = RSquaredExplainer(model).forest.trees[0]
+    counted = compile_tree(tree)
+    bounded = compile_tree(tree, tuning=replace(DEFAULT_TUNING, union_pairs=0))
+    assert counted.group_q.sum() < bounded.group_q.sum() and counted.n_q < bounded.n_q
+    expected_global, expected_local = None, None
+    for union_pairs in (0, DEFAULT_TUNING.union_pairs):
+        tuning = replace(DEFAULT_TUNING, union_pairs=union_pairs, junction_share=0.0)
+        explainer = RSquaredExplainer(model)._set_engine(kernel="lca", tuning=tuning)
+        if expected_global is None:
+            expected_global, expected_local = rsq_oracle(explainer.forest, X, y, w)
+        np.testing.assert_allclose(explainer.rsq(X, y, sample_weight=w), expected_global, atol=1e-9, rtol=0)
+        np.testing.assert_allclose(explainer(X, y, sample_weight=w).values, expected_local, atol=1e-9, rtol=0)
+
+
 def test_a_node_short_of_the_bound_is_not_exact(fitted, monkeypatch):
     # the bound is not slack: one Gauss-Legendre node fewer for the single items misses the oracle
     # (on their own chunk: joined to the cross items' first chunk they take its nodes, more)

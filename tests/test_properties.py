@@ -285,6 +285,42 @@ def test_pattern_keys_reach_the_leaf_that_the_heap_walk_reaches(depth):
     assert sorted(bits) == list(range(n_splits)) and bits[0] == n_splits - 1  # the root most significant
 
 
+def _pair_unions_by_enumeration(tree: TreeTable) -> np.ndarray:
+    """``(nodes,)`` the most distinct features on two leaves' paths meeting at each split, leaf
+    pair by leaf pair (0 at leaves)."""
+    best = np.zeros(tree.n_nodes, dtype=np.int64)
+
+    def leaves(u: int, path: frozenset) -> list[frozenset]:
+        if tree.left[u] < 0:
+            return [path]
+        below = path | {int(tree.feature[u])}
+        a, b = leaves(int(tree.left[u]), below), leaves(int(tree.right[u]), below)
+        best[u] = max(len(x | y) for x in a for y in b)
+        return a + b
+
+    leaves(0, frozenset())
+    return best
+
+
+@settings(max_examples=80, deadline=None)
+@given(trees(n_features=5), st.sampled_from([0, 1, 4, 1 << 20]))
+def test_each_split_counts_its_widest_leaf_pair(tree, budget):
+    # a split's Gauss-Legendre rule is that of its widest pair of leaves, counted over their
+    # feature sets where that lowers the widest leaves' bound; past the budget, the bound's
+    from shap_rsq.kernels.lca.plan import node_quadrature
+    from shap_rsq.kernels.leaf_paths import tree_paths
+
+    paths = tree_paths(tree)
+    exact = _pair_unions_by_enumeration(tree)
+    splits = np.flatnonzero(exact)
+    split_q = node_quadrature(tree, paths, budget)[1]
+    rule = -(-exact[splits] // 2)
+    assert np.all(split_q[splits] >= rule)  # never fewer nodes than the pairs need
+    if budget >= 1 << 20:
+        np.testing.assert_array_equal(split_q[splits], rule)
+        assert compile_junction(tree).n_q == max(-(-int(paths.n_local.max()) // 2), int(rule.max()))
+
+
 @settings(max_examples=60, deadline=None)
 @given(trees(n_features=6))
 def test_recursion_counts_the_quadrature_nodes_of_the_lca_plan(tree):

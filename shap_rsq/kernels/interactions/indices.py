@@ -81,7 +81,7 @@ def compile_interactions(tree: TreeTable) -> InteractionPlan:
     for d in range(plan.path_kid.shape[1]):
         has[leaves, plan.path_kid[:, d]] = True
     has[:, n_k] = False
-    cross = [np.meshgrid(np.arange(a.start, a.stop), np.arange(b.start, b.stop)) for a, b, _ in plan.nodes]
+    cross = [np.meshgrid(np.arange(a.start, a.stop), np.arange(b.start, b.stop)) for a, b, _, _ in plan.nodes]
     cross_a = np.concatenate([a.ravel() for a, _ in cross])
     cross_b = np.concatenate([b.ravel() for _, b in cross])
     a = np.concatenate([cross_a, leaves, leaves])

@@ -47,14 +47,14 @@ class HybridUnit(LcaUnit):
     @property
     def plan(self) -> TreePlan:
         if self._plan is None:
-            self._plan = compile_tree(self.tree, skip=self.pieces != 0)
+            self._plan = compile_tree(self.tree, skip=self.pieces != 0, tuning=self.tuning)
         return self._plan
 
     def lca_plans(self):
         """The first piece's plan (kept), then each other piece's, compiled when it is reached."""
         yield self.plan
         for piece in range(1, int(self.pieces.max()) + 1):
-            yield compile_tree(self.tree, skip=self.pieces != piece, singles=False)
+            yield compile_tree(self.tree, skip=self.pieces != piece, singles=False, tuning=self.tuning)
 
     @property
     def dense(self) -> bool:
@@ -69,7 +69,7 @@ class HybridUnit(LcaUnit):
     @property
     def pair_plan(self) -> PairPlan:
         if self._pair_plan is None:
-            self._pair_plan = compile_pairs(self.tree, self.pair_nodes)
+            self._pair_plan = compile_pairs(self.tree, self.pair_nodes, self.tuning)
         return self._pair_plan
 
     @property
@@ -90,7 +90,7 @@ class HybridUnit(LcaUnit):
         """Pairs x features x quadrature nodes per row pattern (for time estimates)."""
         if not self.dense:
             return 0.0
-        return float(sum(_pairs(a) * _pairs(b) * len(c) * -(-len(c) // 2) for a, b, c in self.pair_plan.nodes))
+        return float(sum(_pairs(a) * _pairs(b) * len(c) * n_q for a, b, c, n_q in self.pair_plan.nodes))
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
         super().contribute(state, w_quad, w_lin, out, local)

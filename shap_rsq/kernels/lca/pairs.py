@@ -24,9 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...models.forest import TreeTable
+from ...tuning import DEFAULT_TUNING, Tuning
 from ..leaf_paths import Paths, node_depth, subtree_features, tree_paths
 from ..quadrature import gauss_legendre
 from ..row_patterns import split_decisions
+from .plan import node_quadrature
 
 __all__ = ["NodeCosts", "PairPlan", "compile_pairs", "coupled_features", "node_costs", "pair_values"]
 
@@ -55,7 +57,7 @@ class PairPlan:
     path_kid: np.ndarray  # (L, D) tree-local feature of each split (K pads)
     cover: np.ndarray  # (L, K) cover product of each feature's splits on the path (1 off the path)
     value: np.ndarray  # (L,)
-    nodes: tuple  # per chosen node: (left leaves slice, right leaves slice, feature columns)
+    nodes: tuple  # per chosen node: (left leaves slice, right leaves slice, feature columns, quadrature nodes)
 
     @property
     def n_features(self) -> int:
@@ -131,9 +133,11 @@ def node_costs(tree: TreeTable) -> NodeCosts:
     return NodeCosts(items, pairs, width, n_q)
 
 
-def compile_pairs(tree: TreeTable, chosen: np.ndarray) -> PairPlan:
-    """Tables of the pairs meeting at the ``chosen`` nodes of one tree."""
+def compile_pairs(tree: TreeTable, chosen: np.ndarray, tuning: Tuning = DEFAULT_TUNING) -> PairPlan:
+    """Tables of the pairs meeting at the ``chosen`` nodes of one tree, each node with the
+    quadrature nodes its pairs need (:func:`~shap_rsq.kernels.lca.plan.node_quadrature`)."""
     paths, feature_ids, has = _ordered_paths(tree)
+    split_q = node_quadrature(tree, paths, tuning.union_pairs)[1] if chosen.any() else None
     lo, hi = _leaf_ranges(tree, paths.leaf)
     splits = np.flatnonzero(tree.left >= 0)
     split_index = np.full(tree.n_nodes, len(splits), dtype=np.int64)
@@ -150,7 +154,8 @@ def compile_pairs(tree: TreeTable, chosen: np.ndarray) -> PairPlan:
     for u in np.flatnonzero(chosen):
         left, right = tree.left[u], tree.right[u]
         columns = np.flatnonzero(cumulative[hi[u]] - cumulative[lo[u]] > 0)
-        nodes.append((slice(lo[left], hi[left]), slice(lo[right], hi[right]), columns))
+        n_q = min(int(split_q[u]), max(1, -(-len(columns) // 2)))
+        nodes.append((slice(lo[left], hi[left]), slice(lo[right], hi[right]), columns, n_q))
     return PairPlan(
         features=feature_ids.astype(np.int64),
         split_node=splits,
@@ -193,8 +198,7 @@ def pair_values(plan: PairPlan, bits: np.ndarray, w_quad: np.ndarray | None, blo
     :func:`passes`; temporaries hold about ``block`` floats each."""
     n = bits.shape[0]
     out = np.zeros(plan.n_features) if w_quad is not None else np.zeros((n, plan.n_features))
-    for a_leaves, b_leaves, columns in plan.nodes:
-        n_q = max(1, -(-len(columns) // 2))
+    for a_leaves, b_leaves, columns, n_q in plan.nodes:
         n_a, n_b = a_leaves.stop - a_leaves.start, b_leaves.stop - b_leaves.start
         side_a = _side(plan, bits, a_leaves, columns)
         side_b = _side(plan, bits, b_leaves, columns)

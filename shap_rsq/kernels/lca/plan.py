@@ -35,8 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...models.forest import TreeTable
+from ...tuning import DEFAULT_TUNING, Tuning
 from ..batching.sparse import ranges
-from ..leaf_paths import Paths, subtree_features, tree_paths
+from ..leaf_paths import Paths, subtree_features, tree_paths, widest_unions
 
 __all__ = ["CROSS", "DIAG", "LIN", "TreePlan", "compile_tree", "node_quadrature", "quadrature_nodes"]
 
@@ -155,7 +156,9 @@ def _coefficients(kind: np.ndarray, r: np.ndarray, prefix: np.ndarray) -> np.nda
     return out
 
 
-def compile_tree(tree: TreeTable, skip: np.ndarray | None = None, singles: bool = True) -> TreePlan | None:
+def compile_tree(
+    tree: TreeTable, skip: np.ndarray | None = None, singles: bool = True, tuning: Tuning = DEFAULT_TUNING
+) -> TreePlan | None:
     """Tables of one tree, or ``None`` for a single leaf (which contributes nothing).
 
     ``skip`` (a mask over nodes) leaves out the cross items of the pairs meeting there: the
@@ -174,7 +177,7 @@ def compile_tree(tree: TreeTable, skip: np.ndarray | None = None, singles: bool 
     single = _single_items(tree, paths, leaf_feature)
     if not singles:
         single["item_coef"] = np.zeros_like(single["item_coef"])
-    single_q, split_q = node_quadrature(tree, paths)
+    single_q, split_q = node_quadrature(tree, paths, tuning.union_pairs)
     cross = _cross_items(tree, paths, feature_ids, leaf_feature, split_q, skip)
     on_path = paths.node >= 0
     n_local = paths.n_local
@@ -247,7 +250,7 @@ def quadrature_nodes(tree: TreeTable, paths: Paths) -> int:
     return max(single_q, int(split_q.max(initial=0)))
 
 
-def node_quadrature(tree: TreeTable, paths: Paths) -> tuple[int, np.ndarray]:
+def node_quadrature(tree: TreeTable, paths: Paths, budget: int = DEFAULT_TUNING.union_pairs) -> tuple[int, np.ndarray]:
     """Gauss-Legendre nodes that integrate exactly the single items and, per node, its leaf pairs.
 
     A single item's integrand (linear or diagonal) is a polynomial of degree below the
@@ -260,6 +263,10 @@ def node_quadrature(tree: TreeTable, paths: Paths) -> tuple[int, np.ndarray]:
     minus those.  Deep leaf-wise trees share long prefixes, and every tree's lower splits
     need fewer nodes than its root: a complete tree of depth ``D`` with distinct features
     needs ``D`` at the root, about ``D / 2`` at its last splits and for its single items.
+    Below the split the two sides may use the same features too, which that bound counts
+    twice: where a search over the pairs' feature sets can lower the rule, it is counted
+    exactly (:func:`~shap_rsq.kernels.leaf_paths.widest_unions`, at most ``budget``
+    distinct pairs a split).
 
     Returns ``(single_q, split_q)``: the single items' nodes and ``(n_nodes,)`` nodes per
     split (0 at leaves).
@@ -270,9 +277,11 @@ def node_quadrature(tree: TreeTable, paths: Paths) -> tuple[int, np.ndarray]:
     widest = np.zeros((tree.n_nodes, 2), dtype=np.int64)
     np.maximum.at(widest, (u, side), paths.n_local[leaf])
     shared = np.maximum.accumulate(paths.local, axis=1)[leaf, depth] + 1
-    split_q = np.zeros(tree.n_nodes, dtype=np.int64)
+    bound = np.zeros(tree.n_nodes, dtype=np.int64)
     # every leaf under u gives the same shared count: the features of the path down to u
-    split_q[u] = np.maximum(1, -(-(widest[u].sum(axis=1) - shared) // 2))
+    bound[u] = widest[u].sum(axis=1) - shared
+    split_q = np.zeros(tree.n_nodes, dtype=np.int64)
+    split_q[u] = np.maximum(1, -(-widest_unions(paths, tree.n_nodes, bound, budget)[u] // 2))
     return max(1, -(-int(paths.n_local.max()) // 2)), split_q
 
 

@@ -62,13 +62,13 @@ class LcaUnit:
     def plan(self) -> TreePlan:
         # compiled on first use, by the worker that runs the unit
         if self._plan is None:
-            self._plan = compile_tree(self.tree)
+            self._plan = compile_tree(self.tree, tuning=self.tuning)
         return self._plan
 
     @property
     def junction_plan(self) -> JunctionPlan:
         if self._junction_plan is None:
-            self._junction_plan = compile_junction(self.tree)
+            self._junction_plan = compile_junction(self.tree, self.tuning)
         return self._junction_plan
 
     @property

@@ -28,7 +28,8 @@ import numpy as np
 
 from ...models.forest import TreeTable
 from ...models.node_arrays import cover_fractions
-from ...tuning import DEFAULT_TUNING
+from ...tuning import DEFAULT_TUNING, Tuning
+from ..leaf_paths import bit_words, widest_pair
 from ..row_patterns import ranked_keys
 
 __all__ = [
@@ -97,7 +98,7 @@ class JunctionPlan:
         return sum(a.nbytes for a in arrays)
 
 
-def compile_junction(tree: TreeTable) -> JunctionPlan | None:
+def compile_junction(tree: TreeTable, tuning: Tuning = DEFAULT_TUNING) -> JunctionPlan | None:
     """The layout of one tree, or ``None`` for a single leaf."""
     if tree.left[0] < 0:
         return None
@@ -158,7 +159,7 @@ def compile_junction(tree: TreeTable) -> JunctionPlan | None:
         split_threshold=tree.threshold[splits].astype(np.float64),
         split_default_left=tree.default[splits] == tree.left[splits],
         nodes=tuple(nodes),
-        n_q=_quadrature_count(order, left, right, own_bit),
+        n_q=_quadrature_count(order, left, right, own_bit, tuning.union_pairs),
         node_states=np.array([1 << node.n_bits for node in nodes], dtype=float),
         node_leaves=np.array([leaves[u] for u in order if left[u] >= 0], dtype=float),
     )
@@ -209,10 +210,12 @@ def _branch_maps(bits: tuple[int, ...], child_open: tuple[int, ...] | None, own:
     return _state_map(len(bits), _sources(bits, child_open, 1), conditioned, 1), unknown
 
 
-def _quadrature_count(order: list[int], left: list[int], right: list[int], own_bit: list[int]) -> int:
+def _quadrature_count(order: list[int], left: list[int], right: list[int], own_bit: list[int], budget: int) -> int:
     """:func:`~shap_rsq.kernels.lca.plan.quadrature_nodes` from the node lists, without building every leaf's
     path (which took a quarter of compiling a LightGBM tree): ``ceil(|U| / 2)`` for the largest
-    union ``U`` of the features on two leaves' paths (``order``: postorder; features as bit sets)."""
+    union ``U`` of the features on two leaves' paths (``order``: postorder; features as bit sets),
+    counted over the pairs of leaves' feature sets where that lowers the bound of the widest
+    leaves (:func:`~shap_rsq.kernels.leaf_paths.widest_pair`, at most ``budget`` pairs)."""
     above = [0] * len(left)  # distinct features strictly above each node
     for u in reversed(order):
         if left[u] >= 0:
@@ -228,6 +231,8 @@ def _quadrature_count(order: list[int], left: list[int], right: list[int], own_b
         widest[u] = max(a, b)
         # two leaves meeting at u share the features down to u's split
         largest = max(largest, a + b - (above[u] | own_bit[u]).bit_count())
+    sets = bit_words([above[u] for u in order if left[u] < 0], max(own_bit).bit_length())
+    largest = widest_pair(sets, sets, widest[order[-1]], largest, budget)
     return max(1, -(-largest // 2))
 
 
