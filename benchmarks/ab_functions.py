@@ -11,7 +11,7 @@ The functions (``--swap module:qualified``, by default the global LCA path's ``S
 from ``git show REF:path`` and executed in one namespace per module, so that the old functions
 call each other; a module that imported a swapped function by name has it swapped too.  Both
 sides run on the same plans, data and machine load.  Workloads are ``bench.py``'s (``xgb-d6``,
-``depth-N``), ``deep.py``'s (``xgb-12-10k``: ``--trees`` keeps a slice of the booster) or
+``depth-N``), ``deep.py``'s (``deep:NAME``, or ``xgb-12-10k``; ``--trees`` keeps a slice of an XGBoost booster) or
 ``local.py``'s (``xgb-p100-d6``, ``rf-p100-d8``, ... on their 1,000 rows).
 """
 
@@ -59,13 +59,18 @@ def _owner(module: str, qualified: str):
 
 
 def _model(name: str, trees: tuple[int, int] | None):
-    if name in ("xgb-12-10k",):
-        from deep import WORKLOADS, _data
+    if name.startswith("deep:") or name == "xgb-12-10k":  # --trees: trees A..B of an XGBoost booster
+        from deep import WORKLOADS as DEEP
+        from deep import _columns, _data
 
-        n, factory = WORKLOADS[name]
+        name = name.removeprefix("deep:")
+        n, factory = DEEP[name]
         X, y = _data(n)
-        model = factory().fit(X, y).get_booster()
-        return (model[trees[0] : trees[1]] if trees else model), X, y
+        X = X[:, : _columns(name)]
+        model = factory().fit(X, y)
+        if trees:
+            model = model.get_booster()[trees[0] : trees[1]]
+        return model, X, y
     from local import WORKLOADS as LOCAL
 
     if name in LOCAL:
