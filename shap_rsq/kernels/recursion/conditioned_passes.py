@@ -427,10 +427,11 @@ def _backward_alike(plan: JunctionPlan, i: int, rows, reads, adjoints, gl, grad,
         # integrated over the nodes before it is weighted by the rows' decisions (``needed`` names
         # every term's table here)
         slopes = np.take(table[needed, 0, :, -1], decision, axis=1)
-        total = np.zeros(n_rows)
+        sums = np.empty((len(terms), n_rows, n_q))
         for k, (_, g, x) in enumerate(terms):
-            total += slopes[k] * (_state_sums(g, x) @ gl)
-        rows.add_rows(grad, node.own_feature, total)
+            _state_sums(g, x, sums[k])
+        integrated = (sums.reshape(-1, n_q) @ gl).reshape(len(terms), n_rows)
+        rows.add_rows(grad, node.own_feature, np.einsum("tr,tr->r", slopes, integrated))
     k_gb = coef[K][:, None] * gb4 if all(inner) else None
     for side, (other, linear, square, cross) in enumerate(((ar, BL, EL, LL), (al, BR, ER, LR))):
         child = node.children[side]
@@ -446,14 +447,16 @@ def _backward_alike(plan: JunctionPlan, i: int, rows, reads, adjoints, gl, grad,
         rows.send(plan, adjoints, child, rows.child_rows(i, side), node.unknown_map[side], g_a, g_b)
 
 
-def _state_sums(g: np.ndarray, x: np.ndarray | None) -> np.ndarray:
-    """``(rows, Q)`` sums over the states of ``g (S, rows, Q)`` times ``x`` (``(S, rows, Q)`` or
-    ``(1, rows, Q)``; ``None`` for ones)."""
+def _state_sums(g: np.ndarray, x: np.ndarray | None, out: np.ndarray) -> None:
+    """Write into ``out (rows, Q)`` the sums over the states of ``g (S, rows, Q)`` times ``x``
+    (``(S, rows, Q)`` or ``(1, rows, Q)``; ``None`` for ones)."""
     if x is None:
-        return g.sum(axis=0)
-    if x.shape[0] != g.shape[0]:
-        return g.sum(axis=0) * x[0]
-    return np.einsum("srq,srq->rq", g, x)
+        np.sum(g, axis=0, out=out)
+    elif x.shape[0] != g.shape[0]:
+        np.sum(g, axis=0, out=out)
+        out *= x[0]
+    else:
+        np.einsum("srq,srq->rq", g, x, out=out)
 
 
 def _backward_apart(plan: JunctionPlan, i: int, rows, reads, adjoints, w: _OnRows, gl, grad, ga, gb) -> None:
