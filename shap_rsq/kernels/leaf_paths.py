@@ -192,10 +192,11 @@ def _distinct(words: np.ndarray) -> np.ndarray:
     return np.unique(words, axis=0)
 
 
-def widest_unions(paths: Paths, n_nodes: int, bound: np.ndarray, budget: int) -> np.ndarray:
+def widest_unions(paths: Paths, bound: np.ndarray, budget: int) -> np.ndarray:
     """``(nodes,)`` the most distinct features on the paths of two leaves meeting at each split
     (the degree of their pair's integrand plus one), or ``bound[u]`` where that gives the same
-    Gauss-Legendre rule or the split has more than ``budget`` distinct pairs of feature sets.
+    Gauss-Legendre rule or the split has more than ``budget`` distinct pairs of feature sets (all of them when
+    ``budget`` is 0).
 
     ``bound`` is an upper bound per split (0 elsewhere).  Two leaves share the features of the
     path down to the split, and below it a feature both sides use counts once: on few features
@@ -205,7 +206,7 @@ def widest_unions(paths: Paths, n_nodes: int, bound: np.ndarray, budget: int) ->
     """
     out = np.asarray(bound, dtype=np.int64).copy()
     leaf, depth = np.nonzero(paths.node >= 0)
-    if not len(leaf):
+    if not len(leaf) or budget < 1:
         return out
     node = paths.node[leaf, depth]
     right = ~paths.went_left[leaf, depth]

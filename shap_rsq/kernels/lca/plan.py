@@ -281,7 +281,7 @@ def node_quadrature(tree: TreeTable, paths: Paths, budget: int = DEFAULT_TUNING.
     # every leaf under u gives the same shared count: the features of the path down to u
     bound[u] = widest[u].sum(axis=1) - shared
     split_q = np.zeros(tree.n_nodes, dtype=np.int64)
-    split_q[u] = np.maximum(1, -(-widest_unions(paths, tree.n_nodes, bound, budget)[u] // 2))
+    split_q[u] = np.maximum(1, -(-widest_unions(paths, bound, budget)[u] // 2))
     return max(1, -(-int(paths.n_local.max()) // 2)), split_q
 
 
