@@ -195,8 +195,8 @@ def _distinct(words: np.ndarray) -> np.ndarray:
 def widest_unions(paths: Paths, bound: np.ndarray, budget: int) -> np.ndarray:
     """``(nodes,)`` the most distinct features on the paths of two leaves meeting at each split
     (the degree of their pair's integrand plus one), or ``bound[u]`` where that gives the same
-    Gauss-Legendre rule or the split has more than ``budget`` distinct pairs of feature sets (all of them when
-    ``budget`` is 0).
+    Gauss-Legendre rule or the split has more than ``budget`` distinct pairs of feature sets
+    (every split when ``budget`` is 0).
 
     ``bound`` is an upper bound per split (0 elsewhere).  Two leaves share the features of the
     path down to the split, and below it a feature both sides use counts once: on few features
