@@ -15,8 +15,9 @@ import numpy as np
 
 from ..models.forest import TreeTable
 from ..models.node_arrays import cover_fractions
+from .bits import popcount
 
-__all__ = ["Paths", "bit_words", "node_depth", "subtree_features", "tree_paths", "widest_pair", "widest_unions"]
+__all__ = ["Paths", "node_depth", "subtree_features", "tree_paths", "widest_pair", "widest_unions"]
 
 
 @dataclass(frozen=True)
@@ -148,25 +149,11 @@ def _feature_words(paths: Paths) -> np.ndarray:
     return words
 
 
-def bit_words(sets: list[int], n_bits: int) -> np.ndarray:
-    """``(len(sets), W)`` Python bit sets of at most ``n_bits`` bits as 64-bit words."""
-    n_words = max(1, -(-n_bits // 64))
-    raw = b"".join(s.to_bytes(8 * n_words, "little") for s in sets)
-    return np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape(len(sets), n_words)
-
-
-def _popcount(words: np.ndarray) -> np.ndarray:
-    """Set bits of each row of ``(..., W)`` uint64 words."""
-    if hasattr(np, "bitwise_count"):  # NumPy 2
-        return np.bitwise_count(words).sum(axis=-1, dtype=np.int64)
-    as_bytes = np.ascontiguousarray(words).view(np.uint8).reshape(*words.shape[:-1], -1)
-    return np.unpackbits(as_bytes, axis=-1).sum(axis=-1, dtype=np.int64)
-
-
 def widest_pair(first: np.ndarray, second: np.ndarray, floor: int, bound: int, budget: int) -> int:
     """The most features in ``a | b`` over rows ``a`` of ``first`` and ``b`` of ``second``
-    (``(A, W)``, ``(B, W)`` bit sets, :func:`bit_words`), at least ``floor``: exact, or
-    ``bound`` (an upper bound) once a pair reaches its rule or past ``budget`` pairs counted.
+    (``(A, W)``, ``(B, W)`` bit sets in 64-bit words, :func:`~shap_rsq.kernels.bits.bit_words`),
+    at least ``floor``: exact, or ``bound`` (an upper bound) once a pair reaches its rule or past
+    ``budget`` pairs counted.
 
     Only the rule ``ceil(|U| / 2)`` of the result matters to a caller, so the search stops as soon
     as it cannot lower that of ``bound``; distinct sets are counted once.
@@ -180,13 +167,14 @@ def widest_pair(first: np.ndarray, second: np.ndarray, floor: int, bound: int, b
     best = floor
     step = max(1, (1 << 16) // len(second))  # (step, B, W) temporaries of about a megabyte
     for start in range(0, len(first), step):
-        best = max(best, int(_popcount(first[start : start + step, None] | second[None]).max()))
+        best = max(best, int(popcount(first[start : start + step, None] | second[None]).sum(axis=-1).max()))
         if _rule(best) >= goal:
             return bound
     return best
 
 
 def _distinct(words: np.ndarray) -> np.ndarray:
+    """The distinct rows of ``(n, W)`` words."""
     if words.shape[1] == 1:
         return np.unique(words[:, 0])[:, None]
     return np.unique(words, axis=0)
@@ -220,7 +208,7 @@ def widest_unions(paths: Paths, bound: np.ndarray, budget: int) -> np.ndarray:
     words = _feature_words(paths)
     split = node[starts[both]]
     left_top, right_top = leaf[stops[both] - 1], leaf[stops[both + 1] - 1]
-    floor = _popcount(words[left_top] | words[right_top])  # the two widest leaves' union
+    floor = popcount(words[left_top] | words[right_top]).sum(axis=-1)  # the two widest leaves' union
     open_ = np.flatnonzero(_rule(floor) < _rule(out[split]))
     for k in open_:
         lo, hi = both[k], both[k] + 1

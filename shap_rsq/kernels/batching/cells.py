@@ -15,11 +15,10 @@ bit-dependent factors come first, in the order of the bits they read).
 
 from __future__ import annotations
 
-from functools import cache
-
 import numpy as np
 
 from ...tuning import DEFAULT_TUNING, Tuning
+from ..bits import compress, popcount
 from ..lca.plan import TreePlan
 
 __all__ = ["Cells", "rows_of", "scatter_features"]
@@ -49,38 +48,6 @@ def _dedupe(keys: np.ndarray, n_slots: int, dense_slots: int) -> tuple[np.ndarra
     return real, inverse.reshape(keys.shape)
 
 
-@cache
-def _byte_tables() -> tuple[np.ndarray, np.ndarray]:
-    """``extract[mask * 256 + code]``, the bits of the byte ``code`` at the set bits of the byte
-    ``mask`` packed from bit 0 up, and ``popcount[mask]``: 64 KiB, built on first use."""
-    mask, code = np.divmod(np.arange(1 << 16, dtype=np.int64), 256)
-    extract = np.zeros(1 << 16, dtype=np.int64)
-    rank = np.zeros(1 << 16, dtype=np.int64)
-    for j in range(8):
-        selected = (mask >> j) & 1
-        extract |= ((code >> j) & selected) << rank
-        rank += selected
-    return extract.astype(np.uint8), rank[::256].astype(np.int64)
-
-
-def compress(code: np.ndarray, mask: np.ndarray, n_bits: int) -> np.ndarray:
-    """The bits of ``code`` at the set bits of ``mask``, packed from bit 0 up (a parallel bit
-    extract, element by element).
-
-    A byte at a time through a table of every (mask, code) byte pair: leaf codes of trees to
-    depth 8 take one lookup where a pass per bit took eight (a fifth of the cells' set-up).
-    """
-    extract, popcount = _byte_tables()
-    out = np.zeros(code.shape, dtype=np.int64)
-    rank = np.zeros(code.shape, dtype=np.int64)
-    for shift in range(0, n_bits, 8):
-        m = (mask >> shift) & 255
-        part = extract[(m << 8) | ((code >> shift) & 255)].astype(np.int64)
-        out |= part << rank if shift else part
-        rank += popcount[m]
-    return out
-
-
 class Cells:
     """Every view's table entries on a set of rows, and the entry each row reads in each view.
 
@@ -105,7 +72,7 @@ class Cells:
         within = np.arange(len(pair_view)) - self.pair_first[pair_view]
         masked = cell_code[self.leaf_first[plan.view_leaf[pair_view]] + within] & plan.view_mask[pair_view]
         bits = int(plan.code_size.max())
-        width = _popcount(plan.view_mask)
+        width = popcount(plan.view_mask)
         # a view's cells are its leaf's codes through its mask, packed to its own w bits (the
         # packing keeps their order): one slot per combination of each view, sum 2^w in all
         comb = compress(masked, plan.view_mask[pair_view], bits)
@@ -196,14 +163,3 @@ class Cells:
         distinct, column = np.unique(views, return_inverse=True)
         leaf = plan.view_leaf[distinct]
         return column, leaf, (self.pair_first[distinct] - self.leaf_first[leaf]).astype(self.index)
-
-
-def _popcount(values: np.ndarray) -> np.ndarray:
-    """Set bits of each non-negative ``values``, a byte at a time."""
-    popcount = _byte_tables()[1]
-    out = np.zeros(values.shape, dtype=np.int64)
-    v = values.astype(np.int64)
-    while np.any(v):
-        out += popcount[v & 255]
-        v = v >> 8
-    return out

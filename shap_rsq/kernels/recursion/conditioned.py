@@ -29,7 +29,8 @@ import numpy as np
 from ...models.forest import TreeTable
 from ...models.node_arrays import cover_fractions
 from ...tuning import DEFAULT_TUNING, Tuning
-from ..leaf_paths import bit_words, widest_pair
+from ..bits import bit_words
+from ..leaf_paths import widest_pair
 from ..row_patterns import ranked_keys
 
 __all__ = [
