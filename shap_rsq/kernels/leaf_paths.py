@@ -16,6 +16,7 @@ import numpy as np
 from ..models.forest import TreeTable
 from ..models.node_arrays import cover_fractions
 from .bits import popcount
+from .quadrature import exact_nodes
 
 __all__ = ["Paths", "node_depth", "subtree_features", "tree_paths", "widest_pair", "widest_unions"]
 
@@ -133,11 +134,6 @@ def subtree_features(tree: TreeTable, feature_ids: np.ndarray) -> np.ndarray:
     return inside
 
 
-def _rule(features: np.ndarray | int) -> np.ndarray | int:
-    """Gauss-Legendre nodes that integrate a leaf pair of ``features`` exactly: ``ceil(|U| / 2)``."""
-    return -(-features // 2)
-
-
 def _feature_words(paths: Paths) -> np.ndarray:
     """``(L, W)`` each leaf's path features as a bit set in 64-bit words (features numbered within the tree)."""
     valid = paths.features >= 0
@@ -158,8 +154,8 @@ def widest_pair(first: np.ndarray, second: np.ndarray, floor: int, bound: int, b
     Only the rule ``ceil(|U| / 2)`` of the result matters to a caller, so the search stops as soon
     as it cannot lower that of ``bound``; distinct sets are counted once.
     """
-    goal = _rule(bound)
-    if _rule(floor) >= goal:
+    goal = exact_nodes(bound)
+    if exact_nodes(floor) >= goal:
         return bound
     first, second = _distinct(first), _distinct(second)
     if len(first) * len(second) > budget:
@@ -168,7 +164,7 @@ def widest_pair(first: np.ndarray, second: np.ndarray, floor: int, bound: int, b
     step = max(1, (1 << 16) // len(second))  # (step, B, W) temporaries of about a megabyte
     for start in range(0, len(first), step):
         best = max(best, int(popcount(first[start : start + step, None] | second[None]).sum(axis=-1).max()))
-        if _rule(best) >= goal:
+        if exact_nodes(best) >= goal:
             return bound
     return best
 
@@ -209,7 +205,7 @@ def widest_unions(paths: Paths, bound: np.ndarray, budget: int) -> np.ndarray:
     split = node[starts[both]]
     left_top, right_top = leaf[stops[both] - 1], leaf[stops[both + 1] - 1]
     floor = popcount(words[left_top] | words[right_top]).sum(axis=-1)  # the two widest leaves' union
-    open_ = np.flatnonzero(_rule(floor) < _rule(out[split]))
+    open_ = np.flatnonzero(exact_nodes(floor) < exact_nodes(out[split]))
     for k in open_:
         lo, hi = both[k], both[k] + 1
         out[split[k]] = widest_pair(

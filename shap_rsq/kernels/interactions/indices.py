@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from ...models.forest import TreeTable
 from ...tuning import DEFAULT_TUNING, Tuning
 from ..lca.pairs import PairPlan, compile_pairs, passes
-from ..quadrature import gauss_legendre
+from ..quadrature import exact_nodes, gauss_legendre
 
 __all__ = ["Entries", "InteractionPlan", "compile_interactions", "pattern_interactions"]
 
@@ -279,4 +279,4 @@ def _mixed_slopes(plan: InteractionPlan, e: slice, entry: np.ndarray, both: np.n
 
 def _nodes(width: int) -> int:
     """Gauss-Legendre nodes that integrate a product of ``width - 2`` linear factors exactly."""
-    return max(1, -(-(width - 1) // 2))
+    return exact_nodes(width - 1)

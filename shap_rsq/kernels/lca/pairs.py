@@ -26,7 +26,7 @@ import numpy as np
 from ...models.forest import TreeTable
 from ...tuning import DEFAULT_TUNING, Tuning
 from ..leaf_paths import Paths, node_depth, subtree_features, tree_paths
-from ..quadrature import gauss_legendre
+from ..quadrature import exact_nodes, gauss_legendre
 from ..row_patterns import split_decisions
 from .plan import node_quadrature
 
@@ -129,7 +129,7 @@ def node_costs(tree: TreeTable) -> NodeCosts:
     width = np.zeros(tree.n_nodes, dtype=np.int64)
     cumulative = np.concatenate([np.zeros((1, has.shape[1]), int), np.cumsum(has, axis=0)])
     width[internal] = np.sum(cumulative[hi[internal]] - cumulative[lo[internal]] > 0, axis=1)
-    n_q = max(1, -(-int(paths.n_local.max()) // 2))
+    n_q = exact_nodes(paths.n_local.max())
     return NodeCosts(items, pairs, width, n_q)
 
 
@@ -154,7 +154,7 @@ def compile_pairs(tree: TreeTable, chosen: np.ndarray, tuning: Tuning = DEFAULT_
     for u in np.flatnonzero(chosen):
         left, right = tree.left[u], tree.right[u]
         columns = np.flatnonzero(cumulative[hi[u]] - cumulative[lo[u]] > 0)
-        n_q = min(int(split_q[u]), max(1, -(-len(columns) // 2)))
+        n_q = min(int(split_q[u]), exact_nodes(len(columns)))
         nodes.append((slice(lo[left], hi[left]), slice(lo[right], hi[right]), columns, n_q))
     return PairPlan(
         features=feature_ids.astype(np.int64),

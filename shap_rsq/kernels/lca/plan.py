@@ -38,6 +38,7 @@ from ...models.forest import TreeTable
 from ...tuning import DEFAULT_TUNING, Tuning
 from ..batching.sparse import ranges
 from ..leaf_paths import Paths, subtree_features, tree_paths, widest_unions
+from ..quadrature import exact_nodes
 
 __all__ = ["CROSS", "DIAG", "LIN", "TreePlan", "compile_tree", "node_quadrature", "quadrature_nodes"]
 
@@ -281,8 +282,8 @@ def node_quadrature(tree: TreeTable, paths: Paths, budget: int = DEFAULT_TUNING.
     # every leaf under u gives the same shared count: the features of the path down to u
     bound[u] = widest[u].sum(axis=1) - shared
     split_q = np.zeros(tree.n_nodes, dtype=np.int64)
-    split_q[u] = np.maximum(1, -(-widest_unions(paths, bound, budget)[u] // 2))
-    return max(1, -(-int(paths.n_local.max()) // 2)), split_q
+    split_q[u] = exact_nodes(widest_unions(paths, bound, budget)[u])
+    return exact_nodes(paths.n_local.max()), split_q
 
 
 def _single_items(tree: TreeTable, paths: Paths, leaf_feature: np.ndarray) -> dict:

@@ -31,6 +31,7 @@ from ...models.node_arrays import cover_fractions
 from ...tuning import DEFAULT_TUNING, Tuning
 from ..bits import bit_words
 from ..leaf_paths import widest_pair
+from ..quadrature import exact_nodes
 from ..row_patterns import ranked_keys
 
 __all__ = [
@@ -234,7 +235,7 @@ def _quadrature_count(order: list[int], left: list[int], right: list[int], own_b
         largest = max(largest, a + b - (above[u] | own_bit[u]).bit_count())
     sets = bit_words([above[u] for u in order if left[u] < 0], max(own_bit).bit_length())
     largest = widest_pair(sets, sets, widest[order[-1]], largest, budget)
-    return max(1, -(-largest // 2))
+    return exact_nodes(largest)
 
 
 def _postorder(tree: TreeTable) -> list[int]:
