@@ -157,7 +157,7 @@ def test_per_row_values_of_the_conditioned_recursion_do_not_depend_on_its_blocks
     model, X, _y, _w = fitted("LGBMRegressor", True)
     explainer = RSquaredExplainer(model)._set_engine(kernel="junction")
     for unit in explainer._units.units(True)[:4]:
-        (rows, dtype, first, _inverse), _ = unit.prepare(X, explainer.forest.input_dtype)
+        (rows, dtype, first, _inverse, _decisions), _ = unit.prepare(X, explainer.forest.input_dtype)
         plan = unit.junction_plan
         patterns, at = sub_patterns(plan, split_decisions(plan, rows, dtype, rows=first)[:, :-1])
         one_row = row_gradients(plan, patterns, at, 2 * plan.n_q * live_states(plan))
@@ -184,7 +184,7 @@ def test_the_conditioned_recursion_gives_the_same_values_on_every_row_as_on_dist
     rng = np.random.default_rng(0)
     checked = 0
     for unit in explainer._units.units(True):
-        (rows, dtype, first, _inverse), _ = unit.prepare(X, explainer.forest.input_dtype)
+        (rows, dtype, first, _inverse, _decisions), _ = unit.prepare(X, explainer.forest.input_dtype)
         plan = unit.junction_plan
         if plan is None:
             continue

