@@ -66,7 +66,7 @@ def forward(plan: JunctionPlan, patterns: list[SubPatterns], q: np.ndarray, tabl
     return saved
 
 
-def node_tables(plan: JunctionPlan, q: np.ndarray) -> list[np.ndarray | None]:
+def node_tables(plan: JunctionPlan, q: np.ndarray) -> list[_AlikeTables | None]:
     """Per node, ``(9, H, 2, Q + 1)``: the coefficients of its values in its children's
     (:data:`ALPHA` ...) on each half ``H`` of its states (the unknown and the known half of a
     conditioned split, one half otherwise), by its decision (0 right, 1 left), at each quadrature
@@ -106,9 +106,45 @@ def node_tables(plan: JunctionPlan, q: np.ndarray) -> list[np.ndarray | None]:
     out[:, [LL]] = out[:, [K]] * cr
     out[:, [LR]] = out[:, [K]] * cl
     return [
-        table[:, : 2 if node.conditioned else 1] if _alike(node) else None
+        _AlikeTables.of(node, table[:, : 2 if node.conditioned else 1]) if _alike(node) else None
         for table, node in zip(out, nodes, strict=True)
     ]
+
+
+@dataclass(frozen=True)
+class _AlikeTables:
+    """The tables an alike node reads (:func:`node_tables`), gathered once per call rather than
+    at every pass: ``ids`` (:data:`ALPHA` ...), in the order of the reverse pass's terms (the
+    constants last), ``values (len(ids), H, 2, Q)`` contiguous and ``slopes (len(ids), 2)``, the
+    derivatives in the split's own coin on the first half.  The reverse pass of a conditioned
+    split reads the first ``n_reverse`` (not the constants, whose only use is the own coin's)."""
+
+    ids: tuple[int, ...]
+    values: np.ndarray
+    slopes: np.ndarray
+    n_reverse: int
+
+    @classmethod
+    def of(cls, node: JunctionNode, table: np.ndarray) -> _AlikeTables:
+        inner = tuple(c >= 0 for c in node.children)
+        ids = _TERMS[inner]
+        n_reverse = len(ids) - 2 if node.conditioned and not all(inner) else len(ids)
+        chosen = table[list(ids)]
+        return cls(ids, np.ascontiguousarray(chosen[..., :-1]), np.ascontiguousarray(chosen[:, 0, :, -1]), n_reverse)
+
+    def picked(self, decision: np.ndarray, n: int | None = None) -> np.ndarray:
+        """``(n, H, P, Q)``: the first ``n`` tables (all by default) at each sub-pattern's decision."""
+        values = self.values if n is None else self.values[:n]
+        return np.take(values, decision, axis=2)
+
+
+# the tables of an alike node by which children are splits (left, right): the reverse pass's terms
+_TERMS = {
+    (True, True): (BL, BR, K, EL, ER),
+    (True, False): (BL, LL, EL, ALPHA, GAMMA),
+    (False, True): (BR, LR, ER, ALPHA, GAMMA),
+    (False, False): (ALPHA, GAMMA),
+}
 
 
 class _OnRows:
@@ -277,27 +313,23 @@ def _forward(node: JunctionNode, pat: SubPatterns, values, w: _OnRows, table: np
     return a, b, (reads, mixed)
 
 
-def _forward_alike(node: JunctionNode, pat: SubPatterns, table: np.ndarray, al, bl, ar, br):
+def _forward_alike(node: JunctionNode, pat: SubPatterns, tables: _AlikeTables, al, bl, ar, br):
     """:func:`_forward`'s values before the closing features are summed out, for a node whose
     children are read alike by both branches: a few products with its :func:`node_tables`."""
-    half = table.shape[1]
+    picked = tables.picked(pat.decision.astype(np.intp))
     inner = [c >= 0 for c in node.children]
     if not any(inner):  # two leaves: the values are the constants, one state per half
-        picked = np.take(table[[ALPHA, GAMMA], :, :, :-1], pat.decision.astype(np.intp), axis=2)
         return picked[0], picked[1], (al, ar, bl, br, None)
+    coef = {j: picked[k][:, None] for k, j in enumerate(tables.ids)}  # (H, 1, P, Q)
     both = al * ar if all(inner) else None
     a_terms = [(BL, al)] * inner[0] + [(BR, ar)] * inner[1]
     if all(inner):
         b_terms = [(K, both), (EL, bl), (ER, br)]
     elif inner[0]:
         b_terms = [(LL, al), (EL, bl)]
-    elif inner[1]:
-        b_terms = [(LR, ar), (ER, br)]
     else:
-        b_terms = []
-    needed = sorted({j for j, _ in a_terms + b_terms} | ({ALPHA, GAMMA} if not all(inner) else set()))
-    picked = np.take(table[needed, :, :, :-1], pat.decision.astype(np.intp), axis=2)
-    coef = {j: picked[k][:, None] for k, j in enumerate(needed)}  # (H, 1, P, Q)
+        b_terms = [(LR, ar), (ER, br)]
+    half = picked.shape[1]
     shape = (half, (1 << node.n_bits) // half, pat.count, picked.shape[-1])
     constant = not all(inner)
     a = _combine(coef, a_terms, ALPHA if constant else None, shape)
@@ -393,42 +425,38 @@ def _backward(plan: JunctionPlan, i: int, rows, kept, adjoints, w: _OnRows, gl, 
         _backward_alike(plan, i, rows, reads, adjoints, gl, grad, ga, gb, table)
 
 
-def _backward_alike(plan: JunctionPlan, i: int, rows, reads, adjoints, gl, grad, ga, gb, table) -> None:
+def _backward_alike(plan: JunctionPlan, i: int, rows, reads, adjoints, gl, grad, ga, gb, tables: _AlikeTables) -> None:
     """:func:`_backward` after the closing features, for a node whose children are read alike by
     both branches: the adjoints of :func:`_forward_alike`'s products."""
     node = plan.nodes[i]
-    half, n_rows, n_q = table.shape[1], ga.shape[1], ga.shape[2]
+    half, n_rows, n_q = tables.values.shape[1], ga.shape[1], ga.shape[2]
+    decision = rows.decision(i).astype(np.intp)
     if all(ch < 0 for ch in node.children):  # two leaves: only the own coin's derivative
         if not node.conditioned:
-            slopes = np.take(table[[ALPHA, GAMMA], 0, :, -1], rows.decision(i).astype(np.intp), axis=1)
+            slopes = np.take(tables.slopes, decision, axis=1)
             rows.add_rows(grad, node.own_feature, (ga[0] @ gl) * slopes[0] + (gb[0] @ gl) * slopes[1])
         return
     ga4, gb4 = (g.reshape(half, -1, n_rows, n_q) for g in (ga, gb))
     al, ar, bl, br, both = (rows.take(i, v) for v in reads)
     inner = [ch >= 0 for ch in node.children]
-    # the tables each product needs, by the rows' decisions
+    # each term's adjoint and the value it multiplies, in the order of ``tables.ids``
     if all(inner):
-        terms = [(BL, ga, al), (BR, ga, ar), (K, gb, both), (EL, gb, bl), (ER, gb, br)]
+        terms = [(ga, al), (ga, ar), (gb, both), (gb, bl), (gb, br)]
     elif inner[0]:
-        terms = [(BL, ga, al), (LL, gb, al), (EL, gb, bl)]
+        terms = [(ga, al), (gb, al), (gb, bl), (ga, None), (gb, None)]
     else:
-        terms = [(BR, ga, ar), (LR, gb, ar), (ER, gb, br)]
-    if not all(inner):
-        terms += [(ALPHA, ga, None), (GAMMA, gb, None)]
-    needed = [j for j, _, _ in terms] if not node.conditioned else [j for j, _, _ in terms if j not in (ALPHA, GAMMA)]
+        terms = [(ga, ar), (gb, ar), (gb, br), (ga, None), (gb, None)]
     # (tables, H, rows, Q), contiguous: slicing the derivative column off after the gather left
     # views that every product below broadcast in loops of Q elements (with the own coin's sums
     # weighted before their integration, the passes took 1.16x-1.18x their time now)
-    decision = rows.decision(i).astype(np.intp)
-    picked = np.take(table[needed, :, :, :-1], decision, axis=2)
-    coef = {j: picked[k] for k, j in enumerate(needed)}
+    picked = tables.picked(decision, tables.n_reverse)
+    coef = dict(zip(tables.ids, picked, strict=False))
     if not node.conditioned:
-        # the split's own coin: each product against its table's derivative (the last column),
-        # integrated over the nodes before it is weighted by the rows' decisions (``needed`` names
-        # every term's table here)
-        slopes = np.take(table[needed, 0, :, -1], decision, axis=1)
+        # the split's own coin: each product against its table's derivative, integrated over the
+        # nodes before it is weighted by the rows' decisions
+        slopes = np.take(tables.slopes, decision, axis=1)
         sums = np.empty((len(terms), n_rows, n_q))
-        for k, (_, g, x) in enumerate(terms):
+        for k, (g, x) in enumerate(terms):
             _state_sums(g, x, sums[k])
         integrated = (sums.reshape(-1, n_q) @ gl).reshape(len(terms), n_rows)
         rows.add_rows(grad, node.own_feature, np.einsum("tr,tr->r", slopes, integrated))
