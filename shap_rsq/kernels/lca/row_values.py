@@ -136,13 +136,17 @@ def _cross(plan, cells, blocks, bits: _PassBits, n: int, g_quad: np.ndarray, tun
                 value = np.take(values, entries(rows), axis=1)  # (Q, items, rows)
                 n_rows = value.shape[2]
                 sums = sides.sums(value.reshape(-1, n_rows)).reshape(len(q), -1, n_rows)  # (Q, 2 groups, rows)
+                # the block's gradients, contiguous: the sparse products add into it directly, where
+                # each one into the strided ``g_quad[:, rows]`` went through a temporary of its own
+                block = np.zeros((g_quad.shape[0], n_rows))
                 if len(active_g):
                     both = np.take(sums, active_g, axis=1)  # (Q, pairs, rows): A_g x C_g B_g
                     both *= np.take(sums, n_groups + active_g, axis=1)
                     per_pair = (log_slope @ both.reshape(len(q), -1)).reshape(len(active_g), n_rows)
-                    expanded.add_transposed(per_pair, g_quad[:, rows])
+                    expanded.add_transposed(per_pair, block)
                 value *= np.take(sums, partner, axis=1)
-                row_slopes.add(value, rows, g_quad[:, rows])
+                row_slopes.add(value, rows, block)
+                g_quad[:, rows] += block
 
 
 class _RowSlopes:
@@ -217,14 +221,17 @@ class _RowSlopes:
         sums = z.reshape(n_q * n_items, n_rows)  # (Q x sources, rows)
         if self.sources is not None:
             sums = self.sources.sums(sums)
-        result = np.zeros((self.n_out, n_rows))
+        # a contiguous ``out`` takes the products as it is; a strided view goes through a temporary
+        direct = out.flags.c_contiguous
+        result = out if direct else np.zeros((self.n_out, n_rows))
         contracted = (self.rho0 @ sums.reshape(n_q, -1)).reshape(self.n_sources, n_rows)
         weighted_sums(*self.first, contracted, result)
         per_pair = np.zeros((len(self.bit_rows), n_rows))
         weighted_sums(*self.second, sums, per_pair)
         per_pair *= self.bits.table[self.bit_rows, rows]
         self.to_features.add_transposed(per_pair, result)
-        out += result
+        if not direct:
+            out += result
 
 
 class _PassBits:
