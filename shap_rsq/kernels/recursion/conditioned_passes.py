@@ -67,12 +67,12 @@ def forward(plan: JunctionPlan, patterns: list[SubPatterns], q: np.ndarray, tabl
 
 
 def node_tables(plan: JunctionPlan, q: np.ndarray) -> list[_AlikeTables | None]:
-    """Per node, ``(9, H, 2, Q + 1)``: the coefficients of its values in its children's
-    (:data:`ALPHA` ...) on each half ``H`` of its states (the unknown and the known half of a
-    conditioned split, one half otherwise), by its decision (0 right, 1 left), at each quadrature
-    node, and in the last column their derivatives in the split's own coin (read for a split that
-    is not conditioned only); ``None`` where a child's branches read it at different states (the
-    node then runs the general steps).
+    """Per node, the :class:`_AlikeTables` it reads of ``(9, H, 2, Q + 1)``: the coefficients of
+    its values in its children's (:data:`ALPHA` ...) on each half ``H`` of its states (the unknown
+    and the known half of a conditioned split, one half otherwise), by its decision (0 right, 1
+    left), at each quadrature node, and in the last column their derivatives in the split's own
+    coin (read for a split that is not conditioned only); ``None`` where a child's branches read it
+    at different states (the node then runs the general steps).
 
     With ``w_u, w_k`` the weights of the unknown and the known branch (``1 - q, q``, or ``1, 0``
     and ``0, 1`` on the halves of a conditioned split): ``BL = w_u rl + w_k [left]``,
