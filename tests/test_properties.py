@@ -342,10 +342,29 @@ def test_distinct_keys_are_numpys_unique_whichever_way_they_are_found(keys, n_bi
     so their sums depend on them."""
     array = np.array(keys, dtype=np.int64)
     _, first, inverse = np.unique(array, return_index=True, return_inverse=True)
-    got_first, got_inverse = _distinct_keys(array, n_bits)
+    got_first, got_inverse, got_keys = _distinct_keys(array, n_bits)
     np.testing.assert_array_equal(got_first, first)
     np.testing.assert_array_equal(got_inverse, inverse.ravel())
+    np.testing.assert_array_equal(got_keys, np.unique(array))
     assert got_inverse.dtype == np.int64 and got_first.dtype == np.int64
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_splits=st.sampled_from([1, 7, 62, 63, 130]), seed=st.integers(0, 2**32 - 1))
+def test_each_patterns_decisions_unpack_from_its_key(n_splits, seed):
+    """The leaves and the recursion read each pattern's decisions off its key (an integer up to 62
+    splits, packed bytes past them) instead of routing its first row again: the same booleans, with
+    ``split_decisions``' padding column."""
+    from shap_rsq.kernels.row_patterns import _key_decisions, _pattern_keys
+
+    rng = np.random.default_rng(seed)
+    decisions = rng.random((40, n_splits)) < rng.uniform(0.05, 0.95)
+    decisions[rng.integers(0, 40, size=10)] = decisions[0]  # some patterns repeat
+    first, inverse, keys = _distinct_keys(_pattern_keys(decisions), n_splits)
+    unpacked = _key_decisions(keys, n_splits)
+    np.testing.assert_array_equal(unpacked[:, :-1], decisions[first])
+    np.testing.assert_array_equal(unpacked[inverse, :-1], decisions)
+    assert unpacked[:, -1].all()
 
 
 def test_distinct_keys_table_grows_with_the_keys_not_their_bits():
@@ -356,7 +375,7 @@ def test_distinct_keys_table_grows_with_the_keys_not_their_bits():
     keys = np.random.default_rng(0).integers(0, 1 << 20, size=20)
     tracemalloc.start()
     try:
-        first, _ = _distinct_keys(keys, 20)
+        first, _, _ = _distinct_keys(keys, 20)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..models.node_arrays import goes_left
 
-__all__ = ["distinct_rows", "ranked_keys", "reached_leaf", "routed_patterns", "split_decisions"]
+__all__ = ["distinct_rows", "ranked_keys", "reached_leaf", "routed_decisions", "routed_patterns", "split_decisions"]
 
 
 def split_decisions(plan, X: np.ndarray, dtype: np.dtype | None = None, rows=None) -> np.ndarray:
@@ -64,18 +64,40 @@ def ranked_keys(keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     return distinct, rank[keys]
 
 
-def _distinct_keys(keys: np.ndarray, n_bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(keys, return_index=True, return_inverse=True)[1:]`` (patterns in the order of
-    their keys, each one's first row, each row's pattern) for keys below ``2^n_bits`` (integers,
-    or packed bytes: :func:`_pattern_keys`), ranked as :func:`ranked_keys` does."""
+def _distinct_keys(keys: np.ndarray, n_bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_index=True, return_inverse=True)`` reordered (each pattern's first
+    row, each row's pattern, the distinct keys: patterns in the order of their keys) for keys
+    below ``2^n_bits`` (integers, or packed bytes: :func:`_pattern_keys`), ranked as
+    :func:`ranked_keys` does."""
     n = keys.shape[0]
     if keys.dtype.kind == "V" or n_bits > 62:
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        return first, inverse.ravel()
+        distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        return first, inverse.ravel(), distinct
     distinct, inverse = ranked_keys(keys, 1 << n_bits)
     first = np.full(len(distinct), n, dtype=np.int64)
     np.minimum.at(first, inverse, np.arange(n, dtype=np.int64))
-    return first, inverse
+    return first, inverse, distinct
+
+
+def _key_decisions(keys: np.ndarray, n_splits: int) -> np.ndarray:
+    """The split decisions each key of :func:`_pattern_keys` packs, laid out as
+    :func:`split_decisions`' (``(len(keys), n_splits + 1)``, the last column padding)."""
+    out = np.ones((len(keys), n_splits + 1), dtype=bool)
+    if keys.dtype.kind == "V":
+        packed = np.frombuffer(keys.tobytes(), dtype=np.uint8).reshape(len(keys), -1)
+        out[:, :n_splits] = np.unpackbits(packed, axis=1, count=n_splits)
+    else:
+        out[:, :n_splits] = (keys[:, None] >> np.arange(n_splits, dtype=np.int64)) & 1
+    return out
+
+
+def _routed_keys(plan, X: np.ndarray, dtype, step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_distinct_keys` of the rows of ``X``, routed ``step`` rows at a time."""
+    keys = [
+        _pattern_keys(split_decisions(plan, X[start : start + step], dtype)[:, :-1])
+        for start in range(0, X.shape[0], step)
+    ]
+    return _distinct_keys(np.concatenate(keys), len(plan.split_feature))
 
 
 def routed_patterns(
@@ -86,30 +108,38 @@ def routed_patterns(
 
     Rows are routed in blocks of about ``elements`` booleans (a row's split decisions, or its
     ``(L, D)`` path booleans when the leaves are asked for), so the memory is bounded whatever the
-    rows.  Rows of one pattern reach one leaf, so the leaves are found on each pattern's first row
-    only.
+    rows.  Rows of one pattern reach one leaf, so the leaves are found once a pattern, from the
+    decisions its key packs (routing its first row again took as long as finding the keys).
     """
     n_splits = len(plan.split_feature)
     # a block holds the rows' split columns of X as floats, 8 bytes an element: with the leaves
     # asked for, blocks keep the rows that (L, D) path booleans a row allow, which bounds them
     per_row = plan.path_split.size if leaf_value is not None else n_splits + 1
     step = max(1, elements // max(1, per_row))
-    keys = [
-        _pattern_keys(split_decisions(plan, X[start : start + step], dtype)[:, :-1])
-        for start in range(0, X.shape[0], step)
-    ]
-    first, inverse = _distinct_keys(np.concatenate(keys), n_splits)
+    first, inverse, keys = _routed_keys(plan, X, dtype, step)
     if leaf_value is None:
         return first, inverse, None
     leaf = np.concatenate(
         [
-            reached_leaf(plan, split_decisions(plan, X, dtype, rows=first[start : start + step]))
+            reached_leaf(plan, _key_decisions(keys[start : start + step], n_splits))
             for start in range(0, len(first), step)
         ]
     )
     return first, inverse, leaf_value[leaf][inverse]
 
 
+def routed_decisions(plan, X: np.ndarray, dtype, elements: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`routed_patterns` without the leaves, and each pattern's split decisions
+    ``(patterns, n_splits)`` (unpacked from its key, not routed again), in blocks of about
+    ``elements`` booleans."""
+    n_splits = len(plan.split_feature)
+    step = max(1, elements // (n_splits + 1))
+    first, inverse, keys = _routed_keys(plan, X, dtype, step)
+    decisions = [_key_decisions(keys[start : start + step], n_splits)[:, :-1] for start in range(0, len(first), step)]
+    return first, inverse, np.concatenate(decisions) if decisions else np.ones((0, n_splits), dtype=bool)
+
+
 def distinct_rows(decisions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """First occurrence and inverse map of each distinct row of split decisions."""
-    return _distinct_keys(_pattern_keys(decisions), decisions.shape[1])
+    first, inverse, _ = _distinct_keys(_pattern_keys(decisions), decisions.shape[1])
+    return first, inverse

@@ -31,7 +31,7 @@ from ..recursion.conditioned import (
 )
 from ..recursion.conditioned_passes import gradient_on_patterns
 from ..recursion.conditioned_rows import reverse_work, row_gradients
-from ..row_patterns import routed_patterns, split_decisions
+from ..row_patterns import routed_decisions, routed_patterns, split_decisions
 from . import global_values as lca
 from .plan import TreePlan, compile_tree
 from .row_values import pattern_gradients
@@ -88,12 +88,8 @@ class LcaUnit:
         elements = self.tuning.routing_elements_within
         if self.junction is not None:  # route with the recursion's plan: the LCA plan may never be needed
             plan = self.junction_plan
-            first, inverse, _ = routed_patterns(plan, X, dtype, elements)
-            # each pattern's decisions, which the recursion reads too (in blocks of rows, as routed)
-            step = max(1, elements // (len(plan.split_feature) + 1))
-            decisions = np.concatenate(
-                [split_decisions(plan, X, dtype, rows=first[a : a + step])[:, :-1] for a in range(0, len(first), step)]
-            )
+            # each pattern's decisions, which the recursion reads too
+            first, inverse, decisions = routed_decisions(plan, X, dtype, elements)
             prediction = pattern_predictions(plan, decisions)[inverse]
             return (X, dtype, first, inverse, decisions), prediction[:, None]
         first, inverse, prediction = routed_patterns(self.plan, X, dtype, elements, self.plan.leaf_value)
