@@ -89,12 +89,12 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
 
     * small trees (``HeapUnit``, ``ObliviousUnit``): their tables (``unit.work``), and for per-row
       values a gather per row and tree;
-    * the LCA kernel (``LcaUnit``): items x quadrature nodes (``unit.work``) per pattern, and its
-      compilation when the plan is not compiled yet; trees the conditioned recursion may take
-      (leaf-wise, ``unit.junction``) at their own rate;
-    * trees with pair nodes (``HybridUnit.dense``): items per pattern (at the LCA rate when their
-      leaf codes are at most ``Tuning.shared_code_bits`` wide) and pairs x features per pattern
-      (``pair_work``);
+    * the LCA kernel (``LcaUnit``): items x quadrature nodes (:func:`_item_work`) per pattern,
+      and its compilation when the plan is not compiled yet; trees the conditioned recursion may
+      take (leaf-wise, ``unit.junction``) at their own rate;
+    * trees with pair nodes (``HybridUnit.dense``): the items of the other nodes per pattern (at
+      a rate between the LCA rate and the dense one, by how rarely their cells are shared:
+      :func:`_item_rate`) and pairs x features x quadrature nodes per pattern (``pair_work``);
     * trees on every subset (``SubsetUnit``): their table elements per pattern, at the LCA rate
       (``unit.work`` counts them in its units).
     """
@@ -120,19 +120,35 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
     found = min(float(n_rows if patterns is None else patterns[unit.trees[0]]), 2.0 ** min(_splits(unit), 1000))
     lca = tuning.estimate_lca_local_seconds if local else tuning.estimate_lca_seconds
     if isinstance(unit, HybridUnit) and unit.dense:
-        # items rarely share cells where leaf codes are wide (fully grown trees): the dense rate;
-        # narrower codes (depth-12 trees on many rows) share them as any LCA tree's do
-        rate = tuning.estimate_dense_seconds if unit.code_bits > tuning.shared_code_bits else lca
-        seconds += found * (rate * unit.work + tuning.estimate_pair_seconds * unit.pair_work)
-    else:
-        rate = lca
-        if unit.junction is not None:
-            rate *= tuning.estimate_junction_share
-        seconds += rate * found * unit.work
+        rate = _item_rate(lca, unit.code_bits, found, tuning)
+        seconds += found * (rate * _item_work(unit) + tuning.estimate_pair_seconds * unit.pair_work)
+    elif unit.junction is None:
+        seconds += lca * found * _item_work(unit)
+    else:  # the recursion's share is of ``lca_work``, the measure of the trees it was calibrated on
+        seconds += lca * tuning.estimate_junction_share * found * unit.work
     seconds += tuning.estimate_tree_seconds  # a tree's own passes of NumPy calls
     if unit._plan is None and unit._junction_plan is None:  # compiled on its first call
         seconds += tuning.estimate_compile_seconds * unit.work
     return seconds
+
+
+def _item_rate(lca: float, code_bits: int, found: float, tuning: Tuning) -> float:
+    """Seconds per item x quadrature node and pattern of a deep tree's LCA items: an item is
+    evaluated once per distinct cell of its view of the codes, so where a code of ``code_bits``
+    bits takes more values than there are patterns (fully grown trees), cells are rarely shared
+    and the items run at ``Tuning.estimate_dense_seconds``; on many more patterns than codes
+    (depth-12 trees on 10,000 rows) they share cells as a shallow tree's do, at the LCA rate
+    ``lca``; in between, in proportion (a depth-10 tree on 2,000 rows ran at 1.5x the LCA rate)."""
+    unshared = min(1.0, 2.0 ** min(code_bits, 60) / max(found, 1.0))
+    return lca + (tuning.estimate_dense_seconds - lca) * unshared
+
+
+def _item_work(unit: LcaUnit) -> float:
+    """A unit's LCA items x quadrature nodes: counted node by node where routing counted them
+    (trees past ``Tuning.pair_min_work``, without the pair nodes' items), else ``lca_work``'s
+    estimate from the leaves' depths (within 2x on XGBoost of depth 4-8; 2.5x over on leaf-wise
+    LightGBM trees, 1.35x under on depth-10 XGBoost: docs/benchmarks.md)."""
+    return unit.work if unit.item_work is None else unit.item_work
 
 
 def _splits(unit) -> int:

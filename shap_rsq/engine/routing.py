@@ -192,14 +192,19 @@ def _lca_unit(
     costs = node_costs(tree)
     chosen = tree.left >= 0 if kernel == "pairs" else choose_pair_nodes(costs, tuning, local, n_rows)
     # lca_work misses the expansion over coupled features: the node costs count it
-    work = max(work, float(costs.items[~chosen].sum()) * costs.n_q)
+    item_work = float(costs.items[~chosen].sum()) * costs.n_q
+    work = max(work, item_work)
     pieces = plan_pieces(costs.items, chosen, tuning.plan_item_cap)
     if not chosen.any() and pieces.max() <= 0:
-        return _shared(shared, (index[0], None), lambda: LcaUnit(index, mean, tree, work, junction, tuning))
+        return _shared(
+            shared, (index[0], None), lambda: LcaUnit(index, mean, tree, work, junction, tuning, item_work=item_work)
+        )
     return _shared(
         shared,
         (index[0], chosen.tobytes()),
-        lambda: HybridUnit(index, mean, tree, work, None, tuning, pair_nodes=chosen, pieces=pieces),
+        lambda: HybridUnit(
+            index, mean, tree, work, None, tuning, pair_nodes=chosen, pieces=pieces, item_work=item_work
+        ),
     )
 
 

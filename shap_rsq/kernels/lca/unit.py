@@ -54,6 +54,11 @@ class LcaUnit:
     work: float  # estimated items x quadrature nodes (``lca_work``), known before compiling
     junction: JunctionChoice | None = None  # when the conditioned recursion takes the tree (None: never)
     tuning: Tuning = DEFAULT_TUNING
+    # items x quadrature nodes counted per node (``kernels.lca.pairs.node_costs``) where routing
+    # counted them, for time estimates (``None``: not counted).  ``work`` stays the larger of both
+    # counts and, on a tree with pair nodes, counts their items too: it weighs the whole tree when
+    # blocks of trees are scheduled.
+    item_work: float | None = None
     _plan: TreePlan | None = field(default=None, repr=False)
     _junction_plan: JunctionPlan | None = field(default=None, repr=False)
     # tells this unit's plans apart in a worker's cache (``engine.worker_plans``); copies keep it
