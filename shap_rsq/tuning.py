@@ -398,8 +398,10 @@ class Tuning:
         global and per-row values (measured on XGBoost of depth 6-8 and forests of depth 6-10); the
         share of that rate for leaf-wise trees the conditioned recursion may take (LightGBM with 31
         leaves, 1,000 rows and the 53,940 diamonds, again after the batched recursion of 366e7b7:
-        0.45 then 2.6x over); items and leaf pairs x features per pattern of trees with pair nodes
-        (a fully grown tree on 500 rows); a tree's own passes of NumPy calls,
+        0.45 then 2.6x over); items whose cells are not shared (the dense rate, reached by
+        degrees as a tree's codes take more values than there are patterns) and leaf pairs x
+        features x quadrature nodes per pattern of trees with pair nodes (a fully grown tree on
+        500 rows); a tree's own passes of NumPy calls,
         per tree and call whatever its size (most of the time of small trees: depth-4 XGBoost);
         compiling a plan per item x quadrature node, first call only (XGBoost of depth 8); routing
         a row through a split, the tables of small trees (the paper's boosters, CatBoost); the root
@@ -412,10 +414,15 @@ class Tuning:
         again at 16:30 UTC on the quiet machine, timing ``pair_values`` alone in eight fully grown
         trees of 300-1,000 rows (3.7e-10 to 4.3e-10; 1.2e-9 before, 2.8x over on
         ``RandomForestRegressor()`` on 1,000 rows of 20 features); to calibrate again after a kernel
-        changes, multiply a kind's constant by its measured / estimated.  All were measured on
-        Xeons; on an AMD EPYC (2026-12-07) the same calls ran at 0.47-1.14 of their estimates (the
-        LCA kernel slower, the conditioned recursion as estimated), and the two machines together
-        span 0.47-1.72, so no one set of constants would hold both inside 2x with a margin.
+        changes, multiply a kind's constant by its measured / estimated.  Those were measured on
+        Xeons.  On an AMD EPYC (2026-12-07) three rates moved to values between the two machines:
+        the leaf pairs' from 4e-10 to 7.5e-10 (``pair_values`` timed alone ran at 9.1e-10 to 9.8e-10
+        here, after each pair node's quadrature rule came from its widest leaf pair and the count
+        of nodes fell while the pass-bit products did not: fully grown trees were estimated at
+        0.44-0.45 of their time), the global LCA rate from 3.0e-9 to 3.3e-9 (0.52-0.85 here on
+        XGBoost and forests, 1.28 on LightGBM's 255 leaves, whose items ``lca_work`` counts high)
+        and the recursion's share from 0.3 to 0.25 (1.45x over here on LightGBM, 1.22 on the Xeon
+        before the recursion's later speed-ups).
         Benchmark: ``benchmarks/estimate_accuracy.py --units`` (its table in docs/benchmarks.md).
     estimate_sample_rows, estimate_sample_elements : int
         Rows drawn (a fixed seed) to count each tree's distinct split patterns for the estimate
@@ -566,11 +573,11 @@ class Tuning:
     lca_item_bytes: int = 1280
     lca_kept_item_bytes: int = 480
     lca_path_bytes: int = 360
-    estimate_lca_seconds: float = 3.0e-9
+    estimate_lca_seconds: float = 3.3e-9
     estimate_lca_local_seconds: float = 4.6e-9
-    estimate_junction_share: float = 0.3
+    estimate_junction_share: float = 0.25
     estimate_dense_seconds: float = 7e-9
-    estimate_pair_seconds: float = 4e-10
+    estimate_pair_seconds: float = 7.5e-10
     estimate_tree_seconds: float = 3e-3
     estimate_compile_seconds: float = 7e-8
     estimate_split_row_seconds: float = 4e-9
