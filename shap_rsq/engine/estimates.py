@@ -122,6 +122,8 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
     if isinstance(unit, HybridUnit) and unit.dense:
         rate = _item_rate(lca, unit.code_bits, found, tuning)
         seconds += found * (rate * _item_work(unit) + tuning.estimate_pair_seconds * unit.pair_work)
+        if unit.code_bits > tuning.shared_code_bits:  # their items' tables, whatever the rows
+            seconds += tuning.estimate_wide_item_seconds * _item_work(unit)
     elif unit.junction is None:
         seconds += lca * found * _item_work(unit)
     else:  # the recursion's share is of ``lca_work``, the measure of the trees it was calibrated on
