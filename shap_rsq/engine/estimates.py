@@ -129,6 +129,8 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
         seconds += lca * found * _item_work(unit)
     else:  # the recursion's share is of ``lca_work``, the measure of the trees it was calibrated on
         seconds += lca * tuning.estimate_junction_share * found * unit.work
+        # and each split's NumPy calls, in both passes, whatever its rows
+        seconds += tuning.estimate_junction_split_seconds * _splits(unit)
     seconds += tuning.estimate_tree_seconds  # a tree's own passes of NumPy calls
     if unit._plan is None and unit._junction_plan is None:  # compiled on its first call
         seconds += tuning.estimate_compile_seconds * unit.work
