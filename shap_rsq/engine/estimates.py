@@ -8,7 +8,7 @@ through, a fixed cost a tree) in CPU seconds of one core per unit of work, measu
 (``Tuning.estimate_*``, calibrated with ``benchmarks/estimate_accuracy.py --units``).  The patterns
 of each tree are counted on a sample of rows and extrapolated (:func:`pattern_counts`): rows that
 share patterns (discrete features) cost once.  It was within 2x of the CPU time taken on every
-workload of the benchmarks, on Xeons and on an AMD EPYC (0.62-1.44 there on 25 workloads), with the
+workload of the benchmarks, on Xeons and on an AMD EPYC (0.62-1.43 there on 25 workloads), with the
 rates set between the two machines (docs/benchmarks.md, "Up-front estimate against measured time").
 
 It is in CPU seconds, not calibrated by a timed probe of the machine: a probe of milliseconds
