@@ -427,8 +427,8 @@ class Tuning:
         of nodes fell while the pass-bit products did not: fully grown trees were estimated at
         0.44-0.45 of their time), the global LCA rate from 3.0e-9 to 3.3e-9 (0.52-0.85 here on
         XGBoost and forests, 1.28 on LightGBM's 255 leaves, whose items ``lca_work`` counts high)
-        and the recursion's share from 0.3 to 0.25 (1.45x over here on LightGBM, 1.22 on the Xeon
-        before the recursion's later speed-ups).
+        and the recursion's share from 0.3 to 0.2 beside its new cost per split (1.45x over here on
+        LightGBM before, 1.22 on the Xeon before the recursion's later speed-ups).
         Benchmark: ``benchmarks/estimate_accuracy.py --units`` (its table in docs/benchmarks.md).
     estimate_sample_rows, estimate_sample_elements : int
         Rows drawn (a fixed seed) to count each tree's distinct split patterns for the estimate

@@ -259,7 +259,7 @@ def test_a_boosters_warning_names_its_score():
 
 def test_a_tree_with_pair_nodes_prices_the_items_its_plans_evaluate():
     # the items of the nodes given to the leaf pairs are priced as pairs, not again as items:
-    # priced as items too, a fully grown tree on 500 rows was estimated at 24x the items its
+    # priced as items too, a fully grown tree on 500 rows was estimated at 10x the items its
     # plans evaluate
     from shap_rsq.kernels.lca.hybrid import HybridUnit
 

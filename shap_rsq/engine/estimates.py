@@ -92,7 +92,7 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
       values a gather per row and tree;
     * the LCA kernel (``LcaUnit``): items x quadrature nodes (:func:`_item_work`) per pattern,
       and its compilation when the plan is not compiled yet; trees the conditioned recursion may
-      take (leaf-wise, ``unit.junction``) at their own rate;
+      take (leaf-wise, ``unit.junction``) at their own rate, plus their NumPy calls per split;
     * trees with pair nodes (``HybridUnit.dense``): the items of the other nodes per pattern (at
       a rate between the LCA rate and the dense one, by how rarely their cells are shared:
       :func:`_item_rate`) and pairs x features x quadrature nodes per pattern (``pair_work``);
@@ -143,7 +143,8 @@ def _item_rate(lca: float, code_bits: int, found: float, tuning: Tuning) -> floa
     bits takes more values than there are patterns (fully grown trees), cells are rarely shared
     and the items run at ``Tuning.estimate_dense_seconds``; on many more patterns than codes
     (depth-12 trees on 10,000 rows) they share cells as a shallow tree's do, at the LCA rate
-    ``lca``; in between, in proportion (a depth-10 tree on 2,000 rows ran at 1.5x the LCA rate)."""
+    ``lca``; in between, in proportion (a tree with codes of 10 bits on 2,000 rows ran at 1.5x the
+    LCA rate)."""
     unshared = min(1.0, 2.0 ** min(code_bits, 60) / max(found, 1.0))
     return lca + (tuning.estimate_dense_seconds - lca) * unshared
 
