@@ -392,7 +392,8 @@ class Tuning:
     estimate_lca_seconds, estimate_lca_local_seconds, estimate_junction_share, estimate_junction_split_seconds, \
     estimate_dense_seconds, estimate_wide_item_seconds, estimate_pair_seconds, estimate_tree_seconds, \
     estimate_compile_seconds, estimate_split_row_seconds, estimate_table_seconds, estimate_observed_seconds, \
-    estimate_small_local_seconds, estimate_call_seconds, estimate_tree_row_seconds : float
+    estimate_observed_tree_seconds, estimate_small_local_seconds, estimate_call_seconds, \
+    estimate_tree_row_seconds : float
         The up-front time estimate of a call (``engine.estimates.unit_seconds``), in CPU seconds of
         one core per unit of each kernel's work: LCA items x quadrature nodes per row pattern, for
         global and per-row values (measured on XGBoost of depth 6-8 and forests of depth 6-10); the
@@ -411,7 +412,10 @@ class Tuning:
         per tree and call whatever its size (most of the time of small trees: depth-4 XGBoost);
         compiling a plan per item x quadrature node, first call only (XGBoost of depth 8); routing
         a row through a split, the tables of small trees (the paper's boosters, CatBoost); the root
-        of a depth-4 batch per tree and observed pattern, a small tree's per-row gather (depth-4
+        of a depth-4 batch per tree and observed pattern, and per tree its passes' NumPy calls
+        whatever the rows (2.0 ms a tree of depth-4 XGBoost on 100 rows, 1.35 ms on the bench's
+        depth-4 booster; without them depth-4 XGBoost on 2,000 rows was estimated at 0.36-0.39 of
+        its 0.11 s), a small tree's per-row gather (depth-4
         XGBoost, per-row); a call's checks of its inputs and outputs; a small tree's predictions and
         row weights per row (the paper's depth-2 boosters with 1,000 trees on 5,000 rows).  Calibrated on 2026-12-06, on
         a loaded machine, each against the CPU time of the kind of unit it prices; the two LCA
@@ -591,6 +595,7 @@ class Tuning:
     estimate_split_row_seconds: float = 4e-9
     estimate_table_seconds: float = 1e-6
     estimate_observed_seconds: float = 2.5e-6
+    estimate_observed_tree_seconds: float = 2e-3
     estimate_small_local_seconds: float = 1.5e-6
     estimate_call_seconds: float = 0.01
     estimate_tree_row_seconds: float = 2.2e-8

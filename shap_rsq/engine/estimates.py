@@ -105,6 +105,7 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
         if isinstance(unit, HeapUnit) and unit.observed:  # the root on the patterns that occur
             found = np.full(trees, float(n_rows)) if patterns is None else patterns[unit.trees]
             seconds += tuning.estimate_observed_seconds * float(np.minimum(found, unit.n_patterns).sum())
+            seconds += tuning.estimate_observed_tree_seconds * trees  # its passes' NumPy calls
         seconds += tuning.estimate_tree_row_seconds * n_rows * trees  # predictions and row weights
         if isinstance(unit, HeapUnit):  # (a symmetric batch builds its tables with the unit)
             seconds += tuning.estimate_table_seconds * unit.work
