@@ -99,8 +99,8 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
     * trees on every subset (``SubsetUnit``): their table elements per pattern, at the LCA rate
       (``unit.work`` counts them in its units).
     """
-    trees = len(unit.trees)
-    seconds = tuning.estimate_split_row_seconds * n_rows * _splits(unit)
+    trees, splits = len(unit.trees), _splits(unit)
+    seconds = tuning.estimate_split_row_seconds * n_rows * splits
     if isinstance(unit, HeapUnit | ObliviousUnit):
         if isinstance(unit, HeapUnit) and unit.observed:  # the root on the patterns that occur
             found = np.full(trees, float(n_rows)) if patterns is None else patterns[unit.trees]
@@ -112,26 +112,25 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
         if local:
             seconds += tuning.estimate_small_local_seconds * n_rows * trees
         return seconds
-    if isinstance(unit, SubsetUnit):  # its work is in the LCA kernel's units (Tuning.subset_element_cost)
-        found = min(float(n_rows if patterns is None else patterns[unit.trees[0]]), 2.0 ** min(_splits(unit), 1000))
-        rate = tuning.estimate_lca_local_seconds if local else tuning.estimate_lca_seconds
-        return seconds + rate * found * unit.work + tuning.estimate_tree_seconds
-    if not isinstance(unit, LcaUnit):
+    if not isinstance(unit, SubsetUnit | LcaUnit):
         return seconds
-    # a tree of s splits has at most 2^s patterns
-    found = min(float(n_rows if patterns is None else patterns[unit.trees[0]]), 2.0 ** min(_splits(unit), 1000))
+    # one tree; a tree of s splits has at most 2^s patterns
+    found = min(float(n_rows if patterns is None else patterns[unit.trees[0]]), 2.0 ** min(splits, 1000))
     lca = tuning.estimate_lca_local_seconds if local else tuning.estimate_lca_seconds
+    if isinstance(unit, SubsetUnit):  # its work is in the LCA kernel's units (Tuning.subset_element_cost)
+        return seconds + lca * found * unit.work + tuning.estimate_tree_seconds
     if isinstance(unit, HybridUnit) and unit.dense:
-        rate = _item_rate(lca, unit.code_bits, found, tuning)
-        seconds += found * (rate * _item_work(unit) + tuning.estimate_pair_seconds * unit.pair_work)
+        items = _item_work(unit)
+        seconds += found * _item_rate(lca, unit.code_bits, found, tuning) * items
+        seconds += found * tuning.estimate_pair_seconds * unit.pair_work
         if unit.code_bits > tuning.shared_code_bits:  # their items' tables, whatever the rows
-            seconds += tuning.estimate_wide_item_seconds * _item_work(unit)
+            seconds += tuning.estimate_wide_item_seconds * items
     elif unit.junction is None:
         seconds += lca * found * _item_work(unit)
     else:  # the recursion's share is of ``lca_work``, the measure of the trees it was calibrated on
         seconds += lca * tuning.estimate_junction_share * found * unit.work
         # and each split's NumPy calls, in both passes, whatever its rows
-        seconds += tuning.estimate_junction_split_seconds * _splits(unit)
+        seconds += tuning.estimate_junction_split_seconds * splits
     seconds += tuning.estimate_tree_seconds  # a tree's own passes of NumPy calls
     if unit._plan is None and unit._junction_plan is None:  # compiled on its first call
         seconds += tuning.estimate_compile_seconds * unit.work
