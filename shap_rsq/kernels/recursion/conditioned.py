@@ -41,6 +41,7 @@ __all__ = [
     "compile_junction",
     "expected_junction_work",
     "junction_work",
+    "node_kind",
     "pattern_predictions",
     "sub_patterns",
 ]
@@ -90,6 +91,9 @@ class JunctionPlan:
     n_q: int
     node_states: np.ndarray  # states of each node (2^bits)
     node_leaves: np.ndarray  # leaves below each node
+    node_rho: np.ndarray  # (nodes, 2) each node's cover fractions, left and right
+    node_leaf: np.ndarray  # (nodes, 2) the value of each leaf child, 0 for a split
+    node_kind: np.ndarray  # (nodes,) the node's :func:`node_kind`, -1 where its branches read a child apart
 
     @cached_property
     def nbytes(self) -> int:
@@ -165,7 +169,19 @@ def compile_junction(tree: TreeTable, tuning: Tuning = DEFAULT_TUNING) -> Juncti
         n_q=_quadrature_count(order, left, right, own_bit, tuning.union_pairs),
         node_states=np.array([1 << node.n_bits for node in nodes], dtype=float),
         node_leaves=np.array([leaves[u] for u in order if left[u] >= 0], dtype=float),
+        node_rho=np.array([node.rho for node in nodes], dtype=float).reshape(-1, 2),
+        node_leaf=np.array([node.leaf for node in nodes], dtype=float).reshape(-1, 2),
+        node_kind=np.array([node_kind(node) for node in nodes], dtype=np.int64),
     )
+
+
+def node_kind(node: JunctionNode) -> int:
+    """``4 [left child is a split] + 2 [right child is a split] + [conditioned]`` for a node whose
+    known and unknown branches read each child at the same states (neither reads the split's own
+    coin: the passes then take its values as products with tables of its decision), -1 otherwise."""
+    if any(node.known_map[side] is not node.unknown_map[side] for side in (0, 1)):
+        return -1
+    return 4 * (node.children[0] >= 0) + 2 * (node.children[1] >= 0) + int(node.conditioned)
 
 
 def _subtree_features(order: list[int], left: list[int], right: list[int], own_bit: list[int]) -> list[int]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -67,70 +68,71 @@ def forward(plan: JunctionPlan, patterns: list[SubPatterns], q: np.ndarray, tabl
 
 
 def node_tables(plan: JunctionPlan, q: np.ndarray) -> list[_AlikeTables | None]:
-    """Per node, the :class:`_AlikeTables` it reads of ``(9, H, 2, Q + 1)``: the coefficients of
-    its values in its children's (:data:`ALPHA` ...) on each half ``H`` of its states (the unknown
-    and the known half of a conditioned split, one half otherwise), by its decision (0 right, 1
-    left), at each quadrature node, and in the last column their derivatives in the split's own
-    coin (read for a split that is not conditioned only); ``None`` where a child's branches read it
-    at different states (the node then runs the general steps).
+    """Per node, the :class:`_AlikeTables` it reads: the coefficients of its values in its
+    children's (:data:`ALPHA` ...) on each half ``H`` of its states (the unknown and the known half
+    of a conditioned split, one half otherwise), by its decision (0 right, 1 left), at each
+    quadrature node, and their derivatives in the split's own coin (read for a split that is not
+    conditioned only); ``None`` where a child's branches read it at different states (the node
+    then runs the general steps).
 
     With ``w_u, w_k`` the weights of the unknown and the known branch (``1 - q, q``, or ``1, 0``
     and ``0, 1`` on the halves of a conditioned split): ``BL = w_u rl + w_k [left]``,
     ``K = 2 w_u rl rr``, ``EL = w_u rl^2 + w_k [left]``, the same on the right; a leaf child of
     value ``c`` adds its terms to ``ALPHA`` and ``GAMMA``, and ``K c`` to the other side's ``LL``
-    or ``LR``.
+    or ``LR``.  Every table is ``w_u U + w_k V`` with ``U, V`` free of ``q`` (:func:`_branch_terms`),
+    so its derivative in the own coin is ``V - U``; the nodes of one kind
+    (:func:`~shap_rsq.kernels.recursion.conditioned.node_kind`) read the same tables and are
+    tabulated together, each node's a contiguous slice.
     """
-    nodes = plan.nodes
-    rho = np.array([node.rho for node in nodes])
-    leaf = np.array([[v if c < 0 else 0.0 for v, c in zip(node.leaf, node.children, strict=True)] for node in nodes])
-    conditioned = np.array([node.conditioned for node in nodes], dtype=bool)
-    n_q = len(q)
-    # (nodes, 1, H, 1, Q + 1): the branches' weights, their derivatives in the last column
-    w_u = np.empty((len(nodes), 2, n_q + 1))
-    w_u[:, :, :n_q], w_u[:, :, n_q] = 1.0 - q, -1.0
-    w_k = 1.0 - w_u
-    w_k[:, :, n_q] = 1.0
-    w_u[conditioned] = np.array([[1.0], [0.0]])
-    w_k[conditioned] = np.array([[0.0], [1.0]])
-    w_u, w_k = w_u[:, None, :, None], w_k[:, None, :, None]
-    left = np.array([0.0, 1.0])[None, None, None, :, None]
-    rl, rr, cl, cr = (v[:, None, None, None, None] for v in (rho[:, 0], rho[:, 1], leaf[:, 0], leaf[:, 1]))
-    out = np.empty((len(nodes), ER + 1, 2, 2, n_q + 1))
-    out[:, [BL]] = w_u * rl + w_k * left
-    out[:, [BR]] = w_u * rr + w_k * (1.0 - left)
-    out[:, [K]] = 2.0 * w_u * rl * rr
-    out[:, [EL]] = w_u * (rl * rl) + w_k * left
-    out[:, [ER]] = w_u * (rr * rr) + w_k * (1.0 - left)
-    out[:, [ALPHA]] = out[:, [BL]] * cl + out[:, [BR]] * cr
-    out[:, [GAMMA]] = out[:, [EL]] * (cl * cl) + out[:, [ER]] * (cr * cr) + out[:, [K]] * (cl * cr)
-    out[:, [LL]] = out[:, [K]] * cr
-    out[:, [LR]] = out[:, [K]] * cl
-    return [
-        _AlikeTables.of(node, table[:, : 2 if node.conditioned else 1]) if _alike(node) else None
-        for table, node in zip(out, nodes, strict=True)
-    ]
+    unknown, known = _branch_terms(plan.node_rho, plan.node_leaf)
+    tables: list[_AlikeTables | None] = [None] * len(plan.nodes)
+    kinds = plan.node_kind
+    for kind in np.unique(kinds[kinds >= 0]).tolist():
+        at = np.flatnonzero(kinds == kind)
+        inner, conditioned = (bool(kind & 4), bool(kind & 2)), bool(kind & 1)
+        ids = _TERMS[inner]
+        u, v = unknown[at][:, ids], known[at][:, ids]  # (G, tables, 2)
+        if conditioned:  # the unknown half reads U, the known half V, at every node
+            values = np.repeat(np.stack([u, v], axis=2)[..., None], len(q), axis=-1)
+        else:
+            values = u[:, :, None, :, None] * (1.0 - q)
+            values += v[:, :, None, :, None] * q
+        slopes = v - u
+        n_reverse = len(ids) - 2 if conditioned and not all(inner) else len(ids)
+        for g, i in enumerate(at.tolist()):
+            tables[i] = _AlikeTables(ids, values[g], slopes[g], n_reverse)
+    return tables
 
 
-@dataclass(frozen=True)
-class _AlikeTables:
-    """The tables an alike node reads (:func:`node_tables`), gathered once per call rather than
-    at every pass: ``ids`` (:data:`ALPHA` ...), in the order of the reverse pass's terms (the
-    constants last), ``values (len(ids), H, 2, Q)`` contiguous and ``slopes (len(ids), 2)``, the
-    derivatives in the split's own coin on the first half.  The reverse pass of a conditioned
-    split reads the first ``n_reverse`` (not the constants, whose only use is the own coin's)."""
+def _branch_terms(rho: np.ndarray, leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``U, V (nodes, 9, 2)``: each table of :func:`node_tables` is ``w_u U + w_k V``, by the
+    node's decision (last axis: 0 right, 1 left)."""
+    rl, rr, cl, cr = (x[:, None] for x in (rho[:, 0], rho[:, 1], leaf[:, 0], leaf[:, 1]))
+    left = np.array([0.0, 1.0])
+    unknown, known = np.zeros((len(rho), ER + 1, 2)), np.zeros((len(rho), ER + 1, 2))
+    unknown[:, BL], unknown[:, BR], unknown[:, K] = rl, rr, 2.0 * rl * rr
+    unknown[:, EL], unknown[:, ER] = rl * rl, rr * rr
+    known[:, BL] = known[:, EL] = left
+    known[:, BR] = known[:, ER] = 1.0 - left
+    for t in (unknown, known):
+        t[:, ALPHA] = t[:, BL] * cl + t[:, BR] * cr
+        t[:, GAMMA] = t[:, EL] * (cl * cl) + t[:, ER] * (cr * cr) + t[:, K] * (cl * cr)
+        t[:, LL] = t[:, K] * cr
+        t[:, LR] = t[:, K] * cl
+    return unknown, known
+
+
+class _AlikeTables(NamedTuple):
+    """The tables an alike node reads (:func:`node_tables`): ``ids`` (:data:`ALPHA` ...), in the
+    order of the reverse pass's terms (the constants last), ``values (len(ids), H, 2, Q)``
+    contiguous and ``slopes (len(ids), 2)``, their derivatives in the split's own coin.  The
+    reverse pass of a conditioned split reads the first ``n_reverse`` (not the constants, whose
+    only use is the own coin's)."""
 
     ids: tuple[int, ...]
     values: np.ndarray
     slopes: np.ndarray
     n_reverse: int
-
-    @classmethod
-    def of(cls, node: JunctionNode, table: np.ndarray) -> _AlikeTables:
-        inner = tuple(c >= 0 for c in node.children)
-        ids = _TERMS[inner]
-        n_reverse = len(ids) - 2 if node.conditioned and not all(inner) else len(ids)
-        chosen = table[list(ids)]
-        return cls(ids, np.ascontiguousarray(chosen[..., :-1]), np.ascontiguousarray(chosen[:, 0, :, -1]), n_reverse)
 
     def picked(self, decision: np.ndarray, n: int | None = None) -> np.ndarray:
         """``(n, H, P, Q)``: the first ``n`` tables (all by default) at each sub-pattern's decision."""
@@ -156,11 +158,6 @@ class _OnRows:
     def __init__(self, q: np.ndarray, n_rows: int):
         self.known = np.tile(q, (n_rows, 1))
         self.unknown = 1.0 - self.known
-
-
-def _alike(node: JunctionNode) -> bool:
-    """Whether both branches read each child at the same states (neither reads the split's own coin)."""
-    return all(node.known_map[side] is node.unknown_map[side] for side in (0, 1))
 
 
 @dataclass(frozen=True)
