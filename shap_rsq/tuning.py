@@ -389,19 +389,20 @@ class Tuning:
         pieces holds (arrays over its paths): 330 measured while compiling the pieces of a deep
         tree with 434 leaves and 11,284 entries (3,000-4,000 items each), a quarter of it kept.
         Measured with ``tracemalloc`` by hand (no script).
-    estimate_lca_seconds, estimate_lca_local_seconds, estimate_junction_share, estimate_junction_split_seconds, \
-    estimate_dense_seconds, estimate_wide_item_seconds, estimate_pair_seconds, estimate_tree_seconds, \
+    estimate_lca_seconds, estimate_lca_local_seconds, estimate_junction_split_seconds, \
+    estimate_junction_pattern_seconds, estimate_dense_seconds, estimate_wide_item_seconds, estimate_pair_seconds, \
+    estimate_tree_seconds, \
     estimate_compile_seconds, estimate_split_row_seconds, estimate_table_seconds, estimate_observed_seconds, \
     estimate_observed_tree_seconds, estimate_small_local_seconds, estimate_call_seconds, \
     estimate_tree_row_seconds : float
         The up-front time estimate of a call (``engine.estimates.unit_seconds``), in CPU seconds of
         one core per unit of each kernel's work: LCA items x quadrature nodes per row pattern, for
-        global and per-row values (measured on XGBoost of depth 6-8 and forests of depth 6-10); the
-        share of that rate for leaf-wise trees the conditioned recursion may take (LightGBM with 31
-        leaves, 1,000 rows and the 53,940 diamonds, again after the batched recursion of 366e7b7:
-        0.45 then 2.6x over), and its NumPy calls per split in both passes whatever the rows
-        (about 135 microseconds a node, timed on LightGBM's trees on 10 rows; without them a
-        default forest's recursion trees on 300 rows were estimated at 0.45 of their time); items
+        global and per-row values (measured on XGBoost of depth 6-8 and forests of depth 6-10); per
+        split of a tree the conditioned recursion may take, its NumPy calls in both passes whatever
+        the rows and its arrays per row pattern (fitted to each such tree's time on four workloads:
+        LightGBM with 31 leaves on 1,000 rows, 0.41 ms a split, and on the 53,940 diamonds, 1.23 ms
+        on 4,048 patterns a tree, LightGBM with 63 leaves on 2,000 rows, and a default forest on
+        300 rows, 0.23 ms; the tree's splits and patterns set its time, not its depth); items
         whose cells are not shared (the dense rate, reached by degrees as a tree's codes take more
         values than there are patterns), the items of trees whose codes are wider than
         ``shared_code_bits`` once whatever the rows (their tables: 0.11-0.19 CPU s a tree of a
@@ -585,8 +586,8 @@ class Tuning:
     lca_path_bytes: int = 360
     estimate_lca_seconds: float = 3.3e-9
     estimate_lca_local_seconds: float = 4.6e-9
-    estimate_junction_share: float = 0.2
-    estimate_junction_split_seconds: float = 1.3e-4
+    estimate_junction_split_seconds: float = 1.6e-4
+    estimate_junction_pattern_seconds: float = 1.86e-7
     estimate_dense_seconds: float = 7e-9
     estimate_wide_item_seconds: float = 8e-6
     estimate_pair_seconds: float = 7.5e-10

@@ -18,7 +18,7 @@ from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegr
 from sklearn.tree import DecisionTreeRegressor
 
 from shap_rsq import RSquaredExplainer, UnsupportedModelError
-from shap_rsq.engine.run import _unit_blocks
+from shap_rsq.engine.run import _unit_blocks, _unit_weight
 from shap_rsq.kernels.lca import unit as _lca_unit
 from shap_rsq.tuning import DEFAULT_TUNING
 
@@ -227,21 +227,25 @@ def test_a_threading_backend_runs_the_blocks_here_on_the_plans_this_process_hold
 
 def test_blocks_of_compiled_trees_are_balanced_by_their_counted_work(frame_model, lca_routing):
     # before compiling, blocks split the estimated work (off by up to 3x per tree); once the plans
-    # exist they split what the plans count, each block within one tree of an equal share
+    # exist they split the seconds of what the plans count, each block within one tree of an equal
+    # share (every tree on the LCA kernel here: a tree the recursion may take reports no count)
     _, frame, y, _ = frame_model
     model = xgboost.XGBRegressor(n_estimators=40, max_depth=6, random_state=0).fit(frame, y)
-    explainer = RSquaredExplainer(model)
+    explainer = RSquaredExplainer(model)._set_engine(kernel="lca")
     units = explainer._units.units(local=True)
     assert all(unit.compiled_work is None for unit in units)
     eager = replace(DEFAULT_TUNING, parallel_work=0.0)
-    before = _unit_blocks(units, 2, local=True, n_rows=len(y), tuning=eager, n_features=frame.shape[1])
+    # blocks for a call of many rows, whose items outweigh each tree's fixed costs
+    rows = 1_000_000
+    before = _unit_blocks(units, 2, local=True, n_rows=rows, tuning=eager, n_features=frame.shape[1])
     explainer(frame, y)
     counted = np.array([unit.compiled_work for unit in units])
     estimated = np.array([unit.work for unit in units])
     assert np.all(counted > 0) and np.ptp(counted / estimated) > 0.2  # the estimate's error varies by tree
-    after = _unit_blocks(units, 2, local=True, n_rows=len(y), tuning=eager, n_features=frame.shape[1])
-    share = counted.sum() / len(after)
-    assert all(abs(counted[block].sum() - share) <= counted.max() for block in after)
+    after = _unit_blocks(units, 2, local=True, n_rows=rows, tuning=eager, n_features=frame.shape[1])
+    weight = np.array([_unit_weight(unit, rows, True, eager) for unit in units])
+    share = weight.sum() / len(after)
+    assert all(abs(weight[block].sum() - share) <= weight.max() for block in after)
     spread = [np.ptp([counted[block].sum() for block in blocks]) for blocks in (before, after)]
     assert spread[1] < spread[0]
     # what a plan counts: each cross item on its group's quadrature nodes, each single on single_q

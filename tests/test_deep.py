@@ -283,7 +283,7 @@ def test_long_calls_go_to_the_workers_one_tree_a_block_costliest_first(monkeypat
     units = explainer._units.units()
     assert len(run._unit_blocks(units, 2, False, len(y), fine)) == len(units)
     assert len(run._unit_blocks(units, 2, True, len(y), fine)) == 2 * DEFAULT_TUNING.blocks_per_job
-    estimated = [run._unit_work(unit) for unit in units]  # no plan yet: estimates
+    estimated = [run._unit_weight(unit, len(y), False, fine) for unit in units]  # no plan yet: estimates
     dispatched = []
     real = run._run_parallel
 

@@ -281,3 +281,30 @@ def test_deep_trees_items_run_at_the_dense_rate_as_their_codes_outnumber_the_pat
     assert _item_rate(lca, 1000, 500, DEFAULT_TUNING) == dense  # wide codes do not overflow
     rates = [_item_rate(lca, bits, 2000, DEFAULT_TUNING) for bits in range(6, 14)]
     assert np.all(np.diff(rates) >= 0) and lca < rates[4] < dense  # 10 bits on 2,000 patterns: between
+
+
+def test_trees_the_recursion_may_take_are_priced_by_their_splits_and_patterns_not_their_depth():
+    # lca_work grows as the cube of the leaves' depths: it priced the deep late trees of a
+    # LightGBM booster at 2.5x its first ones, which take as long on the recursion; blocks cut by
+    # it gave one of two workers half the trees
+    lightgbm = pytest.importorskip("lightgbm")
+    from shap_rsq.engine.estimates import unit_seconds
+    from shap_rsq.engine.run import _unit_blocks
+
+    X, y = _data(1000, 100)
+    model = lightgbm.LGBMRegressor(n_estimators=60, num_leaves=31, verbose=-1, random_state=0).fit(X, y)
+    explainer = RSquaredExplainer(model)
+    explainer.rsq(X, y)  # compiles the plans: a tree the recursion may take still reports no count
+    units = [unit for unit in explainer._units.units(False) if getattr(unit, "junction", None) is not None]
+    assert len(units) >= 40 and all(unit.compiled_work is None for unit in units)
+    splits = np.array([int(np.sum(unit.tree.left >= 0)) for unit in units])
+    seconds = np.array([unit_seconds(unit, len(X), False, None) for unit in units])
+    work = np.array([unit.work for unit in units])
+    same = splits == splits.max()
+    assert same.sum() >= 20 and np.ptp(work[same]) > 0.5 * work[same].min()  # the LCA measure varies...
+    np.testing.assert_allclose(seconds[same], seconds[same][0], rtol=1e-12)  # ... the recursion's does not
+    assert np.all(np.diff(seconds[np.argsort(splits)]) >= 0)  # and grows with the splits
+    eager = replace(DEFAULT_TUNING, parallel_work=0.0, blocks_per_job=2)
+    blocks = _unit_blocks(units, 2, local=False, n_rows=len(X), tuning=eager)
+    counts = [len(block) for block in blocks]
+    assert len(blocks) > 1 and max(counts) <= 1.5 * min(counts)

@@ -84,15 +84,22 @@ def estimated_seconds(
     )
 
 
-def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tuning: Tuning = DEFAULT_TUNING) -> float:
+def unit_seconds(
+    unit, n_rows: int, local: bool, patterns: np.ndarray | None, tuning: Tuning = DEFAULT_TUNING, counted: bool = False
+) -> float:
     """One unit's estimated seconds on ``n_rows`` rows: routing and row weights for every row and
-    split, then its kernel's work (``patterns``: see :func:`estimated_seconds`).
+    split, then its kernel's work (``patterns``: see :func:`estimated_seconds`).  ``counted``
+    prices an LCA plan's items by what the compiled plan counts where the unit has one (to weigh
+    units against each other: ``engine.run``'s blocks), not by the estimate the rates were
+    calibrated on (the up-front estimate).
 
     * small trees (``HeapUnit``, ``ObliviousUnit``): their tables (``unit.work``), and for per-row
       values a gather per row and tree;
     * the LCA kernel (``LcaUnit``): items x quadrature nodes (:func:`_item_work`) per pattern,
       and its compilation when the plan is not compiled yet; trees the conditioned recursion may
-      take (leaf-wise, ``unit.junction``) at their own rate, plus their NumPy calls per split;
+      take (leaf-wise, ``unit.junction``) per split, its NumPy calls and its arrays per pattern
+      (not by ``lca_work``, whose cube of the leaves' depths priced the deep late trees of a
+      LightGBM booster at 2.5x its first ones, which take as long);
     * trees with pair nodes (``HybridUnit.dense``): the items of the other nodes per pattern (at
       a rate between the LCA rate and the dense one, by how rarely their cells are shared:
       :func:`_item_rate`) and pairs x features x quadrature nodes per pattern (``pair_work``);
@@ -126,11 +133,12 @@ def unit_seconds(unit, n_rows: int, local: bool, patterns: np.ndarray | None, tu
         if unit.code_bits > tuning.shared_code_bits:  # their items' tables, whatever the rows
             seconds += tuning.estimate_wide_item_seconds * items
     elif unit.junction is None:
-        seconds += lca * found * _item_work(unit)
-    else:  # the recursion's share is of ``lca_work``, the measure of the trees it was calibrated on
-        seconds += lca * tuning.estimate_junction_share * found * unit.work
-        # and each split's NumPy calls, in both passes, whatever its rows
-        seconds += tuning.estimate_junction_split_seconds * splits
+        counted_items = unit.compiled_work if counted else None
+        seconds += lca * found * (_item_work(unit) if counted_items is None else counted_items)
+    else:  # the recursion: each split's NumPy calls in both passes whatever the rows, and its arrays
+        # on the patterns (at the LCA kernel's ratio of per-row to global rates for per-row values)
+        per_pattern = tuning.estimate_junction_pattern_seconds * lca / tuning.estimate_lca_seconds
+        seconds += splits * (tuning.estimate_junction_split_seconds + per_pattern * found)
     seconds += tuning.estimate_tree_seconds  # a tree's own passes of NumPy calls
     if unit._plan is None and unit._junction_plan is None:  # compiled on its first call
         seconds += tuning.estimate_compile_seconds * unit.work

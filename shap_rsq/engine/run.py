@@ -32,7 +32,7 @@ from ..models.forest import Forest
 from ..tuning import DEFAULT_TUNING, Tuning
 from .allocator import keep_temporaries_on_the_heap, return_freed_memory
 from .budget import MemoryBudgetError, fit_jobs, out_of_memory, routing_rows, rows_per_block
-from .estimates import Progress, announce, estimated_seconds, progress_bar
+from .estimates import Progress, announce, estimated_seconds, progress_bar, unit_seconds
 from .interactions import InteractionPlans
 from .losses import TreeLosses
 from .routing import Kernel, build_units, pair_cost
@@ -241,7 +241,8 @@ def _decompose(forest, units, X, y, w, local, n_jobs, split, label, tuning, loss
         ]
         # the costliest blocks first, so that no worker starts a long block as the others finish;
         # results are summed in the order of the trees whatever the order they ran in
-        order = np.argsort([-sum(_unit_work(units[u]) for u in block) for block in blocks], kind="stable")
+        weight = [sum(_unit_weight(units[u], X.shape[0], local, tuning) for u in block) for block in blocks]
+        order = np.argsort(-np.asarray(weight), kind="stable")
         # threads each calling a multi-threaded BLAS would ask for more cores than there are
         with threadpool_limits(limits=1, user_api="blas") if threads else nullcontext():
             ran = _run_parallel([tasks[i] for i in order], [blocks[i] for i in order], units, n_jobs, label)
@@ -323,9 +324,10 @@ def _unit_blocks(
     they do not depend on which worker finished first): local values take one block a job
     when those arrays would pass an eighth of the memory budget.  Forests with little kernel
     work run one block in this process: shallow and symmetric trees take milliseconds, less
-    than handing rows to another process.  Units weigh what their compiled plans count, once
-    they have them: the estimates are off by up to 3x from tree to tree, and four blocks of
-    equal estimates of depth-8 XGBoost took 0.49-0.79 s (0.62-0.68 s by the counts).
+    than handing rows to another process.  Units weigh their estimated seconds
+    (:func:`_unit_weight`), corrected by what their compiled plans count once they have them: the
+    estimates are off by up to 3x from tree to tree, and four blocks of equal estimates of
+    depth-8 XGBoost took 0.49-0.79 s (0.62-0.68 s by the counts).
 
     Global values of a long call are cut finer, down to one tree a block, while each block is
     estimated at ``tuning.block_seconds`` or more: their results are ``(p,)``, and workers that
@@ -341,18 +343,26 @@ def _unit_blocks(
     if jobs > 1 and not local:
         finer = int(estimated_seconds(units, n_rows, tuning) / tuning.block_seconds)
         n_blocks = max(n_blocks, min(len(units), finer))
-    work = np.array([_unit_work(unit) for unit in units])
-    if n_blocks <= 1 or work.sum() == 0:
+    if n_blocks <= 1:
         return [np.arange(len(units))]
     if n_blocks == len(units):  # equal cuts of the work would merge the cheap trees around a costly one
         return list(np.arange(len(units))[:, None])
+    work = np.array([_unit_weight(unit, n_rows, local, tuning) for unit in units])
     edges = np.searchsorted(np.cumsum(work), work.sum() * np.arange(1, n_blocks) / n_blocks)
     return [b for b in np.split(np.arange(len(units)), edges) if len(b)]
 
 
-def _unit_work(unit) -> float:
-    """A unit's work: its compiled plan's count once it has one, else its estimate."""
-    return float(unit.work if unit.compiled_work is None else unit.compiled_work)
+def _unit_weight(unit, n_rows: int, local: bool, tuning: Tuning) -> float:
+    """A unit's estimated seconds on ``n_rows`` rows (:func:`~shap_rsq.engine.estimates.unit_seconds`,
+    which prices each kernel's work by its own measure), its LCA items as its compiled plan counts
+    them once it has one.
+
+    Not ``work`` itself: that is the LCA kernel's measure, which priced the last trees of a
+    LightGBM booster (deep, leaf-wise) at 2.5x its first ones where the recursion takes as long
+    on either, so that one of six blocks held the first 124 of 300 trees, ran last and took 2.2 s
+    of a 4.1 s call on two workers.
+    """
+    return unit_seconds(unit, n_rows, local, None, tuning, counted=True)
 
 
 def _block_start_predictions(forest, units, X, mean_prediction, blocks) -> list[np.ndarray]:

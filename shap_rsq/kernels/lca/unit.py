@@ -83,8 +83,9 @@ class LcaUnit:
 
     @property
     def compiled_work(self) -> float | None:
-        """What ``work`` estimates, counted on the compiled plan (``None`` before compiling)."""
-        return None if self._plan is None else float(self._plan.node_evaluations)
+        """What ``work`` estimates, counted on the compiled plan (``None`` before compiling, and for
+        a tree the conditioned recursion may take: the plan counts the kernel it may not run)."""
+        return None if self._plan is None or self.junction is not None else float(self._plan.node_evaluations)
 
     def chunk_rows(self) -> int | None:
         return None  # all rows at once: routing is blocked inside
