@@ -97,9 +97,9 @@ def unit_seconds(
       values a gather per row and tree;
     * the LCA kernel (``LcaUnit``): items x quadrature nodes (:func:`_item_work`) per pattern,
       and its compilation when the plan is not compiled yet; trees the conditioned recursion may
-      take (leaf-wise, ``unit.junction``) per split, its NumPy calls and its arrays per pattern
-      (not by ``lca_work``, whose cube of the leaves' depths priced the deep late trees of a
-      LightGBM booster at 2.5x its first ones, which take as long);
+      take (leaf-wise, ``unit.junction``): per split, its NumPy calls and its arrays on each
+      pattern (not by ``lca_work``, whose cube of the leaves' depths priced the deep late trees of
+      a LightGBM booster at 2.5x its first ones, which take as long);
     * trees with pair nodes (``HybridUnit.dense``): the items of the other nodes per pattern (at
       a rate between the LCA rate and the dense one, by how rarely their cells are shared:
       :func:`_item_rate`) and pairs x features x quadrature nodes per pattern (``pair_work``);
