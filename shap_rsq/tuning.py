@@ -390,8 +390,8 @@ class Tuning:
         tree with 434 leaves and 11,284 entries (3,000-4,000 items each), a quarter of it kept.
         Measured with ``tracemalloc`` by hand (no script).
     estimate_lca_seconds, estimate_lca_local_seconds, estimate_junction_split_seconds, \
-    estimate_junction_pattern_seconds, estimate_dense_seconds, estimate_wide_item_seconds, estimate_pair_seconds, \
-    estimate_tree_seconds, \
+    estimate_junction_pattern_seconds, estimate_junction_local_seconds, estimate_dense_seconds, \
+    estimate_wide_item_seconds, estimate_pair_seconds, estimate_tree_seconds, \
     estimate_compile_seconds, estimate_split_row_seconds, estimate_table_seconds, estimate_observed_seconds, \
     estimate_observed_tree_seconds, estimate_small_local_seconds, estimate_call_seconds, \
     estimate_tree_row_seconds : float
@@ -402,7 +402,9 @@ class Tuning:
         the rows and its arrays per row pattern (fitted to each such tree's time on four workloads:
         LightGBM with 31 leaves on 1,000 rows, 0.41 ms a split, and on the 53,940 diamonds, 1.23 ms
         on 4,048 patterns a tree, LightGBM with 63 leaves on 2,000 rows, and a default forest on
-        300 rows, 0.23 ms; the tree's splits and patterns set its time, not its depth); items
+        300 rows, 0.23 ms; the tree's splits and patterns set its time, not its depth), and per
+        pattern for per-row values, whose reverse pass runs on the rows (1.12 ms a split on the
+        first of those, 0.35 ms on the forest); items
         whose cells are not shared (the dense rate, reached by degrees as a tree's codes take more
         values than there are patterns), the items of trees whose codes are wider than
         ``shared_code_bits`` once whatever the rows (their tables: 0.11-0.19 CPU s a tree of a
@@ -588,6 +590,7 @@ class Tuning:
     estimate_lca_local_seconds: float = 4.6e-9
     estimate_junction_split_seconds: float = 1.6e-4
     estimate_junction_pattern_seconds: float = 1.86e-7
+    estimate_junction_local_seconds: float = 8e-7
     estimate_dense_seconds: float = 7e-9
     estimate_wide_item_seconds: float = 8e-6
     estimate_pair_seconds: float = 7.5e-10

@@ -136,8 +136,8 @@ def unit_seconds(
         counted_items = unit.compiled_work if counted else None
         seconds += lca * found * (_item_work(unit) if counted_items is None else counted_items)
     else:  # the recursion: each split's NumPy calls in both passes whatever the rows, and its arrays
-        # on the patterns (at the LCA kernel's ratio of per-row to global rates for per-row values)
-        per_pattern = tuning.estimate_junction_pattern_seconds * lca / tuning.estimate_lca_seconds
+        # on the patterns (per-row values run the reverse pass on the rows themselves)
+        per_pattern = tuning.estimate_junction_local_seconds if local else tuning.estimate_junction_pattern_seconds
         seconds += splits * (tuning.estimate_junction_split_seconds + per_pattern * found)
     seconds += tuning.estimate_tree_seconds  # a tree's own passes of NumPy calls
     if unit._plan is None and unit._junction_plan is None:  # compiled on its first call
