@@ -148,6 +148,8 @@ WORKLOADS = {
     w.name: w
     for w in [
         *(Workload(f"bench:{b.name}", b.make) for b in bench.WORKLOADS),
+        # per-row shares of LightGBM, whose trees take the recursion's reverse pass on the rows
+        Workload("bench:lgbm-31-rows", bench.lightgbm_31, local=True, note="per-row shares"),
         *(_deep(name) for name in ("rf-4", "rf-6", "rf-8", "rf-10", "rf-12")),
         _deep("rf-full-30", trees=2, rows=1000),
         _deep("rf-default-1k", trees=3),
