@@ -133,8 +133,7 @@ def unit_seconds(
         if unit.code_bits > tuning.shared_code_bits:  # their items' tables, whatever the rows
             seconds += tuning.estimate_wide_item_seconds * items
     elif unit.junction is None:
-        counted_items = unit.compiled_work if counted else None
-        seconds += lca * found * (_item_work(unit) if counted_items is None else counted_items)
+        seconds += lca * found * _item_work(unit, counted)
     else:  # the recursion: each split's NumPy calls in both passes whatever the rows, and its arrays
         # on the patterns (per-row values run the reverse pass on the rows themselves)
         per_pattern = tuning.estimate_junction_local_seconds if local else tuning.estimate_junction_pattern_seconds
@@ -157,11 +156,14 @@ def _item_rate(lca: float, code_bits: int, found: float, tuning: Tuning) -> floa
     return lca + (tuning.estimate_dense_seconds - lca) * unshared
 
 
-def _item_work(unit: LcaUnit) -> float:
-    """A unit's LCA items x quadrature nodes: counted node by node where routing counted them
-    (trees past ``Tuning.pair_min_work``, without the pair nodes' items), else ``lca_work``'s
-    estimate from the leaves' depths (within 2x on XGBoost of depth 4-8; 2.5x over on leaf-wise
-    LightGBM trees, 1.35x under on depth-10 XGBoost: docs/benchmarks.md)."""
+def _item_work(unit: LcaUnit, counted: bool = False) -> float:
+    """A unit's LCA items x quadrature nodes: with ``counted``, its compiled plan's count where it
+    has one (:func:`unit_seconds`); else counted node by node where routing counted them (trees
+    past ``Tuning.pair_min_work``, without the pair nodes' items), else ``lca_work``'s estimate
+    from the leaves' depths (within 2x on XGBoost of depth 4-8; 2.5x over on leaf-wise LightGBM
+    trees, 1.35x under on depth-10 XGBoost: docs/benchmarks.md)."""
+    if counted and unit.compiled_work is not None:
+        return unit.compiled_work
     return unit.work if unit.item_work is None else unit.item_work
 
 
