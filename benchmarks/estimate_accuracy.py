@@ -197,13 +197,13 @@ class Recorder:
     def __enter__(self):
         self.saved = estimates.call_seconds, estimates.wall_seconds, run._play_unit
 
-        def call_seconds(units, nodes, X, dtype, local, tuning):
+        def call_seconds(units, nodes, X, dtype, local, tuning, refine_at=None):
             start = time.process_time()
             patterns = estimates.pattern_counts(nodes, X, dtype, tuning)
             self.seconds = estimates.estimated_seconds(units, X.shape[0], tuning, local=local, patterns=patterns)
             self.unit_estimates = {id(u): estimates.unit_seconds(u, X.shape[0], local, patterns, tuning) for u in units}
             self.overhead += time.process_time() - start
-            return self.saved[0](units, nodes, X, dtype, local, tuning)
+            return self.saved[0](units, nodes, X, dtype, local, tuning, refine_at)
 
         def wall_seconds(seconds, units, n_rows, n_jobs, tuning):
             self.wall, self.jobs = self.saved[1](self.seconds, units, n_rows, n_jobs, tuning)

@@ -214,6 +214,43 @@ def test_the_pattern_count_saturates_on_discrete_rows_and_grows_on_continuous_on
         assert np.all(counts >= low) and np.all(counts <= high), counts
 
 
+def test_the_first_rows_settle_only_the_trees_on_which_each_row_is_a_pattern():
+    # the first drawn rows stand for the whole sample only where each takes a pattern of its own:
+    # trees on discrete rows go on to the whole sample and count as before
+    from shap_rsq.engine.estimates import pattern_counts
+
+    rng = np.random.default_rng(2)
+    n = 5_000
+    binary = rng.integers(0, 2, size=(n, 6)).astype(float)
+    continuous = rng.normal(size=(n, 6))
+    whole_sample = replace(DEFAULT_TUNING, estimate_first_rows=DEFAULT_TUNING.estimate_sample_rows)
+    for X in (binary, continuous, np.hstack([binary[:, :3], continuous[:, :3]])):
+        y = X @ np.arange(1.0, X.shape[1] + 1) + rng.normal(size=n)
+        nodes = RSquaredExplainer(RandomForestRegressor(4, max_depth=8, random_state=0).fit(X, y)).forest.nodes
+        staged = pattern_counts(nodes, X)
+        np.testing.assert_allclose(staged, pattern_counts(nodes, X, tuning=whole_sample), rtol=0.1)
+        assert np.all(staged <= n)
+    assert np.all(pattern_counts(nodes, continuous[:300]) <= 300)  # every row counted: at most one pattern a row
+
+
+@pytest.mark.parametrize(("progress", "counted"), [(False, False), ("auto", True), (True, True)])
+def test_patterns_are_counted_only_when_the_estimate_decides_what_the_call_shows(monkeypatch, progress, counted):
+    # without a bar the estimate only decides the warning: a call below it does not count patterns
+    from shap_rsq.engine import estimates
+
+    calls = []
+    original = estimates.pattern_counts
+    monkeypatch.setattr(estimates, "pattern_counts", lambda *a, **k: calls.append(1) or original(*a, **k))
+    X, y = _data(300, 5)
+    model = RandomForestRegressor(3, max_depth=5, random_state=0).fit(X, y)
+    every_call_counts = replace(DEFAULT_TUNING, progress_seconds=0.0)
+    explainer = RSquaredExplainer(model, progress=progress)._set_engine(tuning=every_call_counts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LongCallWarning)
+        explainer.rsq(X, y)
+    assert bool(calls) is counted
+
+
 def test_the_estimate_counts_patterns_not_rows_on_discrete_data(lca_routing):
     from shap_rsq.engine.estimates import estimated_seconds, pattern_counts
 
