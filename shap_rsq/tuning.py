@@ -247,6 +247,16 @@ class Tuning:
         per-node costs (1-10 ms a tree) are not computed.  Complete trees of depth 8 estimate
         49k, depth-10 forests and 255-leaf LightGBM trees 10^5-10^6.
         Benchmark: ``benchmarks/deep.py`` (depth sweep).
+    leaf_wise_share : float
+        A tree at least this share of whose splits have a leaf child (LightGBM's leaf-wise trees:
+        0.63-0.83; balanced XGBoost trees and forests of depth 6-10: 0.52-0.61) and that stays
+        below ``pair_min_work`` has its LCA items counted node by node for the time estimate and
+        the blocks' weights (0.4-0.6 ms a tree, once per explainer; routing does not read the
+        count).  ``lca_work`` prices a leaf by the cube of its depth, as if the features coupling
+        its pairs grew with it; a split with a leaf child couples none, and on LightGBM's trees of
+        31-255 leaves it counted 2.4-2.5x the compiled plans' items (their estimate 2.3-2.4x the
+        time on one machine).  Not tuned beyond separating the two shapes.
+        Benchmark: ``benchmarks/estimate_accuracy.py --units deep:lgbm-127``.
     pair_cost : float
         Time of one leaf pair x quadrature node (``kernels.lca.pairs``) relative to one LCA item x
         quadrature node, per row pattern: a node takes the pairs when ``pair_cost x pairs x
@@ -577,6 +587,7 @@ class Tuning:
     kept_plan_bytes: int = 256 << 20
     selector_block_entries: int = 1 << 22
     pair_min_work: float = 65536.0
+    leaf_wise_share: float = 0.65
     pair_cost: float = 2.0
     local_pair_discount: float = 0.4
     pair_rows: int = 2000
