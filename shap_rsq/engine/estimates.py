@@ -10,9 +10,10 @@ of each tree are counted on a sample of rows and extrapolated (:func:`pattern_co
 share patterns (discrete features) cost once.  It was within 2x of the CPU time taken on every
 workload of the benchmarks, on Xeons and on an AMD EPYC (0.62-1.43 there on 25 workloads), with the
 rates set between the two machines (docs/benchmarks.md, "Up-front estimate against measured time").
-A third machine (a Xeon with a 480 MiB L3) ran some kinds of work faster than both, and there 8 of
-53 workloads fell outside 2x, all of them over: LightGBM's leaf-wise trees through the LCA kernel
-(2.3-2.4), small trees on observed patterns (up to 3.2) and calls of 10 ms.
+A third machine (a Xeon with a 480 MiB L3) ran some kinds of work faster than both.  There 8 of 53
+workloads fell outside 2x, all of them over.  LightGBM's leaf-wise trees through the LCA kernel
+(2.3-2.4) now have their items counted (``engine.routing``, ``Tuning.leaf_wise_share``; 1.0-1.1).
+Small trees on observed patterns (up to 3.2) and calls of 10 ms are still over.
 
 It is in CPU seconds, not calibrated by a timed probe of the machine: a probe of milliseconds
 measures the core's speed, not the share of it other processes leave (on a machine at load 8 on 2
