@@ -201,20 +201,17 @@ def pattern_counts(nodes: NodeArrays, X: np.ndarray, dtype=None, tuning: Tuning 
     decisions = _SampleDecisions(nodes, sample, salt, tuning.estimate_sample_elements)
     trees = np.arange(nodes.left.shape[0])
     counts = np.full(len(trees), float(n))
-    first = min(m, tuning.estimate_first_rows)
-    if m == n:  # every row counted: exact
-        first = m
-    elif first < m:
-        counts_first, _ = decisions.distinct(trees, first)
-        trees = trees[counts_first < first]
+    first = tuning.estimate_first_rows
+    if first < m < n:  # the trees a row apiece on the first rows stay at one pattern a row
+        trees = trees[decisions.distinct(trees, first)[0] < first]
     if len(trees) == 0:
         return counts
     full, half = decisions.distinct(trees, m)
-    if m == n:
+    if m == n:  # every row counted: exact
         counts[trees] = full
-        return counts
-    growth = np.clip(np.log2(full / half), 0.0, 1.0)
-    counts[trees] = np.minimum(float(n), full * (n / m) ** growth)
+    else:
+        growth = np.clip(np.log2(full / half), 0.0, 1.0)
+        counts[trees] = np.minimum(float(n), full * (n / m) ** growth)
     return counts
 
 

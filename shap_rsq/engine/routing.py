@@ -211,7 +211,7 @@ def _lca_unit(
     )
 
 
-def _leaf_wise_items(tree, tuning: Tuning) -> float | None:
+def _leaf_wise_items(tree: TreeTable, tuning: Tuning) -> float | None:
     """The LCA items x quadrature nodes of a leaf-wise tree (``Tuning.leaf_wise_share`` of its
     splits with a leaf child), counted node by node, where ``lca_work``'s estimate from the leaves'
     depths counts 2.4-2.5x too many; ``None`` for other trees.  For the time estimate only:
