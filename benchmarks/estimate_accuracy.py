@@ -150,6 +150,12 @@ WORKLOADS = {
         *(Workload(f"bench:{b.name}", b.make) for b in bench.WORKLOADS),
         # per-row shares of LightGBM, whose trees take the recursion's reverse pass on the rows
         Workload("bench:lgbm-31-rows", bench.lightgbm_31, local=True, note="per-row shares"),
+        # per-row shares of small trees: a gather per row and player, their tables on the first call
+        *(
+            Workload(f"bench:{b.name}-rows", b.make, local=True, note="per-row shares")
+            for b in bench.WORKLOADS
+            if b.name in ("paper-b", "paper-c", "depth-3", "catboost-d6")
+        ),
         *(_deep(name) for name in ("rf-4", "rf-6", "rf-8", "rf-10", "rf-12")),
         _deep("rf-full-30", trees=2, rows=1000),
         _deep("rf-default-1k", trees=3),
@@ -200,7 +206,9 @@ class Recorder:
         def call_seconds(units, nodes, X, dtype, local, tuning, refine_at=None):
             start = time.process_time()
             patterns = estimates.pattern_counts(nodes, X, dtype, tuning)
-            self.seconds = estimates.estimated_seconds(units, X.shape[0], tuning, local=local, patterns=patterns)
+            self.seconds = estimates.estimated_seconds(
+                units, X.shape[0], tuning, local=local, patterns=patterns, n_columns=X.shape[1]
+            )
             self.unit_estimates = {id(u): estimates.unit_seconds(u, X.shape[0], local, patterns, tuning) for u in units}
             self.overhead += time.process_time() - start
             return self.saved[0](units, nodes, X, dtype, local, tuning, refine_at)

@@ -402,9 +402,7 @@ class Tuning:
     estimate_lca_seconds, estimate_lca_local_seconds, estimate_junction_split_seconds, \
     estimate_junction_pattern_seconds, estimate_junction_local_seconds, estimate_dense_seconds, \
     estimate_wide_item_seconds, estimate_pair_seconds, estimate_tree_seconds, \
-    estimate_compile_seconds, estimate_split_row_seconds, estimate_table_seconds, estimate_observed_seconds, \
-    estimate_observed_tree_seconds, estimate_small_local_seconds, estimate_call_seconds, \
-    estimate_tree_row_seconds : float
+    estimate_compile_seconds, estimate_split_row_seconds, estimate_table_seconds : float
         The up-front time estimate of a call (``engine.estimates.unit_seconds``), in CPU seconds of
         one core per unit of each kernel's work: LCA items x quadrature nodes per row pattern, for
         global and per-row values (measured on XGBoost of depth 6-8 and forests of depth 6-10); per
@@ -424,13 +422,8 @@ class Tuning:
         tree's own passes of NumPy calls,
         per tree and call whatever its size (most of the time of small trees: depth-4 XGBoost);
         compiling a plan per item x quadrature node, first call only (XGBoost of depth 8); routing
-        a row through a split, the tables of small trees (the paper's boosters, CatBoost); the root
-        of a depth-4 batch per tree and observed pattern, and per tree its passes' NumPy calls
-        whatever the rows (2.0 ms a tree of depth-4 XGBoost on 100 rows, 1.35 ms on the bench's
-        depth-4 booster; without them depth-4 XGBoost on 2,000 rows was estimated at 0.36-0.39 of
-        its 0.11 s), a small tree's per-row gather (depth-4
-        XGBoost, per-row); a call's checks of its inputs and outputs; a small tree's predictions and
-        row weights per row (the paper's depth-2 boosters with 1,000 trees on 5,000 rows).  Calibrated on 2026-12-06, on
+        a row through a split, the tables of small trees (the paper's boosters, CatBoost).
+        Calibrated on 2026-12-06, on
         a loaded machine, each against the CPU time of the kind of unit it prices; the two LCA
         rates again at 09:15 UTC on the quiet machine, after the kernels of that day were merged
         (global 1.03-1.93x over, per row 1.5x: 3.5e-9 and 5.5e-9 before); the leaf pairs' rate
@@ -446,6 +439,24 @@ class Tuning:
         XGBoost and forests, 1.28 on LightGBM's 255 leaves, whose items ``lca_work`` counts high)
         and the recursion's share from 0.3 to 0.2 beside its new cost per split (1.45x over here on
         LightGBM before, 1.22 on the Xeon before the recursion's later speed-ups).
+        Benchmark: ``benchmarks/estimate_accuracy.py --units`` (its table in docs/benchmarks.md).
+    estimate_observed_seconds, estimate_observed_tree_seconds, estimate_observed_unit_seconds, \
+    estimate_observed_local_seconds, estimate_small_local_seconds, estimate_local_table_seconds, \
+    estimate_tree_row_seconds, estimate_call_seconds, estimate_input_element_seconds : float
+        The same estimate's small trees (``engine.estimates._small_seconds``) and a call's own
+        costs, in CPU seconds: the root of a depth-4 batch run on the patterns that occur, per tree
+        and pattern, per tree, and per unit (its passes' NumPy calls take a group of trees at once),
+        and for per-row values per tree; a small tree's per-row gather per row and player (the
+        values of a tree's few features go to their columns), and its values on every pattern of
+        its cube tabulated on the first per-row call, per tree and pattern; its predictions and
+        row weights per row; a call's checks, once and per input value.  Fitted (least squares
+        on relative error) to each unit's CPU time in fresh explainers, global and per-row values
+        on 250 and 1,000-10,000 rows of 13 workloads (the paper's boosters, depth 1-4 XGBoost and
+        forests, CatBoost, 20,000 columns) on the Xeon with a 480 MiB L3 (2026-12-07), times 1.3:
+        the AMD EPYC ran these NumPy calls 1.4-2.3x slower (2 ms a depth-4 tree on 100 rows there,
+        1.2 ms here), and 1.3 is between the two.  Per-row values of small trees were priced per
+        row and tree at 1.5e-6 s before, 17-65x their time on boosters of depth 1-3 (measured
+        there 5e-9 to 3e-8 s per row and player).
         Benchmark: ``benchmarks/estimate_accuracy.py --units`` (its table in docs/benchmarks.md).
     estimate_sample_rows, estimate_sample_elements : int
         Rows drawn (a fixed seed) to count each tree's distinct split patterns for the estimate
@@ -618,10 +629,14 @@ class Tuning:
     estimate_split_row_seconds: float = 4e-9
     estimate_table_seconds: float = 1e-6
     estimate_observed_seconds: float = 2.5e-6
-    estimate_observed_tree_seconds: float = 2e-3
-    estimate_small_local_seconds: float = 1.5e-6
-    estimate_call_seconds: float = 0.01
-    estimate_tree_row_seconds: float = 2.2e-8
+    estimate_observed_tree_seconds: float = 6.5e-4
+    estimate_observed_unit_seconds: float = 1.1e-3
+    estimate_observed_local_seconds: float = 4e-4
+    estimate_small_local_seconds: float = 2.5e-8
+    estimate_local_table_seconds: float = 2.5e-6
+    estimate_call_seconds: float = 5e-3
+    estimate_input_element_seconds: float = 3.5e-9
+    estimate_tree_row_seconds: float = 1.4e-8
     estimate_sample_rows: int = 512
     estimate_sample_elements: int = 1 << 22
     estimate_first_rows: int = 128

@@ -370,3 +370,34 @@ def test_leaf_wise_trees_have_their_items_counted_and_balanced_ones_do_not():
         items = np.array([unit.item_work for unit in units])
         assert np.median(work / compiled) > 2  # the depths' estimate is far over ...
         assert np.all((items > 0.5 * compiled) & (items < 1.5 * compiled))  # ... the count is not
+
+
+def test_per_row_values_of_small_trees_are_priced_by_their_players_and_tables_once():
+    # per-row values of a tree of one split add one column a row: once priced per row and tree at
+    # 50x the global call, now by each tree's players, and its cube's tables only until they exist
+    xgboost = pytest.importorskip("xgboost")
+    X, y = _data(1000, 20)
+    stumps = xgboost.XGBRegressor(n_estimators=100, max_depth=1, n_jobs=1).fit(X, y)
+    units = RSquaredExplainer(stumps)._units.units(True)
+    per_row = estimated_seconds(units, len(X), DEFAULT_TUNING, local=True)
+    assert per_row < 3 * estimated_seconds(units, len(X), DEFAULT_TUNING)
+
+    booster = xgboost.XGBRegressor(n_estimators=50, max_depth=3, n_jobs=1).fit(X, y)
+    explainer = RSquaredExplainer(booster, progress=False)
+    units = explainer._units.units(True)
+    first = estimated_seconds(units, len(X), DEFAULT_TUNING, local=True)
+    explainer(X, y)
+    again = estimated_seconds(units, len(X), DEFAULT_TUNING, local=True)
+    heaps = [unit for unit in units if hasattr(unit, "local_tabulated")]
+    assert heaps and all(unit.local_tabulated for unit in heaps)
+    tables = DEFAULT_TUNING.estimate_local_table_seconds * sum(len(u.trees) * u.n_patterns for u in heaps)
+    assert first - again == pytest.approx(tables)
+
+
+def test_the_calls_checks_are_priced_by_the_values_they_read():
+    X, y = _data(600, 2000)
+    explainer = RSquaredExplainer(DecisionTreeRegressor(max_depth=2, random_state=0).fit(X, y))
+    units = explainer._units.units(False)
+    narrow = estimated_seconds(units, len(X), DEFAULT_TUNING)
+    wide = estimated_seconds(units, len(X), DEFAULT_TUNING, n_columns=X.shape[1])
+    assert wide - narrow == pytest.approx(DEFAULT_TUNING.estimate_input_element_seconds * X.size)

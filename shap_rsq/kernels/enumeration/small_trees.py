@@ -68,6 +68,11 @@ class HeapUnit:
     def n_patterns(self) -> int:
         return 1 << ((1 << self.batch.depth) - 1)
 
+    @property
+    def local_tabulated(self) -> bool:
+        """Whether per-row values have their per-pattern tables (made on the first such call)."""
+        return "local" in self._tables
+
     def chunk_rows(self) -> int:
         splits = len(self.trees) * ((1 << self.batch.depth) - 1)
         return max(self.tuning.min_chunk_rows, self.tuning.chunk_elements_within // splits)
@@ -236,6 +241,15 @@ class ObliviousUnit:
     def work(self) -> float:
         return float(self.tables.values.size)
 
+    @property
+    def n_patterns(self) -> int:
+        return 1 << self.batch.depth
+
+    @property
+    def local_tabulated(self) -> bool:
+        """Whether per-row values have their per-pattern tables (made on the first such call)."""
+        return self.tables.tabulated
+
     def chunk_rows(self) -> int:
         return max(
             self.tuning.min_chunk_rows, self.tuning.chunk_elements_within // (len(self.trees) * self.batch.depth)
@@ -260,7 +274,7 @@ class ObliviousUnit:
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool):
         (cell,) = state
         if not local:
-            return pattern_weights(cell, 1 << self.batch.depth, w_quad, w_lin)
+            return pattern_weights(cell, self.n_patterns, w_quad, w_lin)
         unit_quad, unit_lin = self.tables.units()
         scatter_local(weighted_units(unit_quad, unit_lin, cell, w_quad, w_lin), self.batch.features, out)
         return None
@@ -287,6 +301,11 @@ class _SubsetTables:
         if self.rows is not None:
             game = np.take_along_axis(game, self.rows, axis=1)
         return game @ self.shapley
+
+    @property
+    def tabulated(self) -> bool:
+        """Whether :meth:`units` has made its tables."""
+        return self._units is not None
 
     def units(self) -> tuple[np.ndarray, np.ndarray]:
         """``(T, U, K)`` Shapley values of ``m_S^2`` and of ``m_S`` on every pattern."""
