@@ -467,6 +467,14 @@ class Tuning:
         rows through LightGBM's 300 trees of 31 leaves take 0.16 CPU s (the diamonds), against a
         call of 14 s; the count is only taken for calls whose bound (every row its own pattern)
         passes ``progress_seconds``.  A bound on the estimate's cost, not tuned.
+    estimate_max_sample_rows, estimate_extrapolation : int
+        On more rows, the draw is an ``estimate_extrapolation``-th of them up to
+        ``estimate_max_sample_rows``.  On 512 of 400,000 rows every depth-6 tree's patterns were one
+        a row, and extrapolated to 330,000-400,000 where the rows held 110,000-220,000 (the call
+        estimated at 2.4x its time); 4,096 rows see the growth bend (220,000-330,000).  Counting
+        4,096 rows costs 8x 512 (about 1.5 s on 300 depth-8 trees, on calls of minutes); a model of
+        the patterns' frequencies (Chao's estimate of the patterns not drawn) put them at 0.1-0.3 of
+        their number: rare patterns are many.
     estimate_first_rows : int
         The first of those drawn rows counted first: a tree on which each of them takes a pattern
         of its own is taken at one pattern a row (what the whole sample extrapolates to when it
@@ -641,6 +649,8 @@ class Tuning:
     estimate_input_element_seconds: float = 3.5e-9
     estimate_tree_row_seconds: float = 1.4e-8
     estimate_sample_rows: int = 512
+    estimate_max_sample_rows: int = 4096
+    estimate_extrapolation: int = 8
     estimate_sample_elements: int = 1 << 22
     estimate_first_rows: int = 128
     estimate_jobs_overhead: float = 0.15

@@ -204,16 +204,21 @@ def _splits(unit) -> int:
 def pattern_counts(nodes: NodeArrays, X: np.ndarray, dtype=None, tuning: Tuning = DEFAULT_TUNING) -> np.ndarray:
     """``(T,)`` estimated number of distinct split patterns of the rows of ``X`` in each tree.
 
-    The patterns of ``Tuning.estimate_sample_rows`` rows drawn at random (a fixed seed: the
-    estimate does not move from call to call) and of half of them give the growth ``d(m) ~ m^a``
-    of distinct patterns with rows, extrapolated to all rows (at most one a row): continuous
-    features give every row its own pattern (``a = 1``), discrete ones saturate (``a`` near 0).
-    A tree whose first ``Tuning.estimate_first_rows`` drawn rows already take a pattern each is
-    taken at one pattern a row without drawing more (deep trees on continuous features: the whole
-    sample cost 0.14-0.2 s on 300 trees of depth 8, 3% of their call).
+    The patterns of rows drawn at random (a fixed seed: the estimate does not move from call to
+    call) and of half of them give the growth ``d(m) ~ m^a`` of distinct patterns with rows,
+    extrapolated to all rows (at most one a row): continuous features give every row its own
+    pattern (``a = 1``), discrete ones saturate (``a`` near 0).  The draw is
+    ``Tuning.estimate_sample_rows`` rows, or an ``estimate_extrapolation``-th of the rows up to
+    ``estimate_max_sample_rows``: patterns that are many but not one a row (deep trees on hundreds
+    of thousands of rows) take one a row on a small draw, and the growth seen there, extrapolated
+    800x, put them at 2-3x their number.  Where the rows are few, a tree whose first
+    ``Tuning.estimate_first_rows`` drawn rows already take a pattern each is taken at one pattern a
+    row without drawing more (deep trees on continuous features: the whole sample cost 0.14-0.2 s
+    on 300 trees of depth 8, 3% of their call).
     """
     n = X.shape[0]
-    m = min(n, tuning.estimate_sample_rows)
+    share = min(tuning.estimate_max_sample_rows, n // tuning.estimate_extrapolation)
+    m = min(n, max(tuning.estimate_sample_rows, share))
     rng = np.random.default_rng(0)
     sample = X[rng.choice(n, m, replace=False)] if m < n else X
     if dtype is not None:
@@ -223,7 +228,8 @@ def pattern_counts(nodes: NodeArrays, X: np.ndarray, dtype=None, tuning: Tuning 
     trees = np.arange(nodes.left.shape[0])
     counts = np.full(len(trees), float(n))
     first = tuning.estimate_first_rows
-    if first < m < n:  # the trees a row apiece on the first rows stay at one pattern a row
+    # the trees a row apiece on the first rows stay at one pattern a row, where the rows are few
+    if first < m < n <= m * tuning.estimate_extrapolation:
         trees = trees[decisions.distinct(trees, first)[0] < first]
     if len(trees) == 0:
         return counts
