@@ -12,7 +12,8 @@ from ``git show REF:path`` and executed in one namespace per module, so that the
 call each other; a module that imported a swapped function by name has it swapped too.  Both
 sides run on the same plans, data and machine load.  Workloads are ``bench.py``'s (``xgb-d6``,
 ``depth-N``), ``deep.py``'s (``deep:NAME``, or ``xgb-12-10k``; ``--trees`` keeps a slice of an XGBoost booster) or
-``local.py``'s (``xgb-p100-d6``, ``rf-p100-d8``, ... on their 1,000 rows).
+``local.py``'s (``xgb-p100-d6``, ``rf-p100-d8``, ... on their 1,000 rows), ``estimate_accuracy.py``'s
+many rows (``rows:xgb-d4-400k``) or ``scale.py``'s (``scale:million``).
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ def _model(name: str, trees: tuple[int, int] | None):
         if trees:
             model = model.get_booster()[trees[0] : trees[1]]
         return model, X, y
+    if name.startswith(("rows:", "scale:")):  # estimate_accuracy.py's many rows, scale.py's
+        from estimate_accuracy import WORKLOADS as ESTIMATED
+
+        return ESTIMATED[name].make()
     from local import WORKLOADS as LOCAL
 
     if name in LOCAL:

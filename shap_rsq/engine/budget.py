@@ -378,14 +378,42 @@ def _size(n_bytes: float) -> str:
 
 def routing_rows(forest, X: np.ndarray, tuning: Tuning = DEFAULT_TUNING) -> np.ndarray:
     """The columns the trees read (:meth:`Forest.routing_rows`), refused up front when a model's
-    categorical splits make them too wide for a quarter of the memory budget."""
-    if forest.routing is None or X.shape[1] == forest.n_features:
+    categorical splits make them too wide for a quarter of the memory budget, and laid out
+    column by column (:func:`columns_first`)."""
+    if forest.routing is not None and X.shape[1] != forest.n_features:
+        size = X.shape[0] * forest.n_features * X.dtype.itemsize
+        if size > tuning.memory_budget // 4:
+            raise MemoryBudgetError(
+                f"The model's categorical splits read {forest.n_features - forest.n_model_features} distinct sets "
+                f"of categories: their side for {X.shape[0]} rows takes {size / (1 << 20):.0f} MiB, more than a "
+                "quarter of the memory budget.  Raise memory_budget, or pass fewer rows at a time and add up "
+                "loss_reduction."
+            )
+        X = forest.routing_rows(X)
+    return columns_first(X, forest.n_trees, forest.columns_per_tree, tuning)
+
+
+def columns_first(X: np.ndarray, n_trees: int, columns_per_tree: float, tuning: Tuning = DEFAULT_TUNING) -> np.ndarray:
+    """``X`` copied column by column (Fortran order) where that moves fewer cache lines than
+    gathering each of ``n_trees`` trees' columns (``columns_per_tree`` on average) from its rows,
+    and the copy takes at most a quarter of the memory budget (as the routing columns of
+    categorical splits may); else ``X`` itself.
+
+    Every tree gathers the columns of its splits from all the rows, once to route them.  From rows
+    laid out row by row, a row's gather reads a cache line per column (up to every line of the
+    row); from columns laid out one after another, a line holds 8 rows of a column, and the copy
+    reads and writes ``X`` once.  On 400,000 rows of 50 columns, 60 depth-4 trees (4.4 columns a
+    tree) spent 40% of the call in those gathers, and the call took 1.7x less time with the
+    columns laid out first; on 1,000 rows of 100 columns, 1.01-1.02x.  Wide rows of which trees
+    read a few of thousands of columns are left as they are.  The caller's ``X`` is never written.
+    """
+    per_line = _CACHE_LINE_BYTES / X.itemsize  # values of a column a line holds
+    row_lines = X.shape[1] / per_line
+    gathered = n_trees * min(columns_per_tree, row_lines)  # lines a row, row by row
+    by_column = n_trees * columns_per_tree / per_line + 2 * row_lines  # the gathers, the copy
+    if X.flags.f_contiguous or gathered <= by_column or X.nbytes > tuning.memory_budget // 4:
         return X
-    size = X.shape[0] * forest.n_features * X.dtype.itemsize
-    if size > tuning.memory_budget // 4:
-        raise MemoryBudgetError(
-            f"The model's categorical splits read {forest.n_features - forest.n_model_features} distinct sets of "
-            f"categories: their side for {X.shape[0]} rows takes {size / (1 << 20):.0f} MiB, more than a quarter "
-            "of the memory budget.  Raise memory_budget, or pass fewer rows at a time and add up loss_reduction."
-        )
-    return forest.routing_rows(X)
+    return np.asfortranarray(X)
+
+
+_CACHE_LINE_BYTES = 64

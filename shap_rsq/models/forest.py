@@ -245,6 +245,20 @@ class Forest:
         return self.routing.rows(X)
 
     @cached_property
+    def columns_per_tree(self) -> float:
+        """How many distinct columns a tree's splits read, on average over the trees.
+
+        Returns
+        -------
+        float
+            0 for a forest of stumps without splits.
+        """
+        n = self.nodes
+        read = np.sort(np.where((n.left >= 0) & (n.depth >= 0), n.feature, -1), axis=1)
+        distinct = (read[:, 1:] != read[:, :-1]).sum(axis=1) + (read[:, 0] >= 0)
+        return float(distinct.mean()) if len(distinct) else 0.0
+
+    @cached_property
     def trees(self) -> tuple[TreeTable, ...]:
         """Each tree's own arrays (views of :attr:`nodes` trimmed to its node count).
 
