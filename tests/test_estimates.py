@@ -404,3 +404,19 @@ def test_the_calls_checks_are_priced_by_the_values_they_read():
     narrow = estimated_seconds(units, len(X), DEFAULT_TUNING)
     wide = estimated_seconds(units, len(X), DEFAULT_TUNING, n_columns=X.shape[1])
     assert wide - narrow == pytest.approx(DEFAULT_TUNING.estimate_input_element_seconds * X.size)
+
+
+def test_the_draw_grows_with_the_rows_only_while_a_trees_decisions_fit_a_block():
+    from shap_rsq.engine.estimates import pattern_counts
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40_000, 4))
+    model = RandomForestRegressor(2, max_depth=8, random_state=0).fit(X, X[:, 0] * X[:, 1])
+    nodes = RSquaredExplainer(model).forest.nodes
+    small_draw = replace(DEFAULT_TUNING, estimate_max_sample_rows=512)
+    # 4,096 rows of these trees' decisions fit the default block: a larger draw, other counts
+    assert not np.array_equal(pattern_counts(nodes, X), pattern_counts(nodes, X, tuning=small_draw))
+    # a block of 100 rows' decisions keeps the draw at 512 rows, as deep trees' (peaks of 100 MB)
+    tight = replace(DEFAULT_TUNING, estimate_sample_elements=100 * nodes.left.shape[1])
+    tight_small = replace(small_draw, estimate_sample_elements=tight.estimate_sample_elements)
+    np.testing.assert_array_equal(pattern_counts(nodes, X, tuning=tight), pattern_counts(nodes, X, tuning=tight_small))

@@ -209,7 +209,8 @@ def pattern_counts(nodes: NodeArrays, X: np.ndarray, dtype=None, tuning: Tuning 
     extrapolated to all rows (at most one a row): continuous features give every row its own
     pattern (``a = 1``), discrete ones saturate (``a`` near 0).  The draw is
     ``Tuning.estimate_sample_rows`` rows, or an ``estimate_extrapolation``-th of the rows up to
-    ``estimate_max_sample_rows``: patterns that are many but not one a row (deep trees on hundreds
+    ``estimate_max_sample_rows`` and to as many as one tree's decisions in a block of
+    ``estimate_sample_elements`` allow: patterns that are many but not one a row (deep trees on hundreds
     of thousands of rows) take one a row on a small draw, and the growth seen there, extrapolated
     800x, put them at 2-3x their number.  Where the rows are few, a tree whose first
     ``Tuning.estimate_first_rows`` drawn rows already take a pattern each is taken at one pattern a
@@ -217,7 +218,9 @@ def pattern_counts(nodes: NodeArrays, X: np.ndarray, dtype=None, tuning: Tuning 
     on 300 trees of depth 8, 3% of their call).
     """
     n = X.shape[0]
-    share = min(tuning.estimate_max_sample_rows, n // tuning.estimate_extrapolation)
+    # a larger draw only while one tree's decisions on it fit a block (deep trees keep 512 rows)
+    fits = tuning.estimate_sample_elements // max(1, nodes.left.shape[1])
+    share = min(tuning.estimate_max_sample_rows, n // tuning.estimate_extrapolation, fits)
     m = min(n, max(tuning.estimate_sample_rows, share))
     rng = np.random.default_rng(0)
     sample = X[rng.choice(n, m, replace=False)] if m < n else X
