@@ -253,9 +253,7 @@ class Forest:
         float
             0 for a forest of stumps without splits.
         """
-        n = self.nodes
-        read = np.sort(np.where((n.left >= 0) & (n.depth >= 0), n.feature, -1), axis=1)
-        distinct = (read[:, 1:] != read[:, :-1]).sum(axis=1) + (read[:, 0] >= 0)
+        distinct = self.nodes.split_players()  # the columns themselves: no players given
         return float(distinct.mean()) if len(distinct) else 0.0
 
     @cached_property
