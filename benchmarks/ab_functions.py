@@ -13,7 +13,7 @@ call each other; a module that imported a swapped function by name has it swappe
 sides run on the same plans, data and machine load.  Workloads are ``bench.py``'s (``xgb-d6``,
 ``depth-N``), ``deep.py``'s (``deep:NAME``, or ``xgb-12-10k``; ``--trees`` keeps a slice of an XGBoost booster) or
 ``local.py``'s (``xgb-p100-d6``, ``rf-p100-d8``, ... on their 1,000 rows), ``estimate_accuracy.py``'s
-many rows (``rows:xgb-d4-400k``) or ``scale.py``'s (``scale:million``).
+many rows (``rows:xgb-d4-400k``) and real data (``diamonds-lgbm``) or ``scale.py``'s (``scale:million``).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def _model(name: str, trees: tuple[int, int] | None):
         if trees:
             model = model.get_booster()[trees[0] : trees[1]]
         return model, X, y
-    if name.startswith(("rows:", "scale:")):  # estimate_accuracy.py's many rows, scale.py's
+    if name.startswith(("rows:", "scale:", "diamonds")):  # estimate_accuracy.py's many rows, scale.py's
         from estimate_accuracy import WORKLOADS as ESTIMATED
 
         return ESTIMATED[name].make()

@@ -109,11 +109,12 @@ class SubsetUnit:
         raise NotImplementedError("SubsetUnit adds its values in contribute")
 
     def _tables(self, X, dtype, first):
-        """Each block of patterns with its ``(patterns, 2^K)`` centred tables."""
+        """Each block of patterns with its ``(patterns, 2^K)`` centred tables (a view of the subsets-first
+        ``subset_tables``)."""
         step = self.pattern_step()
         for start in range(0, len(first), step):
             block = slice(start, min(len(first), start + step))
-            yield block, subset_tables(self.plan, X, dtype, first[block])
+            yield block, subset_tables(self.plan, X, dtype, first[block]).T
 
 
 def subset_pattern_bytes(elements: float, n_players: int, tuning: Tuning = DEFAULT_TUNING) -> float:
