@@ -113,6 +113,18 @@ def test_blocks_of_patterns_under_a_small_budget_change_nothing():
     np.testing.assert_allclose(small(X, y).values, whole(X, y).values, atol=1e-14)
 
 
+def test_blocks_of_patterns_in_cache_change_nothing():
+    model, X, y, w = _grown_tree(True)
+    whole = RSquaredExplainer(model)._set_engine(tuning=replace(DEFAULT_TUNING, subset_block_elements=1 << 40))
+    live = whole._units.units()[0].plan.live
+    small = replace(DEFAULT_TUNING, subset_block_elements=8 * live)
+    blocked = RSquaredExplainer(model)._set_engine(tuning=small)
+    assert whole._units.units()[0].pattern_step() >= len(X)
+    assert blocked._units.units()[0].pattern_step() == 8  # the live tables of 8 patterns
+    np.testing.assert_allclose(blocked.rsq(X, y, sample_weight=w), whole.rsq(X, y, sample_weight=w), atol=1e-14)
+    np.testing.assert_allclose(blocked(X, y).values, whole(X, y).values, atol=1e-14)
+
+
 def test_trees_on_more_players_than_the_limit_keep_the_lca_kernel():
     model = _grown_tree(False)[0]
     few = replace(DEFAULT_TUNING, subset_players=3)

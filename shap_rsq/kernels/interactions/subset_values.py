@@ -74,9 +74,11 @@ class SubsetUnit:
         return None  # all rows at once: patterns are blocked inside
 
     def pattern_step(self) -> int:
-        """Patterns per table pass: their tables within a quarter of the budget."""
+        """Patterns per table pass: their live tables within ``Tuning.subset_block_elements`` (in
+        cache), and all their tables within a quarter of the budget."""
         per_pattern = subset_pattern_bytes(self.elements, self.n_players, self.tuning)
-        return max(1, int(self.tuning.memory_budget // (4 * per_pattern)))
+        in_cache = self.tuning.subset_block_elements // self.plan.live
+        return max(1, min(in_cache, int(self.tuning.memory_budget // (4 * per_pattern))))
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:
         pairs = self.plan.pairs
