@@ -18,7 +18,7 @@ every ``S``), so that the subset differences of ``v`` do not cancel the mean awa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from math import factorial
 
 import numpy as np
@@ -82,6 +82,16 @@ class SubsetPlan:
     def features(self) -> np.ndarray:
         """``(K,)`` the players of the tree: what its local columns stand for."""
         return self.pairs.features
+
+    @cached_property
+    def nbytes(self) -> int:
+        """Bytes of the plan's arrays, counted once: walking its step records field by field
+        (``engine.worker_plans.plan_bytes``), as every call does for the plans it keeps, took
+        40 ms a call on 244 LightGBM trees."""
+        steps = self.steps
+        maps = [m for s in steps for m in (s.left_unknown, s.right_unknown, s.left_known, s.right_known)]
+        routing = [value for value in vars(self.pairs).values() if isinstance(value, np.ndarray)]  # no pair nodes
+        return sum(a.nbytes for a in (*maps, *routing, self.leaf_value, self.root_order))
 
     @property
     def n_players(self) -> int:
