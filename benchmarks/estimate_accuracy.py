@@ -75,17 +75,20 @@ def _first_trees(model, k: int):
     return sliced
 
 
-def _deep(name: str, trees: int | None = None, rows: int | None = None) -> Workload:
+def _deep(name: str, trees: int | None = None, rows: int | None = None, local_: bool = False) -> Workload:
     n, factory = deep.WORKLOADS[name]
 
     def make():
         X, y = deep._data(n)
+        X = X[:, : deep._columns(name)]
         model = factory().fit(X, y)
         model = model if trees is None else _first_trees(model, trees)
         return (model, X, y) if rows is None else (model, X[:rows], y[:rows])
 
     parts = [f"first {trees} trees" if trees else "", f"{rows:,} of {n:,} rows" if rows else ""]
-    return Workload(f"deep:{name}", make, note=", ".join(p for p in parts if p))
+    parts.append("per-row shares" if local_ else "")
+    suffix = "-rows" if local_ else ""
+    return Workload(f"deep:{name}{suffix}", make, local=local_, note=", ".join(p for p in parts if p))
 
 
 def _local(name: str) -> Workload:
@@ -183,6 +186,10 @@ WORKLOADS = {
         _deep("rf-10-10k", trees=4),
         _deep("lgbm-255-10k"),
         _deep("xgb-12-10k", trees=2),
+        # trees on 10 features: their games on every subset
+        _deep("tree-full-p10"),
+        _deep("rf-full-p10", trees=5),
+        _deep("rf-full-p10", trees=5, rows=1000, local_=True),
         *(_local(name) for name in local.WORKLOADS),
         _diamonds(),
         _diamonds(5000),

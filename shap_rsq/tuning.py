@@ -469,6 +469,20 @@ class Tuning:
         row and tree at 1.5e-6 s before, 17-65x their time on boosters of depth 1-3 (measured
         there 5e-9 to 3e-8 s per row and player).
         Benchmark: ``benchmarks/estimate_accuracy.py --units`` (its table in docs/benchmarks.md).
+    estimate_subset_seconds, estimate_subset_local_seconds, estimate_subset_pass_seconds, \
+    estimate_subset_unit_seconds, estimate_subset_row_seconds : float
+        The same estimate's trees on every subset (``engine.estimates._subset_seconds``), in CPU
+        seconds: per table element and pattern (global and per-row values), per split and block of
+        patterns (the pass's NumPy calls), per tree, and for per-row values per row and player.
+        Fitted (least squares on relative error) to each unit's CPU time on 2026-12-08, after the
+        tables were laid out subsets first: LightGBM on the 53,940 diamonds (244 trees, and
+        per-row values of 5,000 rows), a fully grown tree and a forest of 30 on 2,000 rows of 10
+        features (global, and per-row values of 1,000 rows): 1.9e-9 and 2.2e-9 s an element, 6e-6
+        a split and block, 1.2e-4 to 2.7e-4 a tree, 9e-9 a row and player, each within 0.7-1.2 of
+        its unit's time; times 1.3 like the small trees'.  They were priced through the LCA rate
+        and ``subset_element_cost`` before, 2.7-3.1x their time once the tables were laid out
+        subsets first.
+        Benchmark: ``benchmarks/estimate_accuracy.py --units`` (its table in docs/benchmarks.md).
     estimate_sample_rows, estimate_sample_elements : int
         Rows drawn (a fixed seed) to count each tree's distinct split patterns for the estimate
         (``engine.estimates.pattern_counts``), and elements of one block of their decisions: 512
@@ -584,7 +598,7 @@ class Tuning:
         leaf and in all, for class 0's games to be played as class 1's
         (``engine.outputs.complementary_classes``): a few roundings of scikit-learn's leaf
         fractions; a model whose probabilities are not complements misses it by far more.
-    """
+"""
 
     heap_depth: int = 3
     observed_depth: int = 4
@@ -664,6 +678,11 @@ class Tuning:
     estimate_call_seconds: float = 5e-3
     estimate_input_element_seconds: float = 3.5e-9
     estimate_tree_row_seconds: float = 1.4e-8
+    estimate_subset_seconds: float = 2.5e-9
+    estimate_subset_local_seconds: float = 2.8e-9
+    estimate_subset_pass_seconds: float = 8e-6
+    estimate_subset_unit_seconds: float = 3e-4
+    estimate_subset_row_seconds: float = 1.2e-8
     estimate_sample_rows: int = 512
     estimate_max_sample_rows: int = 4096
     estimate_extrapolation: int = 8

@@ -420,3 +420,24 @@ def test_the_draw_grows_with_the_rows_only_while_a_trees_decisions_fit_a_block()
     tight = replace(DEFAULT_TUNING, estimate_sample_elements=100 * nodes.left.shape[1])
     tight_small = replace(small_draw, estimate_sample_elements=tight.estimate_sample_elements)
     np.testing.assert_array_equal(pattern_counts(nodes, X, tuning=tight), pattern_counts(nodes, X, tuning=tight_small))
+
+
+def test_trees_on_every_subset_are_priced_by_their_tables_and_blocks_not_by_the_routing_cost():
+    # they were priced through the LCA rate times the routing's subset_element_cost, 2.7-3.1x their
+    # time once their tables were laid out subsets first; now by their own elements and blocks
+    X, y = _data(2000, 8)
+    tree = DecisionTreeRegressor(random_state=0).fit(X, y)
+
+    def estimate(**changes):
+        tuning = replace(DEFAULT_TUNING, **changes)
+        units = RSquaredExplainer(tree)._set_engine(tuning=tuning)._units.units(False)
+        assert [type(unit).__name__ for unit in units] == ["SubsetUnit"]
+        return estimated_seconds(units, len(X), tuning), units[0]
+
+    base, unit = estimate()
+    assert estimate(subset_element_cost=0.5)[0] == pytest.approx(base)
+    assert unit.live == unit.plan.live  # known before the plan is compiled
+    smaller = estimate(subset_block_elements=10 * unit.live)[0]
+    splits = int(np.sum(unit.tree.left >= 0))
+    more_blocks = -(-len(X) // 10) - -(-len(X) // unit.pattern_step())
+    assert smaller - base == pytest.approx(DEFAULT_TUNING.estimate_subset_pass_seconds * more_blocks * splits)

@@ -111,8 +111,9 @@ def unit_seconds(
     * trees with pair nodes (``HybridUnit.dense``): the items of the other nodes per pattern (at
       a rate between the LCA rate and the dense one, by how rarely their cells are shared:
       :func:`_item_rate`) and pairs x features x quadrature nodes per pattern (``pair_work``);
-    * trees on every subset (``SubsetUnit``): their table elements per pattern, at the LCA rate
-      (``unit.work`` counts them in its units).
+    * trees on every subset (``SubsetUnit``): their table elements per pattern, each split's
+      NumPy calls per block of patterns, and for per-row values each row's values of the tree's
+      players (:func:`_subset_seconds`).
     """
     splits = _splits(unit)
     seconds = tuning.estimate_split_row_seconds * n_rows * splits
@@ -123,8 +124,8 @@ def unit_seconds(
     # one tree; a tree of s splits has at most 2^s patterns
     found = min(float(n_rows if patterns is None else patterns[unit.trees[0]]), 2.0 ** min(splits, 1000))
     lca = tuning.estimate_lca_local_seconds if local else tuning.estimate_lca_seconds
-    if isinstance(unit, SubsetUnit):  # its work is in the LCA kernel's units (Tuning.subset_element_cost)
-        return seconds + lca * found * unit.work + tuning.estimate_tree_seconds
+    if isinstance(unit, SubsetUnit):
+        return seconds + _subset_seconds(unit, n_rows, found, splits, local, tuning)
     if isinstance(unit, HybridUnit) and unit.dense:
         items = _item_work(unit)
         seconds += found * _item_rate(lca, unit.code_bits, found, tuning) * items
@@ -191,6 +192,18 @@ def _item_work(unit: LcaUnit, counted: bool = False) -> float:
     if counted and unit.compiled_work is not None:
         return unit.compiled_work
     return unit.work if unit.item_work is None else unit.item_work
+
+
+def _subset_seconds(unit: SubsetUnit, n_rows: int, found: float, splits: int, local: bool, tuning: Tuning) -> float:
+    """A tree on every subset: its tables' elements on each of the ``found`` patterns, each split's
+    NumPy calls on each block of patterns (``SubsetUnit.pattern_step``), once per tree, and for
+    per-row values each row's values of the tree's players."""
+    rate = tuning.estimate_subset_local_seconds if local else tuning.estimate_subset_seconds
+    blocks = -(-found // unit.pattern_step())
+    seconds = rate * found * unit.elements + tuning.estimate_subset_pass_seconds * blocks * splits
+    if local:
+        seconds += tuning.estimate_subset_row_seconds * n_rows * unit.n_players
+    return seconds + tuning.estimate_subset_unit_seconds
 
 
 def _splits(unit) -> int:

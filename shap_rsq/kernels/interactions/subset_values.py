@@ -19,7 +19,7 @@ from ...models.forest import TreeTable
 from ...tuning import DEFAULT_TUNING, Tuning
 from ..batching.sparse import add_pattern_values
 from ..row_patterns import routed_patterns
-from .subsets import SubsetPlan, compile_subsets, shapley_weights, subset_tables, subset_work
+from .subsets import SubsetPlan, compile_subsets, shapley_weights, subset_sizes, subset_tables
 
 __all__ = ["SubsetUnit", "subset_unit_bytes"]
 
@@ -30,9 +30,9 @@ class SubsetUnit:
     :class:`~shap_rsq.kernels.protocol.TreeKernel`).
 
     Rows are routed to their distinct split patterns first (all rows at once, in blocks), and
-    the tables are built on blocks of patterns sized to a quarter of the budget
-    (:meth:`pattern_step`).  ``work`` is the table elements per pattern times
-    ``Tuning.subset_element_cost`` (in the LCA kernel's units, for balancing and estimates).
+    the tables are built on blocks of patterns whose live tables stay in cache, within a quarter
+    of the budget (:meth:`pattern_step`).  ``work`` is the table elements per pattern times
+    ``Tuning.subset_element_cost`` (in the LCA kernel's units, to weigh blocks of trees).
     """
 
     trees: np.ndarray
@@ -40,13 +40,14 @@ class SubsetUnit:
     tree: TreeTable
     tuning: Tuning = DEFAULT_TUNING
     elements: float = field(default=0.0)  # sum_u 2^{s_u} (subset_work), set when built
+    live: int = field(default=0)  # the most of them a pattern holds at once (subset_sizes), set when built
     _plan: SubsetPlan | None = field(default=None, repr=False)
     # tells a worker's kept plans apart (engine.worker_plans), as LcaUnit's and HeapUnit's do
     token: str = field(default_factory=lambda: uuid.uuid4().hex, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not self.elements:
-            self.elements = subset_work(self.tree)
+        if not self.live:
+            self.elements, self.live = subset_sizes(self.tree)
 
     @property
     def plan(self) -> SubsetPlan:
@@ -77,7 +78,7 @@ class SubsetUnit:
         """Patterns per table pass: their live tables within ``Tuning.subset_block_elements`` (in
         cache), and all their tables within a quarter of the budget."""
         per_pattern = subset_pattern_bytes(self.elements, self.n_players, self.tuning)
-        in_cache = self.tuning.subset_block_elements // self.plan.live
+        in_cache = self.tuning.subset_block_elements // self.live
         return max(1, min(in_cache, int(self.tuning.memory_budget // (4 * per_pattern))))
 
     def prepare(self, X: np.ndarray, dtype) -> tuple[tuple, np.ndarray]:

@@ -36,6 +36,7 @@ __all__ = [
     "shapley_weights",
     "subset_interactions",
     "subset_plan_bytes",
+    "subset_sizes",
     "subset_work",
 ]
 
@@ -128,6 +129,7 @@ def compile_subsets(tree: TreeTable) -> SubsetPlan:
     kid[pairs.split_node] = np.searchsorted(feature_ids, tree.player[pairs.split_node])
     order = _postorder(tree)
     lists = {int(u): _players_of(inside[u], int(kid[u])) for u in order}
+    sizes = np.left_shift(1, inside.sum(axis=1))
     fractions = _cover_fractions(tree)
     value = np.asarray(tree.value, dtype=np.float64)
     mean = _tree_mean(tree, order, fractions, value)
@@ -149,7 +151,8 @@ def compile_subsets(tree: TreeTable) -> SubsetPlan:
     local = ((index[:, None] >> np.arange(len(root))) & 1) @ (np.int64(1) << np.asarray(root, dtype=np.int64))
     root_order = np.empty_like(index)
     root_order[local] = index
-    return SubsetPlan(pairs, tuple(steps), leaf_value, mean, root_order, _live_elements(tree, order, lists))
+    live = _live_elements(order, tree.left, tree.right, sizes)
+    return SubsetPlan(pairs, tuple(steps), leaf_value, mean, root_order, live)
 
 
 def _postorder(tree: TreeTable) -> np.ndarray:
@@ -199,17 +202,26 @@ def _tree_mean(tree: TreeTable, order: np.ndarray, fractions: np.ndarray, value:
     return float(mean[0])
 
 
-def _live_elements(tree: TreeTable, order: np.ndarray, lists: dict) -> int:
-    """The most table elements per row held at once during the postorder pass."""
+def _live_elements(order: np.ndarray, left: np.ndarray, right: np.ndarray, size: np.ndarray) -> int:
+    """The most table elements per row held at once during the postorder pass (``size``: each
+    node's table elements, ``left`` and ``right`` its children)."""
     live, held, most = {}, 0, 1
     for u in order:
-        size = 1 << len(lists[int(u)])
-        most = max(most, held + size)
-        for child in (int(tree.left[u]), int(tree.right[u])):
+        most = max(most, held + int(size[u]))
+        for child in (int(left[u]), int(right[u])):
             held -= live.pop(child, 0)
-        live[int(u)] = size
-        held += size
+        live[int(u)] = int(size[u])
+        held += int(size[u])
     return most
+
+
+def subset_sizes(tree: TreeTable) -> tuple[float, int]:
+    """``(elements, live)`` of a tree with a split, without compiling its plan: its table elements a
+    row (:func:`subset_work`) and the most of them a row holds at once in the pass."""
+    splits = tree.left >= 0
+    inside = subtree_features(tree, np.unique(tree.player[splits]))
+    size = np.left_shift(1, inside.sum(axis=1))
+    return float(size[splits].sum()), _live_elements(_postorder(tree), tree.left, tree.right, size)
 
 
 def subset_tables(plan: SubsetPlan, X: np.ndarray, dtype=None, rows: np.ndarray | None = None) -> np.ndarray:
