@@ -234,24 +234,36 @@ def subset_tables(plan: SubsetPlan, X: np.ndarray, dtype=None, rows: np.ndarray 
     element on LightGBM's trees (3 ns now, the same values).
     """
     decisions = np.ascontiguousarray(split_decisions(plan.pairs, X, dtype, rows).T)  # (splits, n)
-    n = decisions.shape[1]
     tables: dict[int, np.ndarray] = {}
     for step in plan.steps:
         lo = tables.pop(step.left) if step.left in tables else plan.leaf_value[step.left]
         hi = tables.pop(step.right) if step.right in tables else plan.leaf_value[step.right]
-        half = len(step.left_unknown)
-        table = np.empty((2 * half, n))
-        unknown, known = table[:half], table[half:]
-        # own player unknown: the children weighed by their cover fractions
-        np.multiply(_spread(lo, step.left_unknown, unknown), step.to_left, out=unknown)
-        other = _spread(hi, step.right_unknown, np.empty((half, n)))
-        other *= step.to_right
-        unknown += other
-        # own player known: the child each row's decision takes
-        _spread(hi, step.right_known, known)
-        np.copyto(known, _spread(lo, step.left_known, other), where=decisions[step.split])
-        tables[step.node] = table
+        tables[step.node] = _split_table(step, lo, hi, decisions[step.split])
     return tables[0][plan.root_order]
+
+
+def _split_table(step: SubsetStep, lo: np.ndarray, hi: np.ndarray, decision: np.ndarray) -> np.ndarray:
+    """A split's table from its children's (a leaf's: its one value), rows going left by ``decision``."""
+    half = len(step.left_unknown)
+    table = np.empty((2 * half, len(decision)))
+    unknown, known = table[:half], table[half:]
+    # own player unknown: the children weighed by their cover fractions; a leaf's weighted value is
+    # one number, added to the other child's rows (a sum of two products either way round)
+    if lo.ndim == 0:
+        np.multiply(_spread(hi, step.right_unknown, unknown), step.to_right, out=unknown)
+        unknown += lo * step.to_left
+    else:
+        np.multiply(_spread(lo, step.left_unknown, unknown), step.to_left, out=unknown)
+        if hi.ndim == 0:
+            unknown += step.to_right * hi
+        else:
+            other = _spread(hi, step.right_unknown, np.empty_like(unknown))
+            other *= step.to_right
+            unknown += other
+    # own player known: the child each row's decision takes
+    _spread(hi, step.right_known, known)
+    np.copyto(known, lo if lo.ndim == 0 else _spread(lo, step.left_known, np.empty_like(known)), where=decision)
+    return table
 
 
 def _spread(child: np.ndarray, index: np.ndarray, out: np.ndarray) -> np.ndarray:
