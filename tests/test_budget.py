@@ -107,7 +107,7 @@ def test_routing_a_fully_grown_tree_stays_within_a_small_budget():
     unit = LcaUnit(np.array([0]), np.array([0.0]), tree, 1.0, tuning=tuning, _plan=plan)
     tracemalloc.start()
     try:
-        (_, _, first, inverse, _), prediction = unit.prepare(X, None)
+        (_, _, first, inverse, *_), prediction = unit.prepare(X, None)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

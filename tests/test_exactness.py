@@ -157,7 +157,7 @@ def test_per_row_values_of_the_conditioned_recursion_do_not_depend_on_its_blocks
     model, X, _y, _w = fitted("LGBMRegressor", True)
     explainer = RSquaredExplainer(model)._set_engine(kernel="junction")
     for unit in explainer._units.units(True)[:4]:
-        (rows, dtype, first, _inverse, _decisions), _ = unit.prepare(X, explainer.forest.input_dtype)
+        (rows, dtype, first, *_), _ = unit.prepare(X, explainer.forest.input_dtype)
         plan = unit.junction_plan
         patterns, at = sub_patterns(plan, split_decisions(plan, rows, dtype, rows=first)[:, :-1])
         one_row = row_gradients(plan, patterns, at, 2 * plan.n_q * live_states(plan))
@@ -184,7 +184,7 @@ def test_the_conditioned_recursion_gives_the_same_values_on_every_row_as_on_dist
     rng = np.random.default_rng(0)
     checked = 0
     for unit in explainer._units.units(True):
-        (rows, dtype, first, _inverse, _decisions), _ = unit.prepare(X, explainer.forest.input_dtype)
+        (rows, dtype, first, *_), _ = unit.prepare(X, explainer.forest.input_dtype)
         plan = unit.junction_plan
         if plan is None:
             continue
@@ -379,3 +379,27 @@ def test_zero_cover_fractions_need_no_division_by_zero(fitted):
         values = explainer(X, y, sample_weight=w).values
     np.testing.assert_allclose(shares, expected_global, atol=1e-9, rtol=0)
     np.testing.assert_allclose(values, expected_local, atol=1e-9, rtol=0)
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_the_lca_kernel_reads_each_patterns_decisions_from_its_routing_key(fitted, lca_routing, local):
+    # the leaf codes gathered each pattern's first row from X again; they now unpack its decisions
+    # from the key routing made, so X is not read after routing (garbage there changes nothing)
+    from shap_rsq.kernels.lca.unit import LcaUnit
+
+    model, X, _y, _w = fitted("XGBRegressor", True)
+    explainer = RSquaredExplainer(model)._set_engine(kernel="lca")
+    checked = 0
+    for unit in explainer._units.units(local):
+        if not isinstance(unit, LcaUnit) or unit.junction is not None:
+            continue
+        state, _ = unit.prepare(X, explainer.forest.input_dtype)
+        garbage = (np.full_like(X, np.nan), *state[1:])
+        rng = np.random.default_rng(0)
+        w_quad, w_lin = rng.normal(size=(2, len(X), 1))
+        read, unread = (np.zeros((len(X), X.shape[1])) if local else np.zeros(X.shape[1]) for _ in range(2))
+        unit.contribute(state, w_quad, w_lin, read, local)
+        unit.contribute(garbage, w_quad, w_lin, unread, local)
+        np.testing.assert_array_equal(read, unread)
+        checked += 1
+    assert checked >= 3

@@ -355,13 +355,13 @@ def test_each_patterns_decisions_unpack_from_its_key(n_splits, seed):
     """The leaves and the recursion read each pattern's decisions off its key (an integer up to 62
     splits, packed bytes past them) instead of routing its first row again: the same booleans, with
     ``split_decisions``' padding column."""
-    from shap_rsq.kernels.row_patterns import _key_decisions, _pattern_keys
+    from shap_rsq.kernels.row_patterns import _pattern_keys, key_decisions
 
     rng = np.random.default_rng(seed)
     decisions = rng.random((40, n_splits)) < rng.uniform(0.05, 0.95)
     decisions[rng.integers(0, 40, size=10)] = decisions[0]  # some patterns repeat
     first, inverse, keys = _distinct_keys(_pattern_keys(decisions), n_splits)
-    unpacked = _key_decisions(keys, n_splits)
+    unpacked = key_decisions(keys, n_splits)
     np.testing.assert_array_equal(unpacked[:, :-1], decisions[first])
     np.testing.assert_array_equal(unpacked[inverse, :-1], decisions)
     assert unpacked[:, -1].all()

@@ -12,7 +12,16 @@ import numpy as np
 
 from ..models.node_arrays import goes_left
 
-__all__ = ["distinct_rows", "ranked_keys", "reached_leaf", "routed_decisions", "routed_patterns", "split_decisions"]
+__all__ = [
+    "distinct_rows",
+    "key_decisions",
+    "ranked_keys",
+    "reached_leaf",
+    "routed_decisions",
+    "routed_pattern_keys",
+    "routed_patterns",
+    "split_decisions",
+]
 
 
 def split_decisions(plan, X: np.ndarray, dtype: np.dtype | None = None, rows=None) -> np.ndarray:
@@ -79,7 +88,7 @@ def _distinct_keys(keys: np.ndarray, n_bits: int) -> tuple[np.ndarray, np.ndarra
     return first, inverse, distinct
 
 
-def _key_decisions(keys: np.ndarray, n_splits: int) -> np.ndarray:
+def key_decisions(keys: np.ndarray, n_splits: int) -> np.ndarray:
     """The split decisions each key of :func:`_pattern_keys` packs, laid out as
     :func:`split_decisions`' (``(len(keys), n_splits + 1)``, the last column padding)."""
     out = np.ones((len(keys), n_splits + 1), dtype=bool)
@@ -104,7 +113,16 @@ def routed_patterns(
     plan, X: np.ndarray, dtype, elements: int, leaf_value: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The distinct split patterns of the rows of ``X`` (first row of each, and each row's
-    pattern), and with ``leaf_value`` every row's prediction ``leaf_value[leaf]`` (else ``None``).
+    pattern), and with ``leaf_value`` every row's prediction ``leaf_value[leaf]`` (else ``None``):
+    :func:`routed_pattern_keys` without the keys."""
+    return routed_pattern_keys(plan, X, dtype, elements, leaf_value)[:3]
+
+
+def routed_pattern_keys(
+    plan, X: np.ndarray, dtype, elements: int, leaf_value: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+    """:func:`routed_patterns`, and each pattern's key (:func:`key_decisions` gives its decisions
+    again, a few bytes a pattern held in place of its split decisions).
 
     Rows are routed in blocks of about ``elements`` booleans (a row's split decisions, or its
     ``(L, D)`` path booleans when the leaves are asked for), so the memory is bounded whatever the
@@ -119,14 +137,14 @@ def routed_patterns(
     step = max(1, elements // max(1, per_row))
     first, inverse, keys = _routed_keys(plan, X, dtype, step)
     if leaf_value is None:
-        return first, inverse, None
+        return first, inverse, None, keys
     leaf = np.concatenate(
         [
-            reached_leaf(plan, _key_decisions(keys[start : start + step], n_splits))
+            reached_leaf(plan, key_decisions(keys[start : start + step], n_splits))
             for start in range(0, len(first), step)
         ]
     )
-    return first, inverse, leaf_value[leaf][inverse]
+    return first, inverse, leaf_value[leaf][inverse], keys
 
 
 def routed_decisions(plan, X: np.ndarray, dtype, elements: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -136,7 +154,7 @@ def routed_decisions(plan, X: np.ndarray, dtype, elements: int) -> tuple[np.ndar
     n_splits = len(plan.split_feature)
     step = max(1, elements // (n_splits + 1))
     first, inverse, keys = _routed_keys(plan, X, dtype, step)
-    decisions = [_key_decisions(keys[start : start + step], n_splits)[:, :-1] for start in range(0, len(first), step)]
+    decisions = [key_decisions(keys[start : start + step], n_splits)[:, :-1] for start in range(0, len(first), step)]
     return first, inverse, np.concatenate(decisions) if decisions else np.ones((0, n_splits), dtype=bool)
 
 

@@ -96,7 +96,7 @@ class HybridUnit(LcaUnit):
         super().contribute(state, w_quad, w_lin, out, local)
         if not self.dense:
             return
-        X, dtype, first, inverse, _ = state
+        X, dtype, first, inverse, *_ = state
         plan = self.pair_plan
         n_patterns = len(first)
         block = self.tuning.block_elements_within

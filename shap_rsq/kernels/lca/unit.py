@@ -31,7 +31,7 @@ from ..recursion.conditioned import (
 )
 from ..recursion.conditioned_passes import gradient_on_patterns
 from ..recursion.conditioned_rows import reverse_work, row_gradients
-from ..row_patterns import routed_decisions, routed_patterns, split_decisions
+from ..row_patterns import key_decisions, routed_decisions, routed_pattern_keys, split_decisions
 from . import global_values as lca
 from .plan import TreePlan, compile_tree
 from .row_values import pattern_gradients
@@ -97,14 +97,14 @@ class LcaUnit:
             # each pattern's decisions, which the recursion reads too
             first, inverse, decisions = routed_decisions(plan, X, dtype, elements)
             prediction = pattern_predictions(plan, decisions)[inverse]
-            return (X, dtype, first, inverse, decisions), prediction[:, None]
-        first, inverse, prediction = routed_patterns(self.plan, X, dtype, elements, self.plan.leaf_value)
-        return (X, dtype, first, inverse, None), prediction[:, None]
+            return (X, dtype, first, inverse, decisions, None), prediction[:, None]
+        first, inverse, prediction, keys = routed_pattern_keys(self.plan, X, dtype, elements, self.plan.leaf_value)
+        return (X, dtype, first, inverse, None, keys), prediction[:, None]
 
     def contribute(self, state, w_quad: np.ndarray, w_lin: np.ndarray, out: np.ndarray, local: bool) -> None:
-        X, dtype, first, inverse, decisions = state
+        X, dtype, first, inverse, decisions, keys = state
         if local:
-            features, g_quad, g_lin = self._junction_rows(first, decisions) or self._lca_rows(X, dtype, first)
+            features, g_quad, g_lin = self._junction_rows(first, decisions) or self._lca_rows(X, dtype, first, keys)
             add_pattern_values(out, features, inverse, (w_quad[:, 0], g_quad), (w_lin[:, 0], g_lin))
             return
         n_patterns = len(first)
@@ -112,27 +112,37 @@ class LcaUnit:
         per_lin = np.bincount(inverse, weights=w_lin[:, 0], minlength=n_patterns)
         if self._junction_gradient(first, decisions, per_quad, per_lin, out):
             return
-        for plan, block, codes in self._coded_blocks(X, dtype, first, local=False):
+        for plan, block, codes in self._coded_blocks(X, dtype, first, local=False, keys=keys):
             weights = per_quad[block], per_lin[block]
             out[plan.features] += lca.weighted_gradient(plan, codes, *weights, self.tuning)
 
-    def _lca_rows(self, X, dtype, first) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _lca_rows(self, X, dtype, first, keys: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The tree's features and each pattern's gradients of ``m^2`` and ``m`` through the LCA plans."""
         g_quad = np.zeros((len(first), self.plan.n_features))
         g_lin = np.zeros_like(g_quad)
-        for plan, block, codes in self._coded_blocks(X, dtype, first, local=True):
+        for plan, block, codes in self._coded_blocks(X, dtype, first, local=True, keys=keys):
             quad, lin = pattern_gradients(plan, codes, self.tuning)
             g_quad[block] += quad
             g_lin[block] += lin
         return self.plan.features, g_quad, g_lin
 
-    def _coded_blocks(self, X, dtype, first, local: bool):
-        """Each LCA plan with each of its blocks of patterns (:meth:`pattern_step`) and their leaf codes."""
+    def _coded_blocks(self, X, dtype, first, local: bool, keys: np.ndarray | None = None):
+        """Each LCA plan with each of its blocks of patterns (:meth:`pattern_step`) and their leaf codes.
+
+        The patterns' decisions come from their routing ``keys`` (``None``: from their first rows of
+        ``X`` again) where a plan splits as the unit's own does: gathering the first rows again, in
+        the keys' order, read a cache line a split column a pattern (on 128,000 rows, depth-6 trees:
+        2.2 of 59 s)."""
         for plan in self.lca_plans():
             step = self.pattern_step(local, plan)
+            coded = keys is not None and _same_splits(plan, self.plan)
             for start in range(0, len(first), step):
                 block = slice(start, min(len(first), start + step))
-                yield plan, block, lca.leaf_codes(plan, split_decisions(plan, X, dtype, rows=first[block]))
+                if coded:
+                    decisions = key_decisions(keys[block], len(plan.split_feature))
+                else:
+                    decisions = split_decisions(plan, X, dtype, rows=first[block])
+                yield plan, block, lca.leaf_codes(plan, decisions)
 
     def lca_plans(self):
         """The plans whose items add up to the tree's game: its one plan (see ``HybridUnit``)."""
@@ -245,3 +255,12 @@ def adopt_plans(units, plans) -> None:
             unit._plan = plan
         if junction_plan is not None and unit._junction_plan is None:
             unit._junction_plan = junction_plan
+
+
+def _same_splits(plan: TreePlan, other: TreePlan) -> bool:
+    """Whether two plans of a tree route rows alike: the same splits in the same order."""
+    return plan is other or (
+        np.array_equal(plan.split_feature, other.split_feature)
+        and np.array_equal(plan.split_threshold, other.split_threshold)
+        and np.array_equal(plan.split_default_left, other.split_default_left)
+    )
