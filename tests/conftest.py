@@ -295,3 +295,17 @@ def lca_routing(monkeypatch):
     from shap_rsq.engine import routing
 
     monkeypatch.setattr(routing, "takes_subset_values", lambda *args, **kwargs: False)
+
+
+def walked_bytes(record) -> int:
+    """Bytes of every array in a record, walked field by field through nested records, tuples and
+    lists: what a plan that counts its own arrays (``nbytes``) must find."""
+    from dataclasses import fields, is_dataclass
+
+    if isinstance(record, np.ndarray):
+        return record.nbytes
+    if isinstance(record, tuple | list):
+        return sum(walked_bytes(part) for part in record)
+    if is_dataclass(record):
+        return sum(walked_bytes(getattr(record, f.name)) for f in fields(record))
+    return 0

@@ -5,11 +5,11 @@ in ``test_budget.py``."""
 from __future__ import annotations
 
 import tracemalloc
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import FAMILIES, NO_NAN, deep_data
+from conftest import FAMILIES, NO_NAN, deep_data, walked_bytes
 from oracle import rsq_oracle
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.metrics import r2_score
@@ -321,17 +321,8 @@ def test_a_junction_plan_counts_every_array_it_holds(lca_routing):
     (unit,) = RSquaredExplainer(DecisionTreeRegressor(random_state=0).fit(X, y))._units.units()
     plan = unit.junction_plan
 
-    def walk(record) -> int:
-        if isinstance(record, np.ndarray):
-            return record.nbytes
-        if isinstance(record, tuple | list):
-            return sum(walk(part) for part in record)
-        if is_dataclass(record):
-            return sum(walk(getattr(record, f.name)) for f in fields(record))
-        return 0
-
     assert len(plan.nodes) > 100
-    assert plan_bytes(plan) == walk(plan) > plan.node_states.nbytes + plan.node_leaves.nbytes
+    assert plan_bytes(plan) == walked_bytes(plan) > plan.node_states.nbytes + plan.node_leaves.nbytes
 
 
 def test_a_worker_is_charged_once_for_a_plan_and_its_blocks(lca_routing):

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import xgboost
-from conftest import make_data
+from conftest import make_data, walked_bytes
 from oracle import rsq_oracle, second_order_oracle
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.metrics import r2_score
@@ -147,22 +147,11 @@ def test_plans_past_the_room_are_dropped_and_compiled_again_with_the_same_values
 def test_a_subset_plan_counts_every_array_it_holds():
     # plan_bytes walked each plan's step records field by field on every call (40 ms a call on
     # 244 LightGBM trees); the plan now counts its arrays once, and must find the same ones
-    from dataclasses import fields, is_dataclass
-
     from shap_rsq.engine.worker_plans import plan_bytes
-
-    def walk(record) -> int:
-        if isinstance(record, np.ndarray):
-            return record.nbytes
-        if isinstance(record, tuple | list):
-            return sum(walk(part) for part in record)
-        if is_dataclass(record):
-            return sum(walk(getattr(record, f.name)) for f in fields(record))
-        return 0
 
     model, X, y, _ = _grown_tree(False)
     explainer = RSquaredExplainer(model)
     explainer.rsq(X, y)
     (unit,) = explainer._units.units()
     assert isinstance(unit, SubsetUnit) and len(unit.plan.steps) > 20
-    assert plan_bytes(unit.plan) == walk(unit.plan) > unit.plan.leaf_value.nbytes
+    assert plan_bytes(unit.plan) == walked_bytes(unit.plan) > unit.plan.leaf_value.nbytes
