@@ -105,9 +105,13 @@ def subset_work(tree: TreeTable) -> float:
     splits = tree.left >= 0
     if not splits.any():
         return 0.0
-    feature_ids = np.unique(tree.player[splits])
-    inside = subtree_features(tree, feature_ids)
-    return float(np.exp2(inside[splits].sum(axis=1)).sum())
+    return float(_table_sizes(tree)[splits].sum())
+
+
+def _table_sizes(tree: TreeTable) -> np.ndarray:
+    """``(nodes,)`` each node's table elements a row, ``2^{s_u}`` (1 at a leaf)."""
+    inside = subtree_features(tree, np.unique(tree.player[tree.left >= 0]))
+    return np.left_shift(1, inside.sum(axis=1))
 
 
 def subset_plan_bytes(table_elements: float, n_players: int) -> float:
@@ -218,10 +222,8 @@ def _live_elements(order: np.ndarray, left: np.ndarray, right: np.ndarray, size:
 def subset_sizes(tree: TreeTable) -> tuple[float, int]:
     """``(elements, live)`` of a tree with a split, without compiling its plan: its table elements a
     row (:func:`subset_work`) and the most of them a row holds at once in the pass."""
-    splits = tree.left >= 0
-    inside = subtree_features(tree, np.unique(tree.player[splits]))
-    size = np.left_shift(1, inside.sum(axis=1))
-    return float(size[splits].sum()), _live_elements(_postorder(tree), tree.left, tree.right, size)
+    size = _table_sizes(tree)
+    return float(size[tree.left >= 0].sum()), _live_elements(_postorder(tree), tree.left, tree.right, size)
 
 
 def subset_tables(plan: SubsetPlan, X: np.ndarray, dtype=None, rows: np.ndarray | None = None) -> np.ndarray:
@@ -231,7 +233,7 @@ def subset_tables(plan: SubsetPlan, X: np.ndarray, dtype=None, rows: np.ndarray 
     Each table is laid out subsets first, so that a child's table spreads over its parent's
     subsets by whole rows (a copy of ``n`` floats each) and a split's decisions mask contiguous
     runs: with rows first, the same gathers picked one float at a time and took 9 ns a table
-    element on LightGBM's trees (3 ns now, the same values).
+    element on LightGBM's trees (3 ns now, the same values; about 2 ns in blocks of patterns in cache).
     """
     decisions = np.ascontiguousarray(split_decisions(plan.pairs, X, dtype, rows).T)  # (splits, n)
     tables: dict[int, np.ndarray] = {}
