@@ -119,6 +119,19 @@ def test_missing_and_extra_columns_are_named(rows):
         explainer.rsq(pd.concat([frame, frame[["bp"]]], axis=1), y)
 
 
+def test_pyarrow_columns_are_read_by_their_names_not_their_values(rows):
+    pyarrow = pytest.importorskip("pyarrow")
+    X, y = rows
+    frame = pd.DataFrame(X, columns=["age", "bmi", "bp", "s1", "s2"]).assign(s2=0.0, s1=0.0)
+    explainer = RSquaredExplainer(_fit("sklearn", frame, y))
+    # two constant columns hold equal values: the table's columns were compared as data
+    table = pyarrow.Table.from_pandas(frame[["s2", "bp", "age", "s1", "bmi"]], preserve_index=False)
+    np.testing.assert_allclose(explainer.rsq(table, y).to_numpy(), explainer.rsq(frame, y).to_numpy(), atol=1e-12)
+    twice = pyarrow.Table.from_arrays([table["bp"], *table.columns], names=["bp", *table.column_names])
+    with pytest.raises(ValueError, match=r"^X has duplicated column names 'bp'\.$"):
+        explainer.rsq(twice, y)
+
+
 def test_a_model_without_names_matches_by_position_and_labels_by_the_frame(rows):
     X, y = rows
     model = _fit("sklearn", X, y)

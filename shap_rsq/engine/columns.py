@@ -93,7 +93,7 @@ def column_mismatch(columns: list[str], expected: list[str]) -> str:
 
 def as_frame(X: Any):
     """A narwhals DataFrame for any eager DataFrame library, else ``X`` itself."""
-    columns = getattr(X, "columns", None)
+    columns = _column_labels(X)
     if columns is not None:
         # narwhals refuses duplicated names too, without saying which input it was reading
         names = [str(c) for c in columns]
@@ -101,6 +101,20 @@ def as_frame(X: Any):
         if duplicated:
             raise ValueError(f"X has duplicated column names {listed(duplicated)}.")
     return nw.from_native(X, eager_only=True, pass_through=True)
+
+
+def _column_labels(X: Any) -> list | None:
+    """A DataFrame's column labels as its library holds them (``None`` for arrays).
+
+    A pyarrow table's ``columns`` are its columns' data, its labels are ``column_names``: read as
+    labels, two columns of equal values (two constant ones, a copied feature) were refused as one
+    name given twice, with the data in the message.
+    """
+    names = getattr(X, "column_names", None)
+    if names is not None and not callable(names):
+        return list(names)
+    columns = getattr(X, "columns", None)
+    return None if columns is None else list(columns)
 
 
 def in_model_order(frame, model_names, family: str) -> tuple[Any, list[int] | None]:
