@@ -130,6 +130,12 @@ def test_pyarrow_columns_are_read_by_their_names_not_their_values(rows):
     twice = pyarrow.Table.from_arrays([table["bp"], *table.columns], names=["bp", *table.column_names])
     with pytest.raises(ValueError, match=r"^X has duplicated column names 'bp'\.$"):
         explainer.rsq(twice, y)
+    # a pandas column named ``column_names`` is an attribute of its frame (here a constant one, whose
+    # values read as labels repeat): its labels stay the columns
+    named = frame.rename(columns={"s1": "column_names"})
+    shares = RSquaredExplainer(_fit("sklearn", named, y)).rsq(named[named.columns[::-1]], y)
+    assert list(shares.index) == list(named.columns)
+    np.testing.assert_allclose(shares.to_numpy(), explainer.rsq(frame, y).to_numpy(), atol=1e-12)
 
 
 def test_a_model_without_names_matches_by_position_and_labels_by_the_frame(rows):

@@ -108,11 +108,11 @@ def _column_labels(X: Any) -> list | None:
 
     A pyarrow table's ``columns`` are its columns' data, its labels are ``column_names``: read as
     labels, two columns of equal values (two constant ones, a copied feature) were refused as one
-    name given twice, with the data in the message.
+    name given twice, with the data in the message.  (Not ``column_names`` wherever it exists: a
+    pandas column of that name is an attribute of its frame too.)
     """
-    names = getattr(X, "column_names", None)
-    if names is not None and not callable(names):
-        return list(names)
+    if type(X).__module__.partition(".")[0] == "pyarrow":  # a Table or a RecordBatch
+        return list(X.column_names)
     columns = getattr(X, "columns", None)
     return None if columns is None else list(columns)
 
